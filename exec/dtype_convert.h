@@ -1,0 +1,15 @@
+// graph::DType <-> at::ScalarType.
+#pragma once
+
+#include <optional>
+
+#include <c10/core/ScalarType.h>
+
+#include "graph/dtype.h"
+
+namespace divfuzz::exec {
+
+c10::ScalarType ToScalarType(graph::DType dtype);
+std::optional<graph::DType> FromScalarType(c10::ScalarType type);
+
+}  // namespace divfuzz::exec

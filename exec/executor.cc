@@ -1,0 +1,200 @@
+#include "absl/strings/string_view.h"
+#include "exec/executor.h"
+
+#include <map>
+#include <set>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/view_as_complex.h>
+#include <torch/cuda.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exec/arguments.h"
+#include "exec/dtype_convert.h"
+#include "graph/materialize.h"
+
+namespace divfuzz::exec {
+namespace {
+
+using graph::DType;
+
+bool IsCudaFatal(absl::string_view msg) {
+  return absl::StrContains(msg, "device-side assert") ||
+         absl::StrContains(msg, "illegal memory access") ||
+         absl::StrContains(msg, "misaligned address") ||
+         absl::StrContains(msg, "unspecified launch failure") ||
+         absl::StrContains(msg, "illegal instruction");
+}
+
+NodeError Classify(std::string message) {
+  NodeError e;
+  // Keep the first line: c10 appends a C++ backtrace that differs by build.
+  if (size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
+  if (IsCudaFatal(message)) {
+    e.kind = NodeError::Kind::kCudaFatal;
+  } else if (absl::StrContains(message, "not implemented for")) {
+    e.kind = NodeError::Kind::kNotImplemented;
+  }
+  e.message = std::move(message);
+  return e;
+}
+
+at::Tensor MakeInput(const graph::Input& in) {
+  std::vector<double> v = graph::MaterializePayload(in);
+  const int64_t numel = in.type.Numel();
+  at::Tensor t;
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  if (graph::IsComplex(in.type.dtype)) {
+    t = at::view_as_complex(at::from_blob(v.data(), {numel, 2}, f64).clone());
+  } else {
+    t = at::from_blob(v.data(), {numel}, f64).clone();
+  }
+  return t.to(ToScalarType(in.type.dtype)).reshape(in.type.shape).contiguous();
+}
+
+// The reference's upcast: float to float64, complex to complex128.
+at::Tensor Upcast(const at::Tensor& t) {
+  if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
+  if (at::isFloatingType(t.scalar_type())) return t.to(at::kDouble);
+  return t;
+}
+
+at::Tensor Snapshot(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) return t;
+    return t.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false,
+                         /*copy=*/true).contiguous();
+  }
+  if (v.isScalar()) return at::scalar_tensor(v.toScalar(), at::TensorOptions().dtype(at::kDouble));
+  return at::Tensor();
+}
+
+}  // namespace
+
+bool CudaAvailable() {
+  static const bool available = [] {
+    try {
+      return torch::cuda::is_available();
+    } catch (...) {
+      return false;
+    }
+  }();
+  return available;
+}
+
+absl::string_view ErrorKindName(NodeError::Kind kind) {
+  switch (kind) {
+    case NodeError::Kind::kRaised:
+      return "raised";
+    case NodeError::Kind::kNotImplemented:
+      return "not_implemented";
+    case NodeError::Kind::kSkipped:
+      return "skipped";
+    case NodeError::Kind::kBadArguments:
+      return "bad_arguments";
+    case NodeError::Kind::kCudaFatal:
+      return "cuda_fatal";
+  }
+  return "?";
+}
+
+RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target) {
+  RunResult result;
+  result.target = target;
+  const bool on_cuda = target == Target::kCuda;
+  if (on_cuda && !CudaAvailable()) {
+    result.setup_error = "CUDA is not available in this process";
+    return result;
+  }
+  std::map<std::string, at::Tensor, std::less<>> env;
+  std::set<std::string, std::less<>> failed;
+  try {
+    for (const graph::Input& in : program.inputs) {
+      at::Tensor t = MakeInput(in);
+      if (target == Target::kCpuF64) t = Upcast(t);
+      if (on_cuda) t = t.to(at::kCUDA);
+      env[in.name] = t;
+    }
+  } catch (const std::exception& e) {
+    result.setup_error = Classify(e.what()).message;
+    return result;
+  }
+  const ValueLookup lookup = [&env](const std::string& name) {
+    auto it = env.find(name);
+    return it == env.end() ? at::Tensor() : it->second;
+  };
+
+  for (const graph::Node& node : program.nodes) {
+    NodeResult& nr = result.nodes.emplace_back();
+    auto fail = [&](NodeError e) {
+      nr.error = std::move(e);
+      failed.insert(node.results.begin(), node.results.end());
+    };
+    if (result.cuda_fatal) {
+      fail({NodeError::Kind::kSkipped, "an earlier CUDA fault poisoned the context"});
+      continue;
+    }
+    bool skipped = false;
+    for (const graph::Argument& a : node.args) {
+      const auto touches = [&](const graph::Literal& l) {
+        return l.kind == graph::Literal::Kind::kValue && failed.count(l.s) > 0;
+      };
+      skipped = skipped || touches(a.value);
+      for (const graph::Literal& item : a.value.list) skipped = skipped || touches(item);
+    }
+    if (skipped) {
+      fail({NodeError::Kind::kSkipped, "an input came from a node that failed"});
+      continue;
+    }
+    auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+    if (!handle.has_value()) {
+      fail({NodeError::Kind::kBadArguments,
+            absl::StrCat("no ATen operator named ", node.QualifiedName())});
+      continue;
+    }
+    absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle->schema(), node, lookup);
+    if (!stack.ok()) {
+      fail({NodeError::Kind::kBadArguments, std::string(stack.status().message())});
+      continue;
+    }
+    try {
+      handle->callBoxed(&*stack);
+      if (stack->size() != node.results.size()) {
+        fail({NodeError::Kind::kBadArguments,
+              absl::StrCat(node.QualifiedName(), " returned ", stack->size(),
+                           " values; the program names ", node.results.size())});
+        continue;
+      }
+      for (size_t i = 0; i < stack->size(); ++i) {
+        const c10::IValue& v = (*stack)[i];
+        if (v.isTensor()) env[node.results[i]] = v.toTensor();
+        at::Tensor snap = Snapshot(v);
+        if (target == Target::kCpuF64) {
+          nr.exact.push_back(snap);
+          auto it = types.find(node.results[i]);
+          if (snap.defined() && it != types.end() && snap.scalar_type() != ToScalarType(it->second.dtype)) {
+            snap = snap.to(ToScalarType(it->second.dtype));
+          }
+        }
+        nr.outputs.push_back(snap);
+      }
+    } catch (const std::exception& e) {
+      NodeError err = Classify(e.what());
+      if (err.kind == NodeError::Kind::kCudaFatal) result.cuda_fatal = true;
+      nr.outputs.clear();
+      nr.exact.clear();
+      fail(std::move(err));
+    } catch (...) {
+      nr.outputs.clear();
+      nr.exact.clear();
+      fail({NodeError::Kind::kRaised, "unknown exception"});
+    }
+  }
+  return result;
+}
+
+}  // namespace divfuzz::exec

@@ -1,0 +1,43 @@
+// What running a program on one target produced: every node's outputs (kept
+// so the oracle can localize a divergence) or a structured error.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "exec/target.h"
+
+namespace divfuzz::exec {
+
+struct NodeError {
+  enum class Kind {
+    kRaised,         // the op threw (c10::Error or std::exception)
+    kNotImplemented,  // ... saying the dtype is not implemented there
+    kSkipped,        // an input came from a node that failed
+    kBadArguments,   // the program's arguments do not fit the schema
+    kCudaFatal,      // the CUDA context is poisoned (device assert, illegal address)
+  };
+  Kind kind = Kind::kRaised;
+  std::string message;
+};
+
+struct NodeResult {
+  // Snapshots on the CPU, taken right after the node ran (in-place ops later
+  // in the program cannot change them). On cpu-f64 these are rounded back to
+  // the program's dtype; `exact` keeps the float64 values.
+  std::vector<at::Tensor> outputs;
+  std::vector<at::Tensor> exact;
+  std::optional<NodeError> error;
+};
+
+struct RunResult {
+  Target target = Target::kCpu;
+  std::vector<NodeResult> nodes;  // one per program node
+  bool cuda_fatal = false;        // stop using this process's CUDA context
+  std::string setup_error;        // inputs could not be built (nodes then empty)
+};
+
+}  // namespace divfuzz::exec

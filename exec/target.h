@@ -1,0 +1,19 @@
+// The places a program can run. Torch-free so flags and reports can name them.
+#pragma once
+
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+
+namespace divfuzz::exec {
+
+enum class Target {
+  kCpu,
+  kCuda,
+  kCpuF64,  // the reference: floating inputs upcast to float64, results rounded back
+};
+
+absl::string_view TargetName(Target t);  // "cpu", "cuda", "cpu-f64"
+absl::StatusOr<Target> ParseTarget(absl::string_view name);
+
+}  // namespace divfuzz::exec

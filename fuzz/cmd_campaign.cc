@@ -1,0 +1,188 @@
+// divfuzz campaign: supervises libFuzzer worker processes for a time budget,
+// restarting any that die, and prints a summary of the findings store.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "exec/executor.h"
+#include "fuzz/commands.h"
+#include "fuzz/flags.h"
+#include "nlohmann/json.hpp"
+#include "store/findings_store.h"
+
+extern "C" int LLVMFuzzerRunDriver(int* argc, char*** argv,
+                                   int (*callback)(const uint8_t* data, size_t size));
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace divfuzz::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json::object();
+}
+
+int64_t Get(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : 0;
+}
+
+// Starts one worker; its output goes to log_path.
+pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_path,
+                  const std::map<std::string, std::string>& env) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  FILE* log = std::fopen(log_path.c_str(), "a");
+  if (log != nullptr) {
+    dup2(fileno(log), STDOUT_FILENO);
+    dup2(fileno(log), STDERR_FILENO);
+  }
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  std::perror("divfuzz: exec of the worker failed");
+  _exit(127);
+}
+
+void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds,
+                  int restarts) {
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> s = store::FindingsStore::Open(findings_dir);
+  std::vector<nlohmann::json> index;
+  if (s.ok()) {
+    absl::StatusOr<std::vector<nlohmann::json>> loaded = (*s)->Load();
+    if (loaded.ok()) index = *loaded;
+  }
+  std::map<std::string, int> by_class;
+  for (const nlohmann::json& e : index) by_class[e.value("class", "?")]++;
+  std::cout << "\n== divfuzz campaign summary\n";
+  std::cout << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n",
+                               executions, seconds, seconds > 0 ? executions / seconds : 0.0,
+                               restarts);
+  std::cout << "buckets: " << index.size();
+  for (const auto& [cls, n] : by_class) std::cout << "  " << cls << "=" << n;
+  std::cout << "\n";
+  std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("count", 0) > b.value("count", 0);
+  });
+  for (const nlohmann::json& e : index) {
+    std::cout << absl::StrFormat("  %-44s %-15s %6d hits  %s\n", e.value("id", ""),
+                                 e.value("class", ""), e.value("count", 0),
+                                 e.value("repro_py", ""));
+  }
+  std::cout << "findings: " << findings_dir << "/index.jsonl\n";
+}
+
+}  // namespace
+
+std::string ResolveTargets(const std::string& flag_value) {
+  if (!flag_value.empty()) return flag_value;
+  if (exec::CudaAvailable()) return "cpu,cuda";
+  std::cerr << "divfuzz: CUDA is not available; comparing cpu with the cpu-f64 reference\n";
+  return "cpu,cpu-f64";
+}
+
+int RunFuzzWorker(int argc, char** argv) {
+  // argv[0] is the tool, argv[1] "fuzz": libFuzzer sees the rest.
+  int n = argc - 1;
+  char** args = argv + 1;
+  args[0] = argv[0];
+  return LLVMFuzzerRunDriver(&n, &args, LLVMFuzzerTestOneInput);
+}
+
+int RunCampaign(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    std::cerr << "divfuzz campaign: unexpected argument '" << args[0] << "' (it takes flags only)\n";
+    return 2;
+  }
+  const int budget = absl::GetFlag(FLAGS_seconds);
+  if (budget <= 0) {
+    std::cerr << "divfuzz campaign: --seconds must be positive\n";
+    return 2;
+  }
+  const std::string work = absl::GetFlag(FLAGS_work);
+  const std::string findings = absl::GetFlag(FLAGS_findings);
+  const std::string targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
+  std::error_code ec;
+  for (const char* sub : {"corpus", "crashes", "logs"}) fs::create_directories(fs::path(work) / sub, ec);
+  if (ec) {
+    std::cerr << "divfuzz campaign: cannot create " << work << ": " << ec.message() << "\n";
+    return 2;
+  }
+  std::vector<std::string> seeds;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_corpus), ',', absl::SkipEmpty())) {
+    const std::string dir(part);
+    if (fs::is_directory(dir)) {
+      seeds.push_back(dir);
+    } else {
+      std::cerr << "divfuzz campaign: seed corpus folder " << dir << " does not exist; skipped\n";
+    }
+  }
+  std::cout << "divfuzz campaign: " << budget << " s, targets " << targets << ", findings "
+            << findings << "/, work " << work << "/\n";
+
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  int64_t executions = 0;
+  int restarts = 0;
+  for (int worker = 0;; ++worker) {
+    const int remaining = budget - static_cast<int>(elapsed());
+    if (remaining < 1) break;
+    const std::string stats = absl::StrCat(work, "/logs/stats-", worker, ".json");
+    const std::string log = absl::StrCat(work, "/logs/worker-", worker, ".log");
+    std::vector<std::string> argv = {"divfuzz",
+                                     "fuzz",
+                                     absl::StrCat("-max_total_time=", remaining),
+                                     "-max_len=65536",
+                                     absl::StrCat("-timeout=", absl::GetFlag(FLAGS_timeout)),
+                                     absl::StrCat("-rss_limit_mb=", absl::GetFlag(FLAGS_rss_limit_mb)),
+                                     absl::StrCat("-artifact_prefix=", work, "/crashes/"),
+                                     "-print_final_stats=1",
+                                     absl::StrCat(work, "/corpus")};
+    argv.insert(argv.end(), seeds.begin(), seeds.end());
+    const pid_t pid = SpawnWorker(argv, log,
+                                  {{"DIVFUZZ_TARGETS", targets},
+                                   {"DIVFUZZ_FINDINGS", findings},
+                                   {"DIVFUZZ_STATS", stats}});
+    int status = 0;
+    auto last_print = Clock::now();
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (Clock::now() - last_print >= std::chrono::seconds(10)) {
+        last_print = Clock::now();
+        const nlohmann::json j = ReadJson(stats);
+        std::cout << absl::StrFormat("[%4.0fs] executions %d, new buckets %d\n", elapsed(),
+                                     executions + Get(j, "executions"), Get(j, "new_findings"))
+                  << std::flush;
+      }
+      if (elapsed() > budget + 30) kill(pid, SIGKILL);  // libFuzzer missed its deadline
+    }
+    executions += Get(ReadJson(stats), "executions");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
+    ++restarts;
+    std::cout << "divfuzz campaign: worker " << worker << " ended with "
+              << (WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status))
+                                      : absl::StrCat("exit code ", WEXITSTATUS(status)))
+              << " (log: " << log << "); starting a new one\n";
+  }
+  PrintSummary(findings, executions, elapsed(), restarts);
+  return 0;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,98 @@
+// divfuzz replay: rerun programs and show both targets' outputs and the verdict.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "exec/executor.h"
+#include "exec/format.h"
+#include "fuzz/commands.h"
+#include "fuzz/flags.h"
+#include "graph/parser.h"
+#include "ops/infer.h"
+#include "oracles/compare.h"
+
+namespace divfuzz::fuzz {
+
+namespace {
+
+void PrintSide(const exec::RunResult& r, size_t node) {
+  std::cout << "    " << exec::TargetName(r.target) << ": ";
+  if (node >= r.nodes.size()) {
+    std::cout << (r.setup_error.empty() ? "not run" : r.setup_error) << "\n";
+    return;
+  }
+  const exec::NodeResult& n = r.nodes[node];
+  if (n.error) {
+    std::cout << "error (" << exec::ErrorKindName(n.error->kind) << "): " << n.error->message
+              << "\n";
+    return;
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    std::cout << (i ? "\n      " : "") << exec::FormatTensor(n.outputs[i]);
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int RunReplay(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << "divfuzz replay: expected one or more program files (.dfz)\n";
+    return 2;
+  }
+  const std::string targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
+  std::vector<std::string> pair = absl::StrSplit(targets, ',');
+  absl::StatusOr<exec::Target> ta = exec::ParseTarget(pair.empty() ? "" : pair[0]);
+  absl::StatusOr<exec::Target> tb = exec::ParseTarget(pair.size() < 2 ? "" : pair[1]);
+  if (pair.size() != 2 || !ta.ok() || !tb.ok()) {
+    std::cerr << "divfuzz: --targets=" << targets << ": expected two of cpu, cuda, cpu-f64\n";
+    return 2;
+  }
+  int worst = 0;
+  for (const std::string& path : args) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << path << ": cannot read the file\n";
+      return 2;
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    absl::StatusOr<graph::Program> program = graph::ParseProgram(buffer.str(), path);
+    if (!program.ok()) {
+      std::cerr << program.status().message() << "\n";
+      return 2;
+    }
+    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(*program, path);
+    if (!types.ok()) {
+      std::cerr << types.status().message() << "\n";
+      return 2;
+    }
+    const exec::RunResult a = exec::Run(*program, *types, *ta);
+    const exec::RunResult b = exec::Run(*program, *types, *tb);
+    const oracles::Verdict v = oracles::Compare(*program, *types, a, b);
+    std::cout << "== " << path << " (" << v.target_a << " vs " << v.target_b << ")\n";
+    for (size_t i = 0; i < program->nodes.size(); ++i) {
+      const graph::Node& n = program->nodes[i];
+      std::cout << "  [" << i << "] %" << absl::StrJoin(n.results, ", %") << " = "
+                << n.QualifiedName() << "\n";
+      PrintSide(a, i);
+      PrintSide(b, i);
+    }
+    if (!v.Diverged()) {
+      std::cout << "verdict: agree\n";
+      continue;
+    }
+    worst = 1;
+    for (const oracles::Divergence& d : v.divergences) {
+      std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index
+                << " (%" << d.value << " = " << d.op << ", " << d.dtype << ")"
+                << (d.root ? " [root]" : " [downstream]") << ": " << d.detail << "\n";
+    }
+  }
+  return worst;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,18 @@
+// The divfuzz tool's subcommands; each returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace divfuzz::fuzz {
+
+// A libFuzzer worker: argv is passed to LLVMFuzzerRunDriver as is.
+int RunFuzzWorker(int argc, char** argv);
+int RunCampaign(const std::vector<std::string>& args);
+int RunReplay(const std::vector<std::string>& args);
+int RunOps(const std::vector<std::string>& args);
+
+// "cpu,cuda" where CUDA is available, else "cpu,cpu-f64"; a --targets value wins.
+std::string ResolveTargets(const std::string& flag_value);
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,45 @@
+// divfuzz: a differential fuzzer for libtorch. See README.md.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "fuzz/commands.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(divfuzz COMMAND [flags] [args]
+
+Commands:
+  campaign            fuzz for --seconds on a target pair, write findings/ and print a summary
+  replay FILE.dfz...  run programs on both targets, print every node's outputs and the verdict
+                      (exit 1 when they diverge, 2 on a bad program)
+  ops [--json]        list the op catalogue
+  fuzz LIBFUZZER_ARGS a raw libFuzzer worker (what campaign runs); DIVFUZZ_TARGETS,
+                      DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it
+
+Run 'divfuzz --help' for every flag.)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // libFuzzer parses its own -flags: hand them over before Abseil sees them.
+  if (argc >= 2 && std::strcmp(argv[1], "fuzz") == 0) {
+    return divfuzz::fuzz::RunFuzzWorker(argc, argv);
+  }
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() < 2) {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  const std::string command = rest[1];
+  const std::vector<std::string> args(rest.begin() + 2, rest.end());
+  if (command == "campaign") return divfuzz::fuzz::RunCampaign(args);
+  if (command == "replay") return divfuzz::fuzz::RunReplay(args);
+  if (command == "ops") return divfuzz::fuzz::RunOps(args);
+  std::cerr << "divfuzz: unknown command '" << command << "'\n\n" << kUsage << "\n";
+  return 2;
+}

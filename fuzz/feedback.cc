@@ -1,0 +1,33 @@
+#include "absl/strings/string_view.h"
+#include "fuzz/feedback.h"
+
+
+// libFuzzer scans this section between __start_/__stop_ symbols; it must be
+// 8-byte aligned and is read as uint8_t counters.
+__attribute__((section("__libfuzzer_extra_counters"), aligned(8), used))
+uint8_t divfuzz_extra_counters[divfuzz::fuzz::kNumCounters];
+
+namespace divfuzz::fuzz {
+
+void BumpCounter(absl::string_view op, absl::string_view dtype, absl::string_view outcome) {
+  // absl::Hash is seeded per process; counters must mean the same thing in
+  // every worker and run, so hash with a fixed function.
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (absl::string_view part : {op, absl::string_view("|"), dtype, absl::string_view("|"), outcome}) {
+    for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
+  }
+  uint8_t& c = divfuzz_extra_counters[h % kNumCounters];
+  if (c < 255) ++c;
+}
+
+size_t NonZeroCounters() {
+  size_t n = 0;
+  for (uint8_t c : divfuzz_extra_counters) n += c != 0;
+  return n;
+}
+
+void ClearCounters() {
+  for (uint8_t& c : divfuzz_extra_counters) c = 0;
+}
+
+}  // namespace divfuzz::fuzz

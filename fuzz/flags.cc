@@ -1,0 +1,16 @@
+#include "fuzz/flags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::string, targets, "",
+          "target pair A,B from cpu, cuda, cpu-f64 (default: cpu,cuda with a GPU, else "
+          "cpu,cpu-f64); B is the expected side for tolerances");
+ABSL_FLAG(std::string, findings, "findings", "findings store folder");
+ABSL_FLAG(bool, json, false, "ops: print JSON instead of a table");
+ABSL_FLAG(int, seconds, 60, "campaign: time budget in seconds");
+ABSL_FLAG(std::string, corpus, "corpus/seed",
+          "campaign: comma-separated seed corpus folders (read-only)");
+ABSL_FLAG(std::string, work, "campaign",
+          "campaign: working folder (its corpus/, crashes/, logs and statistics)");
+ABSL_FLAG(int, timeout, 20, "campaign: seconds one input may run before it counts as a hang");
+ABSL_FLAG(int, rss_limit_mb, 8192, "campaign: memory limit of a worker in MiB");

@@ -1,0 +1,15 @@
+// Flags shared by several subcommands (each is defined once, in flags.cc).
+#pragma once
+
+#include <string>
+
+#include "absl/flags/declare.h"
+
+ABSL_DECLARE_FLAG(std::string, targets);
+ABSL_DECLARE_FLAG(std::string, findings);
+ABSL_DECLARE_FLAG(bool, json);
+ABSL_DECLARE_FLAG(int, seconds);
+ABSL_DECLARE_FLAG(std::string, corpus);
+ABSL_DECLARE_FLAG(std::string, work);
+ABSL_DECLARE_FLAG(int, timeout);
+ABSL_DECLARE_FLAG(int, rss_limit_mb);

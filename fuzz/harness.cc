@@ -1,0 +1,222 @@
+#include "absl/strings/string_view.h"
+#include "fuzz/harness.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "exec/executor.h"
+#include "fuzz/feedback.h"
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "minimize/emit_python.h"
+#include "mutators/mutator.h"
+#include "nlohmann/json.hpp"
+#include "ops/infer.h"
+#include "oracles/compare.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+uint64_t Fnv1a(const uint8_t* data, size_t size) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ULL;
+  return h;
+}
+
+absl::string_view Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? absl::string_view() : absl::string_view(v);
+}
+
+}  // namespace
+
+struct Harness::State {
+  std::unique_ptr<store::FindingsStore> store;
+  int64_t executions = 0, parsed = 0, generated = 0, diverged = 0, new_findings = 0;
+  std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
+};
+
+HarnessConfig ConfigFromEnvironment() {
+  HarnessConfig c;
+  if (absl::string_view t = Env("DIVFUZZ_TARGETS"); !t.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(t, ',');
+    absl::StatusOr<exec::Target> a = parts.size() == 2 ? exec::ParseTarget(parts[0])
+                                                       : absl::InvalidArgumentError("");
+    absl::StatusOr<exec::Target> b = parts.size() == 2 ? exec::ParseTarget(parts[1]) : a;
+    if (!a.ok() || !b.ok()) {
+      std::cerr << "divfuzz: DIVFUZZ_TARGETS='" << t
+                << "': expected two targets 'A,B' from cpu, cuda, cpu-f64\n";
+      std::exit(2);
+    }
+    c.target_a = *a;
+    c.target_b = *b;
+  } else if (exec::CudaAvailable()) {
+    c.target_b = exec::Target::kCuda;
+  } else {
+    std::cerr << "divfuzz: CUDA is not available; comparing cpu with the cpu-f64 reference\n";
+  }
+  if (absl::string_view f = Env("DIVFUZZ_FINDINGS"); !f.empty()) c.findings_dir = std::string(f);
+  c.stats_path = std::string(Env("DIVFUZZ_STATS"));
+  return c;
+}
+
+graph::Program ProgramFromBytes(const uint8_t* data, size_t size, bool* parsed) {
+  absl::StatusOr<graph::Program> p =
+      graph::ParseProgram(std::string_view(reinterpret_cast<const char*>(data), size), "<input>");
+  if (p.ok() && ops::InferProgram(*p).ok()) {
+    if (parsed) *parsed = true;
+    return *std::move(p);
+  }
+  if (parsed) *parsed = false;
+  return mutators::Generate(Fnv1a(data, size));
+}
+
+Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new State) {
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> s =
+      store::FindingsStore::Open(config_.findings_dir);
+  if (!s.ok()) {
+    std::cerr << "divfuzz: cannot open findings store: " << s.status().message() << "\n";
+    std::exit(2);
+  }
+  state_->store = *std::move(s);
+}
+
+Harness::~Harness() {
+  if (config_.stats_path.empty()) return;
+  nlohmann::json j = {{"executions", state_->executions},   {"parsed", state_->parsed},
+                      {"generated", state_->generated},     {"diverged", state_->diverged},
+                      {"new_findings", state_->new_findings}};
+  (void)store::WriteFileAtomically(config_.stats_path, j.dump());
+}
+
+Outcome Harness::RunProgram(const graph::Program& program) {
+  Outcome outcome;
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  if (!types.ok()) return outcome;
+  const exec::RunResult ra = exec::Run(program, *types, config_.target_a);
+  const exec::RunResult rb = exec::Run(program, *types, config_.target_b);
+  ++state_->executions;
+  outcome.verdict = oracles::Compare(program, *types, ra, rb);
+
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    const graph::Node& n = program.nodes[i];
+    const auto it = n.results.empty() ? types->end() : types->find(n.results[0]);
+    const std::string dtype =
+        it == types->end() ? "?" : std::string(graph::DTypeName(it->second.dtype));
+    const bool failed = i < ra.nodes.size() && ra.nodes[i].error.has_value();
+    BumpCounter(n.QualifiedName(), dtype, failed ? "error" : "ok");
+  }
+  if (program.nodes.empty()) BumpCounter("<empty>", "", "ok");
+
+  const std::string text = graph::PrintProgram(program);
+  for (const oracles::Divergence* d : outcome.verdict.Roots()) {
+    BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
+    store::FindingHit hit;
+    hit.signature = oracles::Signature(*d);
+    hit.root_op = d->op;
+    hit.dtype = d->dtype;
+    hit.divergence_class = std::string(oracles::ClassName(d->cls));
+    hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
+    hit.detail = {{"node", d->node_index},    {"output", d->output_index}, {"value", d->value},
+                  {"element", d->element},    {"a", d->value_a},           {"b", d->value_b},
+                  {"abs_error", d->abs_error}, {"allowed", d->allowed},    {"summary", d->detail}};
+    absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
+    if (!r.ok()) {
+      std::cerr << "divfuzz: recording a finding failed: " << r.status().message() << "\n";
+      continue;
+    }
+    if (!r->is_new) continue;
+    ++outcome.new_findings;
+    ++state_->new_findings;
+    minimize::ReproSpec spec;
+    spec.target_a = outcome.verdict.target_a;
+    spec.target_b = outcome.verdict.target_b;
+    spec.node_index = d->node_index;
+    spec.output_index = d->output_index;
+    spec.title = absl::StrCat(d->op, " (", d->dtype, "): ", oracles::ClassName(d->cls), " between ",
+                              spec.target_a, " and ", spec.target_b);
+    if (d->node_index >= 0) {
+      absl::Status s = state_->store->WriteArtifact(r->id, "repro.py",
+                                                    minimize::EmitPython(program, spec), "repro_py");
+      if (!s.ok()) std::cerr << "divfuzz: writing repro.py failed: " << s.message() << "\n";
+    }
+    std::cerr << "divfuzz: NEW finding " << r->id << ": " << d->detail << "\n";
+  }
+  if (!outcome.verdict.divergences.empty()) ++state_->diverged;
+
+  // A poisoned CUDA context makes every later result meaningless: the input is
+  // recorded above; let the supervisor start a fresh worker.
+  if (ra.cuda_fatal || rb.cuda_fatal) {
+    store::FindingHit hit;
+    hit.divergence_class = "crash";
+    hit.root_op = "cuda_fatal";
+    hit.dtype = "";
+    hit.signature = "cuda_fatal||crash";
+    hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
+    (void)state_->store->Record(hit, text);
+    std::cerr << "divfuzz: CUDA fault; aborting so the supervisor restarts the worker\n";
+    std::abort();
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (!config_.stats_path.empty() && now - state_->last_stats > std::chrono::seconds(2)) {
+    state_->last_stats = now;
+    nlohmann::json j = {{"executions", state_->executions},   {"parsed", state_->parsed},
+                        {"generated", state_->generated},     {"diverged", state_->diverged},
+                        {"new_findings", state_->new_findings}};
+    (void)store::WriteFileAtomically(config_.stats_path, j.dump());
+  }
+  return outcome;
+}
+
+int Harness::TestOneInput(const uint8_t* data, size_t size) {
+  bool parsed = false;
+  graph::Program program = ProgramFromBytes(data, size, &parsed);
+  ++(parsed ? state_->parsed : state_->generated);
+  RunProgram(program);
+  return 0;
+}
+
+namespace {
+
+size_t Emit(const graph::Program& p, uint8_t* out, size_t max_size) {
+  const std::string text = graph::PrintProgram(p);
+  if (text.size() > max_size) return 0;
+  std::memcpy(out, text.data(), text.size());
+  return text.size();
+}
+
+}  // namespace
+
+size_t Harness::Mutate(uint8_t* data, size_t size, size_t max_size, unsigned seed) {
+  const graph::Program program = ProgramFromBytes(data, size);
+  for (unsigned attempt = 0; attempt < 4; ++attempt) {
+    if (size_t n = Emit(mutators::Mutate(program, seed + attempt * 7919u), data, max_size)) {
+      return n;
+    }
+  }
+  mutators::GenerateOptions small;
+  small.max_nodes = 2;
+  if (size_t n = Emit(mutators::Generate(seed, small), data, max_size)) return n;
+  return std::min(size, max_size);
+}
+
+size_t Harness::CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,
+                          uint8_t* out, size_t max_out_size, unsigned seed) {
+  const graph::Program pa = ProgramFromBytes(a, a_size);
+  const graph::Program pb = ProgramFromBytes(b, b_size);
+  return Emit(mutators::CrossOver(pa, pb, seed), out, max_out_size);
+}
+
+Harness& GlobalHarness() {
+  // A static object, so its destructor flushes statistics when libFuzzer exits.
+  static Harness harness(ConfigFromEnvironment());
+  return harness;
+}
+
+}  // namespace divfuzz::fuzz

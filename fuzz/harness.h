@@ -1,0 +1,57 @@
+// The fuzzing loop's body, shared by the graph_fuzzer target and the divfuzz
+// tool: bytes -> program -> two targets -> oracle -> findings and counters.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "exec/target.h"
+#include "graph/program.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::fuzz {
+
+struct HarnessConfig {
+  exec::Target target_a = exec::Target::kCpu;
+  exec::Target target_b = exec::Target::kCpuF64;
+  std::string findings_dir = "findings";
+  std::string stats_path;  // when set, execution counts are written there
+};
+
+// From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS and DIVFUZZ_STATS; the
+// default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
+// once on stderr).
+HarnessConfig ConfigFromEnvironment();
+
+// A program for any bytes: a parse of them when they parse and type-check,
+// else a program generated from a hash of them (deterministic).
+graph::Program ProgramFromBytes(const uint8_t* data, size_t size, bool* parsed = nullptr);
+
+struct Outcome {
+  oracles::Verdict verdict;
+  int new_findings = 0;
+};
+
+class Harness {
+ public:
+  explicit Harness(HarnessConfig config);
+  ~Harness();
+  Outcome RunProgram(const graph::Program& program);
+  int TestOneInput(const uint8_t* data, size_t size);
+  size_t Mutate(uint8_t* data, size_t size, size_t max_size, unsigned seed);
+  size_t CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,
+                   uint8_t* out, size_t max_out_size, unsigned seed);
+  const HarnessConfig& config() const { return config_; }
+
+ private:
+  struct State;
+  HarnessConfig config_;
+  std::unique_ptr<State> state_;
+};
+
+// The process-wide harness the libFuzzer entry points use.
+Harness& GlobalHarness();
+
+}  // namespace divfuzz::fuzz

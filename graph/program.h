@@ -1,0 +1,110 @@
+// The program IR: typed SSA values, inputs with exact payloads or seeded
+// generators, op nodes naming ATen schemas, and outputs. See DESIGN.md
+// ("The program text format") for the surface syntax.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+
+namespace divfuzz::graph {
+
+struct SourceLoc {
+  int line = 0;  // 1-based; 0 when the node was built in memory
+  int col = 0;
+};
+
+struct TensorType {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;  // empty = 0-d scalar tensor
+  // Product of the dims; -1 if a dim is negative, INT64_MAX if it overflows.
+  int64_t Numel() const;
+  bool operator==(const TensorType& o) const { return dtype == o.dtype && shape == o.shape; }
+  bool operator!=(const TensorType& o) const { return !(*this == o); }
+};
+
+// How an input's elements are produced. Generators are deterministic and
+// implemented here (not with torch's RNG) so every target and every emitted
+// repro sees the same bits.
+struct Payload {
+  enum class Kind {
+    kFill,     // fill(v): every element v
+    kValues,   // values(v0, v1, ...): exact, row-major; complex: re, im pairs
+    kUniform,  // uniform(seed=, low=, high=)
+    kNormal,   // normal(seed=, mean=, std=)
+    kSpecial,  // special(seed=): mix of 0, -0, denormals, huge, inf, nan ...
+  };
+  Kind kind = Kind::kFill;
+  std::vector<double> values;  // kFill: one value; kValues: the elements
+  uint64_t seed = 0;
+  double a = 0;  // low (uniform) or mean (normal)
+  double b = 1;  // high (uniform) or std (normal)
+
+  bool operator==(const Payload& o) const;
+  bool operator!=(const Payload& o) const { return !(*this == o); }
+};
+
+// A literal argument or a reference to a value (%name), or a list of either.
+struct Literal {
+  enum class Kind { kNone, kBool, kInt, kFloat, kString, kDType, kValue, kList };
+  Kind kind = Kind::kNone;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;  // kString: the text; kValue: the value name without '%'
+  DType dtype = DType::kF32;
+  std::vector<Literal> list;
+
+  static Literal None() { return {}; }
+  static Literal Bool(bool v);
+  static Literal Int(int64_t v);
+  static Literal Float(double v);
+  static Literal String(std::string v);
+  static Literal OfDType(DType v);
+  static Literal Value(std::string name);
+  static Literal List(std::vector<Literal> items);
+  bool operator==(const Literal& o) const;  // floats compared bitwise
+  bool operator!=(const Literal& o) const { return !(*this == o); }
+};
+
+struct Argument {
+  std::string name;  // empty = positional
+  Literal value;
+  bool operator==(const Argument& o) const { return name == o.name && value == o.value; }
+};
+
+struct Input {
+  std::string name;  // without '%'
+  TensorType type;
+  Payload payload;
+  SourceLoc loc;
+  bool operator==(const Input& o) const;  // ignores loc
+  bool operator!=(const Input& o) const { return !(*this == o); }
+};
+
+struct Node {
+  std::vector<std::string> results;  // SSA names defined, without '%'
+  std::string op;                    // "aten::add"
+  std::string overload;              // "Scalar", or empty for the default
+  std::vector<Argument> args;
+  SourceLoc loc;
+  std::string QualifiedName() const;     // "aten::add.Scalar"
+  bool operator==(const Node& o) const;  // ignores loc
+  bool operator!=(const Node& o) const { return !(*this == o); }
+};
+
+struct Program {
+  int version = 1;
+  std::vector<Input> inputs;
+  std::vector<Node> nodes;
+  std::vector<std::string> outputs;  // value names without '%'
+  SourceLoc output_loc;              // of the `output` statement
+
+  // Content equality, floats bitwise; source locations are ignored.
+  bool operator==(const Program& o) const;
+  bool operator!=(const Program& o) const { return !(*this == o); }
+};
+
+}  // namespace divfuzz::graph

@@ -1,0 +1,766 @@
+#include "minimize/emit_python.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "graph/materialize.h"
+#include "graph/printer.h"
+
+namespace divfuzz::minimize {
+namespace {
+
+using graph::DType;
+using graph::Literal;
+
+// The generic part of every script: targets, error capture, the oracle's
+// rules, the environment and main(). The program-specific part (constants,
+// make_inputs, program) is emitted above it.
+extern const char kHarness[];
+
+bool ValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t extra = 0;  // continuation bytes after the lead byte
+    if (c >= 0x80) {
+      if ((c >> 5) == 0x6) {
+        extra = 1;
+      } else if ((c >> 4) == 0xe) {
+        extra = 2;
+      } else if ((c >> 3) == 0x1e) {
+        extra = 3;
+      } else {
+        return false;
+      }
+    }
+    if (i + extra >= s.size() && extra > 0) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+// A single-quoted Python string literal. Non-ASCII text passes through when it
+// is valid UTF-8 (the script's encoding); other bytes become \xHH.
+std::string PyStr(absl::string_view s) {
+  bool utf8 = ValidUtf8(s);
+  std::string out = "'";
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) {
+          absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out += "'";
+  return out;
+}
+
+// One line of comment text: valid UTF-8 (Python requires it even in
+// comments), no control characters, at most about `max` bytes.
+std::string CommentText(absl::string_view s, size_t max = 120) {
+  bool utf8 = ValidUtf8(s);
+  std::string out;
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out.push_back(' ');
+    } else if (c >= 0x80 && !utf8) {
+      out.push_back('?');
+    } else {
+      out.push_back(ch);
+    }
+  }
+  if (out.size() > max) {
+    size_t cut = max;  // not inside a UTF-8 sequence
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) >> 6) == 0x2) --cut;
+    out = absl::StrCat(out.substr(0, cut), " ...");
+  }
+  return out;
+}
+
+bool IsPyKeyword(absl::string_view s) {
+  static const auto* keywords = new std::set<absl::string_view>{
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+  return keywords->count(s) > 0;
+}
+
+bool IsPyIdentifier(absl::string_view s) {
+  if (s.empty() || IsPyKeyword(s)) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string Attr(const std::string& expr, absl::string_view name) {
+  if (IsPyIdentifier(name)) return absl::StrCat(expr, ".", name);
+  return absl::StrCat("getattr(", expr, ", ", PyStr(name), ")");
+}
+
+std::string TorchDType(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return "torch.float16";
+    case DType::kBF16:
+      return "torch.bfloat16";
+    case DType::kF32:
+      return "torch.float32";
+    case DType::kF64:
+      return "torch.float64";
+    case DType::kC64:
+      return "torch.complex64";
+    case DType::kC128:
+      return "torch.complex128";
+    case DType::kI8:
+      return "torch.int8";
+    case DType::kI16:
+      return "torch.int16";
+    case DType::kI32:
+      return "torch.int32";
+    case DType::kI64:
+      return "torch.int64";
+    case DType::kU8:
+      return "torch.uint8";
+    case DType::kBool:
+      return "torch.bool";
+  }
+  return "torch.float32";
+}
+
+// The exact hex form Python's float.fromhex reads back ("0x1.8p-3", "inf",
+// "-inf", "nan", "-nan").
+std::string Hex(double v) { return graph::FormatHexFloat(v); }
+
+std::string PyFloat(double v) {
+  if (std::isnan(v)) return std::signbit(v) ? "float('-nan')" : "float('nan')";
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
+  return absl::StrCat("F('", Hex(v), "')");
+}
+
+std::string PyValue(absl::string_view name) { return absl::StrCat("v[", PyStr(name), "]"); }
+
+std::string PyLiteral(const Literal& l) {
+  switch (l.kind) {
+    case Literal::Kind::kNone:
+      return "None";
+    case Literal::Kind::kBool:
+      return l.b ? "True" : "False";
+    case Literal::Kind::kInt:
+      return absl::StrCat(l.i);
+    case Literal::Kind::kFloat:
+      return PyFloat(l.f);
+    case Literal::Kind::kString:
+      return PyStr(l.s);
+    case Literal::Kind::kDType:
+      return TorchDType(l.dtype);
+    case Literal::Kind::kValue:
+      return PyValue(l.s);
+    case Literal::Kind::kList: {
+      std::vector<std::string> items;
+      for (const Literal& item : l.list) items.push_back(PyLiteral(item));
+      return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+    }
+  }
+  return "None";
+}
+
+void CollectUses(const Literal& l, std::vector<std::string>* uses) {
+  if (l.kind == Literal::Kind::kValue) {
+    for (const std::string& u : *uses) {
+      if (u == l.s) return;
+    }
+    uses->push_back(l.s);
+  } else if (l.kind == Literal::Kind::kList) {
+    for (const Literal& item : l.list) CollectUses(item, uses);
+  }
+}
+
+std::string PyStrList(const std::vector<std::string>& names) {
+  std::vector<std::string> quoted;
+  for (const std::string& n : names) quoted.push_back(PyStr(n));
+  return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
+}
+
+// "aten.add.Tensor", "torch.ops.prims.foo.default", getattr(...) where a part
+// is no Python identifier (overload "from", say).
+std::string OpExpr(const graph::Node& node) {
+  absl::string_view op = node.op;
+  absl::string_view ns = "aten";
+  size_t sep = op.find("::");
+  if (sep != absl::string_view::npos) {
+    ns = op.substr(0, sep);
+    op = op.substr(sep + 2);
+  }
+  std::string expr = ns == "aten" ? "aten" : Attr("torch.ops", ns);
+  expr = Attr(expr, op);
+  return Attr(expr, node.overload.empty() ? "default" : node.overload);
+}
+
+std::string CallExpr(const graph::Node& node) {
+  std::vector<std::string> args;
+  std::vector<std::string> unsafe;  // keyword names Python cannot spell (from=)
+  for (const graph::Argument& arg : node.args) {
+    std::string value = PyLiteral(arg.value);
+    if (arg.name.empty()) {
+      args.push_back(value);
+    } else if (IsPyIdentifier(arg.name)) {
+      args.push_back(absl::StrCat(arg.name, "=", value));
+    } else {
+      unsafe.push_back(absl::StrCat(PyStr(arg.name), ": ", value));
+    }
+  }
+  if (!unsafe.empty()) args.push_back(absl::StrCat("**{", absl::StrJoin(unsafe, ", "), "}"));
+  return absl::StrCat(OpExpr(node), "(", absl::StrJoin(args, ", "), ")");
+}
+
+// "%c = aten::add.Tensor(%a, %b)", as in the .dfz text.
+std::string NodeText(const graph::Node& node) {
+  std::vector<std::string> results, args;
+  for (const std::string& r : node.results) results.push_back("%" + r);
+  for (const graph::Argument& a : node.args) {
+    std::string value = graph::PrintLiteral(a.value);
+    args.push_back(a.name.empty() ? value : absl::StrCat(a.name, "=", value));
+  }
+  std::string lhs = results.empty() ? "" : absl::StrCat(absl::StrJoin(results, ", "), " = ");
+  return absl::StrCat(lhs, node.QualifiedName(), "(", absl::StrJoin(args, ", "), ")");
+}
+
+std::string PyShape(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// Items joined by ", " and wrapped into lines of at most ~100 columns.
+std::string WrapList(const std::vector<std::string>& items, const std::string& indent) {
+  std::string out;
+  std::string line;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (!line.empty() && indent.size() + line.size() + 1 + item.size() > 99) {
+      absl::StrAppend(&out, indent, line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", item);
+  }
+  if (!line.empty()) absl::StrAppend(&out, indent, line, "\n");
+  return out;
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
+
+// Float to int64 as the int64 path of the script needs it: truncation toward
+// zero; NaN and out-of-range values give INT64_MIN (what x86 conversions do).
+int64_t ToInt64(double v) {
+  if (std::isnan(v) || v >= 0x1p63 || v < -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+// One input: `v['x'] = ...`, built in float64 (int64 for integers and bool,
+// complex128 for complex) and cast to its dtype, exactly like the executor.
+std::string InputStatement(const graph::Input& input) {
+  const DType dtype = input.type.dtype;
+  const std::string dt = TorchDType(dtype);
+  const std::string shape = PyShape(input.type.shape);
+  const std::vector<double> values = graph::MaterializePayload(input);
+  const size_t per = graph::IsComplex(dtype) ? 2 : 1;
+  const size_t numel = values.size() / per;
+  bool uniform = numel >= 1;
+  for (size_t i = per; uniform && i < values.size(); ++i) {
+    uniform = SameBits(values[i], values[i % per]);
+  }
+  std::string lhs = absl::StrCat("    ", PyValue(input.name), " = ");
+  if (graph::IsComplex(dtype)) {
+    if (uniform) {
+      return absl::StrCat(lhs, "torch.full(", shape, ", complex(F('", Hex(values[0]), "'), F('",
+                          Hex(values[1]), "')), dtype=torch.complex128).to(", dt, ")\n");
+    }
+  } else if (graph::IsFloating(dtype)) {
+    if (uniform) {
+      return absl::StrCat(lhs, "torch.full(", shape, ", F('", Hex(values[0]),
+                          "'), dtype=torch.float64).to(", dt, ")\n");
+    }
+  } else {
+    std::vector<std::string> ints;
+    for (double v : values) {
+      int64_t n = dtype == DType::kBool ? (v != 0 || std::isnan(v) ? 1 : 0) : ToInt64(v);
+      ints.push_back(absl::StrCat(n));
+    }
+    if (uniform) {
+      return absl::StrCat(lhs, "torch.full(", shape, ", ", ints[0], ", dtype=torch.int64).to(", dt,
+                          ")\n");
+    }
+    return absl::StrCat(lhs, "_ints([\n", WrapList(ints, "        "), "    ], ", shape, ", ", dt,
+                        ")\n");
+  }
+  std::vector<std::string> hexes;
+  for (double v : values) hexes.push_back(absl::StrCat("'", Hex(v), "'"));
+  return absl::StrCat(lhs, graph::IsComplex(dtype) ? "_complex" : "_floats", "([\n",
+                      WrapList(hexes, "        "), "    ], ", shape, ", ", dt, ")\n");
+}
+
+std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
+                         const std::string& where) {
+  std::string out = "#!/usr/bin/env python3\n";
+  absl::StrAppend(&out, "# divfuzz repro: ", CommentText(spec.title.empty() ? where : spec.title),
+                  "\n#\n");
+  absl::StrAppend(&out, "# Compares ", spec.target_a, " vs ", spec.target_b, " on ", where, ".\n");
+  absl::StrAppend(&out,
+                  "# Exit status: 1 if the divergence reproduces, 0 if it does not, 2 if the "
+                  "script fails.\n"
+                  "# Needs only torch. Every input is rebuilt bit-exactly from hex floats.\n"
+                  "# Targets (--target-a/--target-b): cpu, cuda, cpu-f64 (floating inputs "
+                  "upcast to float64\n"
+                  "# on the CPU, results rounded back to the program's dtype), cpu-scalar "
+                  "(ATen's scalar\n"
+                  "# CPU kernels, ATEN_CPU_CAPABILITY=default, in a child process).\n"
+                  "# --dump-inputs prints every input exactly.\n#\n"
+                  "# The program (divfuzz .dfz; long lines shortened):\n");
+  for (absl::string_view line : absl::StrSplit(graph::PrintProgram(program), '\n')) {
+    if (line.empty()) continue;
+    absl::StrAppend(&out, "#   ", CommentText(std::string(line), 150), "\n");
+  }
+  absl::StrAppend(&out,
+                  "import argparse\n"
+                  "import math\n"
+                  "import os\n"
+                  "import platform\n"
+                  "import sys\n"
+                  "import traceback\n"
+                  "\n"
+                  "import torch\n"
+                  "\n"
+                  "F = float.fromhex\n"
+                  "aten = torch.ops.aten\n\n");
+  return out;
+}
+
+}  // namespace
+
+std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
+  // Resolve the diverging output.
+  int node_index = spec.node_index;
+  if (node_index < 0) {
+    node_index = static_cast<int>(program.nodes.size()) - 1;
+    if (!program.outputs.empty()) {
+      for (size_t i = 0; i < program.nodes.size(); ++i) {
+        for (const std::string& r : program.nodes[i].results) {
+          if (r == program.outputs[0]) node_index = static_cast<int>(i);
+        }
+      }
+    }
+  }
+  std::string spec_error;
+  if (node_index < 0 || node_index >= static_cast<int>(program.nodes.size())) {
+    spec_error = absl::StrCat("the repro names node ", spec.node_index, " of a program of ",
+                              program.nodes.size(), " nodes");
+  } else if (spec.output_index < 0 ||
+             spec.output_index >= static_cast<int>(program.nodes[node_index].results.size())) {
+    spec_error = absl::StrCat("the repro names result ", spec.output_index, " of node ", node_index,
+                              ", which has ", program.nodes[node_index].results.size());
+  }
+  if (!spec_error.empty()) {
+    return absl::StrCat("#!/usr/bin/env python3\n# divfuzz repro: ", CommentText(spec.title),
+                        "\nimport sys\n\nprint(", PyStr(spec_error), ")\nsys.exit(2)\n");
+  }
+  const graph::Node& target = program.nodes[node_index];
+  const std::string& value = target.results[spec.output_index];
+  std::string where = absl::StrCat("%", value, ", result ", spec.output_index, " of node ",
+                                   node_index, " (", target.QualifiedName(), ")");
+
+  std::string out = ScriptHeader(program, spec, where);
+  absl::StrAppend(&out, "TITLE = ", PyStr(spec.title.empty() ? where : spec.title), "\n");
+  absl::StrAppend(&out, "TARGET_A = ", PyStr(spec.target_a), "\n");
+  absl::StrAppend(&out, "TARGET_B = ", PyStr(spec.target_b), "\n");
+  absl::StrAppend(&out, "NODE = ", node_index, "  # the diverging node\n");
+  absl::StrAppend(&out, "OUTPUT = ", spec.output_index, "  # which of its results\n");
+  absl::StrAppend(&out, "VALUE = ", PyStr(value), "\n");
+  absl::StrAppend(&out, "OP = ", PyStr(target.QualifiedName()), "\n\n\n");
+
+  absl::StrAppend(&out,
+                  "def make_inputs():\n"
+                  "    \"\"\"The program's inputs, built in float64 (int64 for integers and "
+                  "bool), then cast.\"\"\"\n"
+                  "    v = {}\n");
+  for (const graph::Input& input : program.inputs) {
+    absl::StrAppend(&out, "    # %", CommentText(input.name, 60), ": ",
+                    graph::PrintType(input.type), " = ",
+                    CommentText(graph::PrintPayload(input.payload, input.type.dtype), 80), "\n");
+    absl::StrAppend(&out, InputStatement(input));
+  }
+  absl::StrAppend(&out, "    return v\n\n\n");
+
+  absl::StrAppend(&out,
+                  "def program(v, node):\n"
+                  "    \"\"\"The program's nodes: node(index, results, uses, call); a node "
+                  "that raises, or\n"
+                  "    uses a value whose node raised, stores the error as its results.\"\"\"\n");
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    const graph::Node& node = program.nodes[i];
+    std::vector<std::string> uses;
+    for (const graph::Argument& arg : node.args) CollectUses(arg.value, &uses);
+    absl::StrAppend(&out, "    # ", CommentText(NodeText(node), 150), "\n");
+    absl::StrAppend(&out, "    node(", i, ", ", PyStrList(node.results), ", ", PyStrList(uses),
+                    ", lambda: ", CallExpr(node), ")\n");
+  }
+  if (program.nodes.empty()) absl::StrAppend(&out, "    pass\n");
+  absl::StrAppend(&out, "\n\n", kHarness);
+  return out;
+}
+
+namespace {
+
+const char kHarness[] =
+    R"PY(# ---------------------------------------------------------------------------
+# The harness below is the same in every divfuzz repro; the program is above.
+
+TOLERANCES = {  # (rtol, atol): torch.testing.assert_close's defaults
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+TARGETS = ('cpu', 'cuda', 'cpu-f64', 'cpu-scalar')
+
+
+def _floats(hexes, shape, dtype):
+    return torch.tensor([F(h) for h in hexes], dtype=torch.float64).to(dtype).reshape(shape)
+
+
+def _ints(values, shape, dtype):
+    return torch.tensor(values, dtype=torch.int64).to(dtype).reshape(shape)
+
+
+def _complex(hexes, shape, dtype):
+    parts = torch.tensor([F(h) for h in hexes], dtype=torch.float64).reshape(-1, 2)
+    return torch.view_as_complex(parts).to(dtype).reshape(shape)
+
+
+class Failure:
+    """Stands in for the results of a node that raised (or whose inputs did)."""
+
+    def __init__(self, message, node):
+        self.message = message
+        self.node = node
+
+    def __str__(self):
+        return 'raised at node %d: %s' % (self.node, self.message)
+
+
+def _snapshot(x):
+    if isinstance(x, Failure):
+        return x
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone().cpu()
+    if isinstance(x, (bool, int, float, complex)):
+        return torch.tensor(x)
+    return Failure('output of type %s is not a tensor' % type(x).__name__, NODE)
+
+
+def _upcast(t):
+    if t.is_complex():
+        return t.to(torch.complex128)
+    if t.is_floating_point():
+        return t.to(torch.float64)
+    return t
+
+
+def run(target):
+    """Runs the program on one target; returns the diverging output as a CPU
+    tensor, or a Failure when that node (or one it depends on) raised."""
+    if target == 'cpu-scalar':
+        return _run_in_child('cpu', {'ATEN_CPU_CAPABILITY': 'default'})
+    device = 'cuda' if target == 'cuda' else 'cpu'
+    v = make_inputs()
+    for name in list(v):
+        t = _upcast(v[name]) if target == 'cpu-f64' else v[name]
+        v[name] = t.to(device)
+    captured = {}
+
+    def node(index, results, uses, fn):
+        failed = [v[u] for u in uses if isinstance(v.get(u), Failure)]
+        if failed:
+            out = failed[0]
+        else:
+            try:
+                out = fn()
+                if device == 'cuda':
+                    torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 -- every error is a result here
+                out = Failure('%s: %s' % (type(e).__name__, str(e).strip()), index)
+        if isinstance(out, Failure):
+            values = [out] * len(results)
+        elif len(results) == 1:
+            values = [out]
+        else:
+            values = list(out)
+            if len(values) != len(results):
+                msg = 'returned %d results, the program names %d' % (len(values), len(results))
+                values = [Failure(msg, index)] * len(results)
+        for name, value in zip(results, values):
+            v[name] = value
+        if index == NODE:
+            captured['value'] = _snapshot(values[OUTPUT])
+
+    with torch.no_grad():
+        program(v, node)
+    return captured.get('value', Failure('the node did not run', NODE))
+
+
+def _run_in_child(target, env):
+    """Runs a target in a fresh process (e.g. with ATen's scalar CPU kernels)."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'result.pt')
+        child_env = dict(os.environ, **env)
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', target, path],
+                              env=child_env)
+        if proc.returncode != 0 or not os.path.exists(path):
+            return Failure('child process exited with status %d' % proc.returncode, NODE)
+        saved = torch.load(path)
+    if 'error' in saved:
+        return Failure(saved['error'], saved['node'])
+    return saved['value']
+
+
+def _child(target, path):
+    r = run(target)
+    if isinstance(r, Failure):
+        torch.save({'error': r.message, 'node': r.node}, path)
+    else:
+        torch.save({'value': r}, path)
+    return 0
+
+
+def _cast_back(results, targets):
+    """cpu-f64 results are rounded back to the program's dtype: the dtype the
+    plain run of the node produced."""
+    want = None
+    for t in targets:
+        r = results[t]
+        if t != 'cpu-f64' and isinstance(r, torch.Tensor):
+            want = r.dtype
+            break
+    if want is None:
+        r = run('cpu')
+        if isinstance(r, torch.Tensor):
+            want = r.dtype
+    for t in targets:
+        if t == 'cpu-f64' and want is not None and isinstance(results[t], torch.Tensor):
+            results[t] = results[t].to(want)
+
+
+def _classes(t):
+    """Per real element: 0 finite, 1 +inf, 2 -inf, 3 nan."""
+    c = torch.zeros(t.shape, dtype=torch.int8)
+    c[t == math.inf] = 1
+    c[t == -math.inf] = 2
+    c[torch.isnan(t)] = 3
+    return c
+
+
+def _parts(t):
+    """Real view: complex tensors as their real and imaginary parts, in float64."""
+    if t.is_complex():
+        return torch.view_as_real(t.resolve_conj().to(torch.complex128)).reshape(-1)
+    return t.to(torch.float64).reshape(-1)
+
+
+def _at(t, flat, part_index):
+    """Element `flat` of t, printed with its exact hex value."""
+    e = t.reshape(-1)[flat].item()
+    if isinstance(e, complex):
+        return '%r (%s, %s)' % (e, e.real.hex(), e.imag.hex())
+    if isinstance(e, float):
+        return '%r (%s)' % (e, e.hex())
+    return repr(e)
+
+
+def compare(a, b, name_a, name_b):
+    """The oracle's rules for one output, in order. Returns (class, detail);
+    class None means no divergence."""
+    fa, fb = isinstance(a, Failure), isinstance(b, Failure)
+    if fa and fb:
+        return None, 'both targets raised'
+    if fa or fb:
+        side, f = (name_a, a) if fa else (name_b, b)
+        cls = 'dtype_gap' if 'not implemented for' in f.message else 'error_split'
+        return cls, 'only %s raised: %s' % (side, f.message)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return 'meta_split', '%s: %s %s, %s: %s %s' % (name_a, a.dtype, list(a.shape), name_b,
+                                                       b.dtype, list(b.shape))
+    if a.is_floating_point() or a.is_complex():
+        per = 2 if a.is_complex() else 1
+        pa, pb = _parts(a), _parts(b)
+        ca, cb = _classes(pa), _classes(pb)
+        differ = (ca != cb).nonzero()
+        if len(differ):
+            i = int(differ[0])
+            return 'class_split', 'element %d: %s %s, %s %s' % (
+                i // per, name_a, _at(a, i // per, i % per), name_b, _at(b, i // per, i % per))
+        rtol, atol = TOLERANCES[a.dtype]
+        finite = ca == 0  # the classes agree: both sides finite there
+        err = torch.where(finite, (pa - pb).abs(), torch.zeros_like(pa))
+        allowed = atol + rtol * pb.abs()
+        bad = (finite & (err > allowed)).nonzero()
+        if len(bad):
+            i = int(bad[0])
+            return 'tolerance', ('element %d: %s %s, %s %s, |a-b| = %r > %r = atol %r + rtol %r * |b|'
+                                 % (i // per, name_a, _at(a, i // per, i % per), name_b,
+                                    _at(b, i // per, i % per), err[i].item(), allowed[i].item(),
+                                    atol, rtol))
+        return None, 'equal within rtol %r, atol %r (max |a-b| = %r)' % (
+            rtol, atol, err.max().item() if err.numel() else 0.0)
+    if not torch.equal(a, b):
+        i = int((a.reshape(-1) != b.reshape(-1)).nonzero()[0])
+        return 'exact_mismatch', 'element %d: %s %s, %s %s' % (i, name_a, _at(a, i, 0), name_b,
+                                                               _at(b, i, 0))
+    return None, 'exactly equal'
+
+
+def _cpu_name():
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def print_environment():
+    print('torch %s, python %s, %s' % (torch.__version__, platform.python_version(),
+                                        platform.platform()))
+    capability = getattr(torch.backends.cpu, 'get_cpu_capability', lambda: '?')()
+    print('CPU: %s (%d cores), ATen CPU capability %s, %d threads' % (
+        _cpu_name(), os.cpu_count() or 0, capability, torch.get_num_threads()))
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        print('CUDA runtime %s, GPU: %s (sm_%d%d), cuDNN %s, TF32 matmul %s, TF32 cuDNN %s' % (
+            torch.version.cuda, p.name, p.major, p.minor, torch.backends.cudnn.version(),
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32))
+    else:
+        print('CUDA: not available (torch built with CUDA %s)' % torch.version.cuda)
+
+
+def show(name, r):
+    if isinstance(r, Failure):
+        print('%s: %s' % (name, r))
+    else:
+        print('%s: dtype %s, shape %s' % (name, r.dtype, list(r.shape)))
+        print(r)
+
+
+def dump_inputs():
+    for name, t in make_inputs().items():
+        flat = t.reshape(-1)
+        if t.is_complex():
+            vals = [x.hex() for p in flat.to(torch.complex128).tolist() for x in (p.real, p.imag)]
+        elif t.is_floating_point():
+            vals = [x.hex() for x in flat.to(torch.float64).tolist()]
+        else:
+            vals = [str(int(x)) for x in flat.to(torch.int64).tolist()]
+        print('%s %s %s: %s' % (name, t.dtype, list(t.shape), ' '.join(vals)))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description='divfuzz repro: ' + TITLE)
+    ap.add_argument('--target-a', default=TARGET_A, choices=TARGETS)
+    ap.add_argument('--target-b', default=TARGET_B, choices=TARGETS)
+    ap.add_argument('--dump-inputs', action='store_true',
+                    help='print every input exactly (hex floats) and exit')
+    ap.add_argument('--child', nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return _child(*args.child)
+    if args.dump_inputs:
+        return dump_inputs()
+    torch.set_printoptions(precision=10, threshold=sys.maxsize)
+    targets = [args.target_a, args.target_b]
+    print('divfuzz repro: %s' % TITLE)
+    print_environment()
+    if 'cuda' in targets and not torch.cuda.is_available():
+        print('CUDA not available: skipping (compare other targets with --target-a/--target-b, '
+              'e.g. --target-a cpu --target-b cpu-f64)')
+        return 0
+    for t in targets:
+        if t not in TARGETS:
+            print('unknown target %r (known: %s)' % (t, ', '.join(TARGETS)))
+            return 2
+    # Without the float64 reference among the targets, run it too: it says
+    # which side is wrong (informational; the verdict compares the two).
+    runs = targets + ([] if 'cpu-f64' in targets else ['cpu-f64'])
+    results = {}
+    for t in runs:
+        results[t] = run(t)
+    _cast_back(results, runs)
+    print()
+    print('Output %%%s: result %d of node %d, %s' % (VALUE, OUTPUT, NODE, OP))
+    for t in runs:
+        show(t, results[t])
+    print()
+    if 'cpu-f64' not in targets:
+        for t in targets:
+            cls, detail = compare(results[t], results['cpu-f64'], t, 'cpu-f64')
+            print('reference: %s vs cpu-f64: %s: %s' % (t, cls or 'agrees', detail))
+    a, b = targets
+    cls, detail = compare(results[a], results[b], a, b)
+    if cls is None:
+        print('VERDICT: no divergence (%s vs %s): %s' % (a, b, detail))
+        return 0
+    print('VERDICT: divergence reproduces (%s vs %s): %s: %s' % (a, b, cls, detail))
+    return 1
+
+
+if __name__ == '__main__':
+    try:
+        code = main()
+    except Exception:  # noqa: BLE001 -- a harness failure is not a reproduction
+        traceback.print_exc()
+        print('repro script failed (exit 2)', file=sys.stderr)
+        code = 2
+    sys.exit(code)
+)PY";
+
+}  // namespace
+
+}  // namespace divfuzz::minimize

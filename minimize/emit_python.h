@@ -1,0 +1,33 @@
+// The standalone Python repro: a script that needs only torch, rebuilds every
+// input bit-exactly, runs the program's nodes through torch.ops.aten on two
+// targets, prints the environment and both values of the diverging output,
+// judges them with the oracle's rules and exits 1 when the divergence
+// reproduces (0 when it does not, 2 when the script itself fails).
+#pragma once
+
+#include <string>
+
+#include "graph/program.h"
+
+namespace divfuzz::minimize {
+
+struct ReproSpec {
+  // Targets the script compares by default: "cpu", "cuda", "cpu-f64" (every
+  // floating input upcast to float64 on the CPU, results rounded back to the
+  // program's dtype) or "cpu-scalar" (ATen's scalar CPU kernels, in a child
+  // process). The script's --target-a/--target-b override them.
+  std::string target_a = "cpu";
+  std::string target_b = "cpu-f64";
+  // The finding's diverging output: result `output_index` of
+  // program.nodes[node_index]. -1: the node defining the program's first
+  // output (or the last node when the program names no output).
+  int node_index = -1;
+  int output_index = 0;
+  std::string title;  // one line, e.g. "aten::logdet: -inf on cpu, finite on cpu-f64"
+};
+
+// The script's text. Never fails: a spec that names no node of the program
+// yields a script that says so and exits 2.
+std::string EmitPython(const graph::Program& program, const ReproSpec& spec);
+
+}  // namespace divfuzz::minimize

@@ -1,0 +1,361 @@
+#include "mutators/mutator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "graph/materialize.h"
+#include "graph/printer.h"
+#include "mutators/node_builder.h"
+#include "ops/catalogue.h"
+#include "ops/infer.h"
+
+namespace divfuzz::mutators {
+namespace {
+
+using graph::DType;
+using graph::Literal;
+using graph::Program;
+
+constexpr size_t kMaxNodes = 16;
+// Inputs this small may be spelled out element by element to plant values.
+constexpr int64_t kMaxExplicitNumel = 1024;
+
+template <typename F>
+void ForEachRef(graph::Literal& l, const F& f) {
+  if (l.kind == Literal::Kind::kValue) f(l);
+  for (Literal& item : l.list) ForEachRef(item, f);
+}
+
+template <typename F>
+void ForEachRef(const graph::Literal& l, const F& f) {
+  if (l.kind == Literal::Kind::kValue) f(l);
+  for (const Literal& item : l.list) ForEachRef(item, f);
+}
+
+std::vector<const ops::OpSpec*> OpsFor(DType dtype) {
+  std::vector<const ops::OpSpec*> out;
+  for (const ops::OpSpec& s : ops::Catalogue()) {
+    if (ops::Has(s.dtypes, dtype)) out.push_back(&s);
+  }
+  return out;
+}
+
+// Appends one random op over the program's values; false when none fit.
+bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random) {
+  NodeBuilder builder(p, types, random);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    DType dtype = RandomDType(random);
+    // Prefer continuing a chain: the dtype of a value already there.
+    if (!types.empty() && random.Chance(0.7)) {
+      auto it = types.begin();
+      std::advance(it, random.Below(types.size()));
+      dtype = it->second.dtype;
+    }
+    std::vector<const ops::OpSpec*> candidates = OpsFor(dtype);
+    if (candidates.empty()) continue;
+    if (builder.Append(*random.Pick(candidates), dtype)) return true;
+  }
+  return false;
+}
+
+double SpecialValue(Random& random, DType dtype) {
+  const double max = graph::MaxFinite(dtype);
+  const double tiny = dtype == DType::kF64   ? 0x1p-1074
+                      : dtype == DType::kF32 ? 0x1p-149
+                      : dtype == DType::kF16 ? 0x1p-24
+                                             : 0x1p-133;
+  const std::vector<double> values = {0.0,  -0.0, tiny,  -tiny, max, -max, max / 2,
+                                      std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(),
+                                      std::nan(""), 1.0, -1.0, 1e-30, 0.5};
+  return random.Pick(values);
+}
+
+double SpecialInteger(Random& random, DType dtype) {
+  const std::vector<double> values = {0, 1, -1, graph::MinValue(dtype), graph::MaxFinite(dtype),
+                                      graph::MinValue(dtype) + 1, graph::MaxFinite(dtype) - 1};
+  const double v = random.Pick(values);
+  // 2^63 - 1 has no double; the largest double below 2^63 stands in for it.
+  if (v >= 0x1p63) return std::nextafter(0x1p63, 0.0);
+  return dtype == DType::kU8 && v < 0 ? 0 : v;
+}
+
+bool MutateValues(Program& p, Random& random) {
+  if (p.inputs.empty()) return false;
+  graph::Input& in = p.inputs[random.Below(p.inputs.size())];
+  ops::TypeEnv scratch;
+  NodeBuilder builder(p, scratch, random);
+  const uint64_t r = random.Below(10);
+  const bool floating = graph::IsFloating(in.type.dtype);
+  if (r < 2) {
+    in.payload.seed = random.Seed();
+    return true;
+  }
+  if (r < 4 || in.type.Numel() > kMaxExplicitNumel || graph::IsComplex(in.type.dtype)) {
+    in.payload = builder.RandomPayload(in.type.dtype, ops::Domain::kAny);
+    return true;
+  }
+  // Spell the values out and plant a few special ones, or nudge one by an ulp.
+  std::vector<double> v = graph::MaterializePayload(in);
+  if (v.empty()) return false;
+  const int count = static_cast<int>(random.Range(1, 3));
+  for (int i = 0; i < count; ++i) {
+    double& x = v[random.Below(v.size())];
+    if (floating && r == 9 && std::isfinite(x)) {
+      x = std::nextafter(static_cast<float>(x), random.Chance(0.5) ? INFINITY : -INFINITY);
+    } else {
+      x = floating ? SpecialValue(random, in.type.dtype) : SpecialInteger(random, in.type.dtype);
+    }
+  }
+  if (in.type.dtype == DType::kBool) {
+    for (double& x : v) x = x != 0;
+  }
+  in.payload = graph::Payload{};
+  in.payload.kind = graph::Payload::Kind::kValues;
+  in.payload.values = std::move(v);
+  return true;
+}
+
+bool MutateInputType(Program& p, Random& random) {
+  if (p.inputs.empty()) return false;
+  graph::Input& in = p.inputs[random.Below(p.inputs.size())];
+  if (random.Chance(0.5) && graph::IsFloating(in.type.dtype)) {
+    const std::vector<DType> floats = {DType::kF16, DType::kBF16, DType::kF32, DType::kF64};
+    in.type.dtype = random.Pick(floats);
+  } else if (!in.type.shape.empty()) {
+    int64_t& d = in.type.shape[random.Below(in.type.shape.size())];
+    const std::vector<int64_t> sizes = {1, 2, 3, 4, 15, 16, 17, 31, 32, 33};
+    d = random.Pick(sizes);
+    if (in.type.Numel() > kMaxGeneratedNumel) d = 1;
+  } else {
+    in.type.shape = {random.Pick(std::vector<int64_t>{2, 16, 33})};
+  }
+  if (in.payload.kind == graph::Payload::Kind::kValues) {
+    in.payload = graph::Payload{graph::Payload::Kind::kNormal, {}, random.Seed(), 0, 1};
+  }
+  return true;
+}
+
+bool DeleteNode(Program& p, Random& random) {
+  if (p.nodes.size() < 2) return false;
+  const size_t i = random.Below(p.nodes.size());
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
+  if (!types.ok()) return false;
+  // Values defined before node i, to stand in for its results.
+  std::map<std::string, graph::TensorType> before;
+  for (const graph::Input& in : p.inputs) before[in.name] = in.type;
+  for (size_t k = 0; k < i; ++k) {
+    for (const std::string& r : p.nodes[k].results) before[r] = types->at(r);
+  }
+  std::map<std::string, std::string> replacement;
+  for (const std::string& r : p.nodes[i].results) {
+    for (const auto& [name, type] : before) {
+      if (type == types->at(r)) {
+        replacement[r] = name;
+        break;
+      }
+    }
+  }
+  p.nodes.erase(p.nodes.begin() + static_cast<long>(i));
+  for (size_t k = i; k < p.nodes.size(); ++k) {
+    for (graph::Argument& a : p.nodes[k].args) {
+      ForEachRef(a.value, [&](Literal& l) {
+        if (auto it = replacement.find(l.s); it != replacement.end()) l.s = it->second;
+      });
+    }
+  }
+  return true;
+}
+
+bool ReplaceOp(Program& p, Random& random) {
+  if (p.nodes.empty()) return false;
+  graph::Node& node = p.nodes[random.Below(p.nodes.size())];
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
+  if (spec == nullptr || !types.ok() || node.args.empty()) return false;
+  const DType dtype = types->at(node.args[0].value.s).dtype;
+  std::vector<const ops::OpSpec*> candidates;
+  for (const ops::OpSpec& s : ops::Catalogue()) {
+    if (s.rule == spec->rule && &s != spec && ops::Has(s.dtypes, dtype)) candidates.push_back(&s);
+  }
+  if (candidates.empty()) return false;
+  const ops::OpSpec* next = random.Pick(candidates);
+  node.op = std::string(next->name);
+  node.overload = std::string(next->overload);
+  NodeBuilder(p, *types, random).RegenerateAttributes(*next, node);
+  return true;
+}
+
+bool ChangeAttributes(Program& p, Random& random) {
+  if (p.nodes.empty()) return false;
+  graph::Node& node = p.nodes[random.Below(p.nodes.size())];
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
+  if (spec == nullptr || !types.ok()) return false;
+  NodeBuilder(p, *types, random).RegenerateAttributes(*spec, node);
+  return true;
+}
+
+bool InsertOp(Program& p, Random& random) {
+  if (p.nodes.size() >= kMaxNodes) return false;
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
+  if (!types.ok()) return false;
+  return AppendRandomOp(p, *types, random);
+}
+
+}  // namespace
+
+std::vector<std::string> Leaves(const Program& program) {
+  std::set<std::string> used;
+  for (const graph::Node& n : program.nodes) {
+    for (const graph::Argument& a : n.args) {
+      ForEachRef(a.value, [&](const Literal& l) { used.insert(l.s); });
+    }
+  }
+  std::vector<std::string> leaves;
+  for (const graph::Node& n : program.nodes) {
+    for (const std::string& r : n.results) {
+      if (!used.count(r)) leaves.push_back(r);
+    }
+  }
+  return leaves;
+}
+
+std::optional<Program> Repair(Program program) {
+  ops::TypeEnv types;
+  for (const graph::Input& in : program.inputs) types[in.name] = in.type;
+  std::vector<graph::Node> kept;
+  for (graph::Node& node : program.nodes) {
+    const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+    if (spec == nullptr) continue;
+    absl::StatusOr<std::vector<graph::TensorType>> out = ops::InferNode(*spec, node, types);
+    if (!out.ok() || out->size() != node.results.size()) continue;
+    bool defined = true;
+    for (const graph::Argument& a : node.args) {
+      ForEachRef(a.value, [&](const Literal& l) { defined = defined && types.count(l.s) > 0; });
+    }
+    bool fresh = true;
+    for (const std::string& r : node.results) fresh = fresh && types.count(r) == 0;
+    if (!defined || !fresh) continue;
+    for (size_t i = 0; i < out->size(); ++i) types[node.results[i]] = (*out)[i];
+    kept.push_back(std::move(node));
+  }
+  if (kept.empty()) return std::nullopt;
+  program.nodes = std::move(kept);
+  std::set<std::string> used;
+  for (const graph::Node& n : program.nodes) {
+    for (const graph::Argument& a : n.args) {
+      ForEachRef(a.value, [&](const Literal& l) { used.insert(l.s); });
+    }
+  }
+  std::vector<graph::Input> inputs;
+  for (graph::Input& in : program.inputs) {
+    if (used.count(in.name)) inputs.push_back(std::move(in));
+  }
+  program.inputs = std::move(inputs);
+  std::vector<std::string> outputs;
+  std::set<std::string> seen;
+  std::set<std::string> results;
+  for (const graph::Node& n : program.nodes) results.insert(n.results.begin(), n.results.end());
+  for (const std::string& o : program.outputs) {
+    if (results.count(o) && seen.insert(o).second) outputs.push_back(o);
+  }
+  for (const std::string& o : Leaves(program)) {
+    if (seen.insert(o).second) outputs.push_back(o);
+  }
+  program.outputs = std::move(outputs);
+  return program;
+}
+
+Program Generate(uint64_t seed, const GenerateOptions& options) {
+  Random random(seed);
+  for (;;) {
+    Program p;
+    ops::TypeEnv types;
+    const int want = static_cast<int>(random.Range(1, std::max(1, options.max_nodes)));
+    for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random);
+    std::optional<Program> repaired = Repair(std::move(p));
+    if (repaired) return *repaired;
+  }
+}
+
+Program Mutate(const Program& program, uint64_t seed) {
+  Random random(seed);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Program p = program;
+    const uint64_t r = random.Below(100);
+    bool changed = false;
+    if (r < 25) {
+      changed = InsertOp(p, random);
+    } else if (r < 35) {
+      changed = DeleteNode(p, random);
+    } else if (r < 50) {
+      changed = ReplaceOp(p, random);
+    } else if (r < 60) {
+      changed = ChangeAttributes(p, random);
+    } else if (r < 70) {
+      changed = MutateInputType(p, random);
+    } else {
+      changed = MutateValues(p, random);
+    }
+    if (!changed) continue;
+    std::optional<Program> repaired = Repair(std::move(p));
+    // A mutation that changed nothing visible (a new seed for a fill) is retried.
+    if (repaired && graph::PrintProgram(*repaired) != graph::PrintProgram(program)) {
+      return *repaired;
+    }
+  }
+  return Generate(random.Seed());
+}
+
+Program CrossOver(const Program& a, const Program& b, uint64_t seed) {
+  Random random(seed);
+  if (a.nodes.size() + b.nodes.size() > kMaxNodes || b.nodes.empty()) return Mutate(a, seed);
+  Program out = a;
+  std::set<std::string> taken;
+  for (const graph::Input& in : a.inputs) taken.insert(in.name);
+  for (const graph::Node& n : a.nodes) taken.insert(n.results.begin(), n.results.end());
+  std::map<std::string, std::string> rename;
+  auto fresh = [&](const std::string& name) {
+    std::string candidate = name;
+    for (int i = 0; taken.count(candidate); ++i) candidate = absl::StrCat(name, "_", i);
+    taken.insert(candidate);
+    rename[name] = candidate;
+    return candidate;
+  };
+  for (graph::Input in : b.inputs) {
+    in.name = fresh(in.name);
+    out.inputs.push_back(std::move(in));
+  }
+  const size_t take = 1 + random.Below(b.nodes.size());
+  absl::StatusOr<ops::TypeEnv> a_types = ops::InferProgram(a);
+  absl::StatusOr<ops::TypeEnv> b_types = ops::InferProgram(b);
+  for (size_t i = 0; i < take; ++i) {
+    graph::Node n = b.nodes[i];
+    for (graph::Argument& arg : n.args) {
+      ForEachRef(arg.value, [&](Literal& l) {
+        // Sometimes feed a's value of the same type: the graphs join.
+        if (a_types.ok() && b_types.ok() && random.Chance(0.3)) {
+          for (const auto& [name, type] : *a_types) {
+            if (b_types->count(l.s) && type == b_types->at(l.s)) {
+              l.s = name;
+              return;
+            }
+          }
+        }
+        if (auto it = rename.find(l.s); it != rename.end()) l.s = it->second;
+      });
+    }
+    for (std::string& r : n.results) r = fresh(r);
+    out.nodes.push_back(std::move(n));
+  }
+  out.outputs.clear();
+  std::optional<Program> repaired = Repair(std::move(out));
+  return repaired ? *repaired : Mutate(a, seed);
+}
+
+}  // namespace divfuzz::mutators

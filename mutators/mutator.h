@@ -1,0 +1,35 @@
+// Program generation and structure-aware mutation. Every function returns a
+// valid, typed program and is deterministic for a given seed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "graph/program.h"
+
+namespace divfuzz::mutators {
+
+struct GenerateOptions {
+  int max_nodes = 5;
+};
+
+graph::Program Generate(uint64_t seed, const GenerateOptions& options = {});
+
+// Drops nodes that no longer type-check (unknown op, undefined or mistyped
+// input), then unused inputs; outputs become the surviving requested outputs
+// plus every unused result. nullopt when no node survives.
+std::optional<graph::Program> Repair(graph::Program program);
+
+// One structural or value mutation of a valid program: insert, delete or
+// replace an op, change attributes, an input's shape or dtype, or its values
+// (with special values: 0, -0, denormals, near-overflow, inf, nan).
+graph::Program Mutate(const graph::Program& program, uint64_t seed);
+
+// Splices b's inputs and a prefix of its nodes into a, sometimes rewiring one
+// of b's operands to a value of a with the same type.
+graph::Program CrossOver(const graph::Program& a, const graph::Program& b, uint64_t seed);
+
+// The outputs of a program made of these nodes: results nobody consumes.
+std::vector<std::string> Leaves(const graph::Program& program);
+
+}  // namespace divfuzz::mutators

@@ -1,0 +1,201 @@
+#include "absl/strings/string_view.h"
+#include "ops/catalogue.h"
+
+#include <map>
+#include <string>
+
+namespace divfuzz::ops {
+namespace {
+
+using graph::DType;
+constexpr DTypeMask kFloat = Mask({DType::kF16, DType::kBF16, DType::kF32, DType::kF64});
+constexpr DTypeMask kF32F64 = Mask({DType::kF32, DType::kF64});
+constexpr DTypeMask kInt =
+    Mask({DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8});
+constexpr DTypeMask kSignedInt = Mask({DType::kI8, DType::kI16, DType::kI32, DType::kI64});
+constexpr DTypeMask kNum = kFloat | kInt;
+
+OpSpec Op(absl::string_view name, absl::string_view overload, Rule rule, DTypeMask dtypes,
+          absl::string_view family, Domain domain = Domain::kAny) {
+  OpSpec s{name, overload, rule, dtypes};
+  s.family = family;
+  s.domain = domain;
+  return s;
+}
+
+OpSpec Scalar(absl::string_view name, absl::string_view overload, DTypeMask dtypes,
+              absl::string_view family, double low, double high) {
+  OpSpec s = Op(name, overload, Rule::kUnaryScalar, dtypes, family);
+  s.scalar_low = low;
+  s.scalar_high = high;
+  return s;
+}
+
+OpSpec Positions(OpSpec s, int dim_pos, int keepdim_pos) {
+  s.dim_pos = dim_pos;
+  s.keepdim_pos = keepdim_pos;
+  return s;
+}
+
+OpSpec Widening(OpSpec s) {
+  s.integer_sum_widens = true;
+  return s;
+}
+
+std::vector<OpSpec> Build() {
+  const Rule U = Rule::kUnary;
+  return {
+      // Exponential and logarithmic.
+      Op("aten::exp", "", U, kFloat, "exp_log"),
+      Op("aten::exp2", "", U, kFloat, "exp_log"),
+      Op("aten::expm1", "", U, kFloat, "exp_log"),
+      Op("aten::log", "", U, kFloat, "exp_log", Domain::kPositive),
+      Op("aten::log2", "", U, kFloat, "exp_log", Domain::kPositive),
+      Op("aten::log10", "", U, kFloat, "exp_log", Domain::kPositive),
+      Op("aten::log1p", "", U, kFloat, "exp_log", Domain::kPositive),
+      Op("aten::sqrt", "", U, kFloat, "exp_log", Domain::kPositive),
+      Op("aten::rsqrt", "", U, kFloat, "exp_log", Domain::kPositive),
+      Op("aten::reciprocal", "", U, kFloat, "division"),
+      // Trigonometric and hyperbolic.
+      Op("aten::sin", "", U, kFloat, "trig"),
+      Op("aten::cos", "", U, kFloat, "trig"),
+      Op("aten::tan", "", U, kFloat, "trig"),
+      Op("aten::asin", "", U, kFloat, "trig", Domain::kUnit),
+      Op("aten::acos", "", U, kFloat, "trig", Domain::kUnit),
+      Op("aten::atan", "", U, kFloat, "trig"),
+      Op("aten::sinh", "", U, kFloat, "hyperbolic"),
+      Op("aten::cosh", "", U, kFloat, "hyperbolic"),
+      Op("aten::tanh", "", U, kFloat, "hyperbolic"),
+      Op("aten::asinh", "", U, kFloat, "hyperbolic"),
+      Op("aten::acosh", "", U, kFloat, "hyperbolic", Domain::kAtLeastOne),
+      Op("aten::arccosh", "", U, kFloat, "hyperbolic", Domain::kAtLeastOne),
+      Op("aten::atanh", "", U, kFloat, "hyperbolic", Domain::kUnit),
+      // Special functions.
+      Op("aten::erf", "", U, kFloat, "special"),
+      Op("aten::erfc", "", U, kFloat, "special"),
+      Op("aten::erfinv", "", U, kFloat, "special", Domain::kUnit),
+      Op("aten::lgamma", "", U, kFloat, "special"),
+      Op("aten::digamma", "", U, kFloat, "special"),
+      Op("aten::sigmoid", "", U, kFloat, "activation"),
+      // Activations.
+      Op("aten::relu", "", U, kFloat | kSignedInt, "activation"),
+      Op("aten::gelu", "", U, kFloat, "activation"),
+      Op("aten::silu", "", U, kFloat, "activation"),
+      Op("aten::mish", "", U, kFloat, "activation"),
+      Op("aten::hardswish", "", U, kFloat, "activation"),
+      Op("aten::hardsigmoid", "", U, kFloat, "activation"),
+      Scalar("aten::leaky_relu", "", kFloat, "activation", 0.0, 0.5),
+      Scalar("aten::softplus", "", kFloat, "activation", 0.5, 4.0),
+      Scalar("aten::elu", "", kFloat, "activation", 0.1, 2.0),
+      // Rounding and sign.
+      Op("aten::abs", "", U, kFloat | kSignedInt, "sign"),
+      Op("aten::neg", "", U, kFloat | kSignedInt, "sign"),
+      Op("aten::sign", "", U, kFloat | kSignedInt, "sign"),
+      Op("aten::floor", "", U, kFloat, "rounding"),
+      Op("aten::ceil", "", U, kFloat, "rounding"),
+      Op("aten::round", "", U, kFloat, "rounding"),
+      Op("aten::trunc", "", U, kFloat, "rounding"),
+      Op("aten::frac", "", U, kFloat, "rounding"),
+      Op("aten::square", "", U, kFloat | kSignedInt, "arith"),
+      // Binary arithmetic.
+      Op("aten::add", "Tensor", Rule::kBinary, kNum, "arith"),
+      Op("aten::sub", "Tensor", Rule::kBinary, kFloat | kSignedInt, "arith"),
+      Op("aten::mul", "Tensor", Rule::kBinary, kNum, "arith"),
+      Op("aten::div", "Tensor", Rule::kBinary, kFloat, "division"),
+      Op("aten::remainder", "Tensor", Rule::kBinary, kFloat, "division"),
+      Op("aten::fmod", "Tensor", Rule::kBinary, kFloat, "division"),
+      Op("aten::pow", "Tensor_Tensor", Rule::kBinary, kFloat, "exp_log"),
+      Op("aten::atan2", "", Rule::kBinary, kFloat, "trig"),
+      Op("aten::hypot", "", Rule::kBinary, kFloat, "arith"),
+      Op("aten::maximum", "", Rule::kBinary, kNum, "minmax"),
+      Op("aten::minimum", "", Rule::kBinary, kNum, "minmax"),
+      Op("aten::fmax", "", Rule::kBinary, kFloat, "minmax"),
+      Op("aten::fmin", "", Rule::kBinary, kFloat, "minmax"),
+      Op("aten::xlogy", "Tensor", Rule::kBinary, kFloat, "exp_log"),
+      Op("aten::logaddexp", "", Rule::kBinary, kFloat, "exp_log"),
+      Op("aten::copysign", "Tensor", Rule::kBinary, kFloat, "sign"),
+      Op("aten::bitwise_and", "Tensor", Rule::kBinary, kInt, "bitwise"),
+      Op("aten::bitwise_or", "Tensor", Rule::kBinary, kInt, "bitwise"),
+      Op("aten::bitwise_xor", "Tensor", Rule::kBinary, kInt, "bitwise"),
+      // Tensor-scalar arithmetic.
+      Scalar("aten::add", "Scalar", kFloat, "arith", -4, 4),
+      Scalar("aten::mul", "Scalar", kFloat, "arith", -4, 4),
+      Scalar("aten::div", "Scalar", kFloat, "division", 0.25, 8),
+      Scalar("aten::pow", "Tensor_Scalar", kFloat, "exp_log", -3, 3),
+      Scalar("aten::clamp_min", "", kFloat, "minmax", -1, 1),
+      Scalar("aten::clamp_max", "", kFloat, "minmax", -1, 1),
+      // Comparisons.
+      Op("aten::eq", "Tensor", Rule::kCompare, kNum, "compare"),
+      Op("aten::ne", "Tensor", Rule::kCompare, kNum, "compare"),
+      Op("aten::lt", "Tensor", Rule::kCompare, kNum, "compare"),
+      Op("aten::le", "Tensor", Rule::kCompare, kNum, "compare"),
+      Op("aten::gt", "Tensor", Rule::kCompare, kNum, "compare"),
+      Op("aten::ge", "Tensor", Rule::kCompare, kNum, "compare"),
+      // Reductions.
+      Widening(Op("aten::sum", "", Rule::kReduceAll, kNum, "reduction")),
+      Widening(Op("aten::prod", "", Rule::kReduceAll, kNum, "reduction")),
+      Op("aten::mean", "", Rule::kReduceAll, kFloat, "reduction"),
+      Op("aten::max", "", Rule::kReduceAll, kNum, "reduction"),
+      Op("aten::min", "", Rule::kReduceAll, kNum, "reduction"),
+      Widening(Op("aten::sum", "dim_IntList", Rule::kReduceDims, kNum, "reduction")),
+      Op("aten::mean", "dim", Rule::kReduceDims, kFloat, "reduction"),
+      Op("aten::amax", "", Rule::kReduceDims, kNum, "reduction"),
+      Op("aten::amin", "", Rule::kReduceDims, kNum, "reduction"),
+      Op("aten::logsumexp", "", Rule::kReduceDims, kFloat, "reduction"),
+      Positions(Op("aten::var", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
+      Positions(Op("aten::std", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
+      Positions(Op("aten::linalg_vector_norm", "", Rule::kReduceDims, kFloat, "norm"), 2, 3),
+      Widening(Op("aten::prod", "dim_int", Rule::kReduceOneDim, kNum, "reduction")),
+      // Softmax family and scans.
+      Op("aten::softmax", "int", Rule::kDimwise, kFloat, "softmax"),
+      Op("aten::log_softmax", "int", Rule::kDimwise, kFloat, "softmax"),
+      Widening(Op("aten::cumsum", "", Rule::kDimwise, kNum, "scan")),
+      Widening(Op("aten::cumprod", "", Rule::kDimwise, kNum, "scan")),
+      Op("aten::logcumsumexp", "", Rule::kDimwise, kFloat, "scan"),
+      // Matrix products.
+      Op("aten::mm", "", Rule::kMm, kFloat, "matmul"),
+      Op("aten::bmm", "", Rule::kBmm, kFloat, "matmul"),
+      Op("aten::matmul", "", Rule::kMatmul, kFloat, "matmul"),
+      Op("aten::linear", "", Rule::kLinear, kFloat, "matmul"),
+      Op("aten::t", "", Rule::kTranspose2d, kNum, "layout"),
+      Op("aten::trace", "", Rule::kTrace, kF32F64, "linalg"),
+      // Linear algebra through LAPACK / cuSOLVER.
+      Op("aten::logdet", "", Rule::kSquareToBatch, kF32F64, "linalg"),
+      Op("aten::det", "", Rule::kSquareToBatch, kF32F64, "linalg"),
+      Op("aten::linalg_det", "", Rule::kSquareToBatch, kF32F64, "linalg"),
+      Op("aten::slogdet", "", Rule::kSquareToTwoBatch, kF32F64, "linalg"),
+      Op("aten::linalg_slogdet", "", Rule::kSquareToTwoBatch, kF32F64, "linalg"),
+      Op("aten::inverse", "", Rule::kSquare, kF32F64, "linalg"),
+      Op("aten::linalg_inv", "", Rule::kSquare, kF32F64, "linalg"),
+      Op("aten::linalg_cholesky", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd),
+      Op("aten::cholesky", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd),
+      Op("aten::linalg_matrix_exp", "", Rule::kSquare, kF32F64, "linalg"),
+      Op("aten::linalg_eigvalsh", "", Rule::kSquareToVector, kF32F64, "linalg"),
+      Op("aten::linalg_solve", "", Rule::kSolve, kF32F64, "linalg"),
+  };
+}
+
+}  // namespace
+
+std::string OpSpec::Qualified() const {
+  std::string q(name);
+  if (!overload.empty()) q += "." + std::string(overload);
+  return q;
+}
+
+const std::vector<OpSpec>& Catalogue() {
+  static const std::vector<OpSpec>* catalogue = new std::vector<OpSpec>(Build());
+  return *catalogue;
+}
+
+const OpSpec* FindOp(absl::string_view qualified) {
+  static const auto* index = [] {
+    auto* m = new std::map<std::string, const OpSpec*, std::less<>>();
+    for (const OpSpec& s : Catalogue()) (*m)[s.Qualified()] = &s;
+    return m;
+  }();
+  auto it = index->find(qualified);
+  return it == index->end() ? nullptr : it->second;
+}
+
+}  // namespace divfuzz::ops

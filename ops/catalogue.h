@@ -1,0 +1,16 @@
+// The op catalogue: every op divfuzz generates, described once.
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "ops/op_spec.h"
+
+namespace divfuzz::ops {
+
+const std::vector<OpSpec>& Catalogue();
+
+// By qualified name ("aten::add.Scalar", "aten::exp"); nullptr when unknown.
+const OpSpec* FindOp(absl::string_view qualified);
+
+}  // namespace divfuzz::ops

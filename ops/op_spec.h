@@ -1,0 +1,75 @@
+// One declarative entry per op: its ATen name and overload, the shape rule the
+// generator and type inference share, the dtypes it runs with on both CPU and
+// CUDA, and a hint for which input values are inside its domain.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "graph/dtype.h"
+
+namespace divfuzz::ops {
+
+// How outputs follow from inputs. The generator and inference are generic
+// over these; no code outside the catalogue names an op.
+enum class Rule {
+  kUnary,         // f(x): same shape and dtype
+  kUnaryScalar,   // f(x, scalar): same shape and dtype
+  kBinary,        // f(x, y): broadcast, promoted dtype
+  kCompare,       // f(x, y): broadcast, bool
+  kReduceAll,     // f(x): 0-d; integer sums become i64
+  kReduceDims,    // f(x, dim=[...], keepdim=): reduced dims
+  kReduceOneDim,  // f(x, dim, keepdim): one dim
+  kDimwise,       // f(x, dim): same shape (softmax, scans)
+  kMm,            // [m,k] x [k,n]
+  kBmm,           // [b,m,k] x [b,k,n]
+  kMatmul,        // torch.matmul's broadcasting rules
+  kLinear,        // x[...,k], w[n,k], b[n] -> [...,n]
+  kSquareToBatch,  // [...,n,n] -> [...]   (det, logdet)
+  kSquareToTwoBatch,  // [...,n,n] -> ([...], [...])   (slogdet)
+  kSquare,         // [...,n,n] -> [...,n,n]  (inverse, cholesky, matrix_exp)
+  kSquareToVector,  // [...,n,n] -> [...,n]  (eigvalsh)
+  kSolve,          // A[...,n,n], B[...,n,k] -> [...,n,k]
+  kTranspose2d,    // t(): [m,n] -> [n,m]
+  kTrace,          // [m,n] -> []
+};
+
+// Where inputs should lie for the op to be interesting rather than NaN.
+enum class Domain {
+  kAny,
+  kPositive,   // log, sqrt
+  kUnit,       // asin, atanh, erfinv: (-1, 1)
+  kAtLeastOne,  // acosh
+  kSpd,        // cholesky: symmetric positive definite
+};
+
+using DTypeMask = uint32_t;
+constexpr DTypeMask Mask(graph::DType d) { return 1u << static_cast<int>(d); }
+constexpr DTypeMask Mask(std::initializer_list<graph::DType> ds) {
+  DTypeMask m = 0;
+  for (auto d : ds) m |= Mask(d);
+  return m;
+}
+inline bool Has(DTypeMask m, graph::DType d) { return (m & Mask(d)) != 0; }
+
+struct OpSpec {
+  absl::string_view name;      // "aten::add"
+  absl::string_view overload;  // "Scalar"; empty for the default overload
+  Rule rule;
+  DTypeMask dtypes;
+  Domain domain = Domain::kAny;
+  absl::string_view family;    // "exp_log", "trig", "linalg", ... for reports
+  // kUnaryScalar: the range the scalar argument is drawn from.
+  double scalar_low = -2, scalar_high = 2;
+  // Policy hints (read by the oracle).
+  bool integer_sum_widens = false;  // sum/prod/cumsum of ints give i64
+  // Positions of dim and keepdim in the schema (-1: keyword-only).
+  int dim_pos = 1;
+  int keepdim_pos = 2;
+
+  std::string Qualified() const;  // "aten::add.Scalar"
+};
+
+}  // namespace divfuzz::ops

@@ -1,0 +1,203 @@
+#include "absl/strings/string_view.h"
+#include "oracles/compare.h"
+
+#include <cmath>
+#include <set>
+
+#include <ATen/ops/view_as_real.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "exec/dtype_convert.h"
+#include "exec/executor.h"
+#include "graph/printer.h"
+#include "oracles/tolerance.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+enum class ValueClass { kFinite, kPosInf, kNegInf, kNaN };
+
+ValueClass ClassOf(double x) {
+  if (std::isnan(x)) return ValueClass::kNaN;
+  if (std::isinf(x)) return x > 0 ? ValueClass::kPosInf : ValueClass::kNegInf;
+  return ValueClass::kFinite;
+}
+
+std::string ShapeStr(const at::Tensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.sizes(), ","), "]");
+}
+
+std::string MetaStr(const at::Tensor& t) {
+  const auto d = exec::FromScalarType(t.scalar_type());
+  return absl::StrCat(d ? std::string(graph::DTypeName(*d)) : std::string(c10::toString(t.scalar_type())),
+                      ShapeStr(t));
+}
+
+// Flat double view: complex tensors become (re, im) pairs.
+std::vector<double> Doubles(const at::Tensor& t) {
+  at::Tensor d = at::isComplexType(t.scalar_type()) ? at::view_as_real(t.contiguous()) : t;
+  d = d.to(at::kDouble).contiguous();
+  const double* p = d.data_ptr<double>();
+  return std::vector<double>(p, p + d.numel());
+}
+
+std::vector<int64_t> Integers(const at::Tensor& t) {
+  at::Tensor d = t.to(at::kLong).contiguous();
+  const int64_t* p = d.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + d.numel());
+}
+
+std::string ErrorStr(const exec::NodeResult& r) {
+  if (!r.error) return "ok";
+  return absl::StrCat(exec::ErrorKindName(r.error->kind), ": ", r.error->message);
+}
+
+}  // namespace
+
+std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
+                                         graph::DType dtype) {
+  Divergence d;
+  if (a.defined() != b.defined() || (a.defined() && (a.sizes() != b.sizes() ||
+                                                      a.scalar_type() != b.scalar_type()))) {
+    d.cls = DivergenceClass::kMetaSplit;
+    d.value_a = a.defined() ? MetaStr(a) : "undefined";
+    d.value_b = b.defined() ? MetaStr(b) : "undefined";
+    d.detail = absl::StrCat("shape/dtype differ: ", d.value_a, " vs ", d.value_b);
+    return d;
+  }
+  if (!a.defined() || a.numel() == 0) return std::nullopt;
+  const bool complex = graph::IsComplex(dtype);
+  auto element = [complex](size_t i) { return static_cast<long long>(complex ? i / 2 : i); };
+
+  if (!graph::IsFloating(dtype) && !complex) {
+    const std::vector<int64_t> va = Integers(a), vb = Integers(b);
+    for (size_t i = 0; i < va.size(); ++i) {
+      if (va[i] != vb[i]) {
+        d.cls = DivergenceClass::kExactMismatch;
+        d.element = static_cast<long long>(i);
+        d.value_a = absl::StrCat(va[i]);
+        d.value_b = absl::StrCat(vb[i]);
+        d.detail = absl::StrCat("element ", i, ": ", va[i], " vs ", vb[i]);
+        return d;
+      }
+    }
+    return std::nullopt;
+  }
+  const std::vector<double> va = Doubles(a), vb = Doubles(b);
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (ClassOf(va[i]) != ClassOf(vb[i])) {
+      d.cls = DivergenceClass::kClassSplit;
+      d.element = element(i);
+      d.value_a = graph::FormatFloat(va[i]);
+      d.value_b = graph::FormatFloat(vb[i]);
+      d.detail = absl::StrCat("element ", d.element, complex ? (i % 2 ? " (imag)" : " (real)") : "",
+                              ": ", d.value_a, " vs ", d.value_b, " (finite/inf/nan class differs)");
+      return d;
+    }
+  }
+  const Tolerance tol = DefaultTolerance(dtype);
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (ClassOf(va[i]) != ValueClass::kFinite) continue;
+    const double err = std::fabs(va[i] - vb[i]);
+    const double allowed = tol.atol + tol.rtol * std::fabs(vb[i]);
+    if (err > allowed) {
+      d.cls = DivergenceClass::kTolerance;
+      d.element = element(i);
+      d.value_a = graph::FormatFloat(va[i]);
+      d.value_b = graph::FormatFloat(vb[i]);
+      d.abs_error = err;
+      d.allowed = allowed;
+      d.detail = absl::StrCat("element ", d.element, ": ", d.value_a, " vs ", d.value_b,
+                              ", |diff| ", graph::FormatFloat(err), " > allowed ",
+                              graph::FormatFloat(allowed), " (rtol ", tol.rtol, ", atol ",
+                              tol.atol, ")");
+      return d;
+    }
+  }
+  return std::nullopt;
+}
+
+Verdict Compare(const graph::Program& program, const ops::TypeEnv& types,
+                const exec::RunResult& a, const exec::RunResult& b) {
+  Verdict v;
+  v.target_a = std::string(exec::TargetName(a.target));
+  v.target_b = std::string(exec::TargetName(b.target));
+  if (!a.setup_error.empty() || !b.setup_error.empty()) {
+    if (a.setup_error.empty() != b.setup_error.empty()) {
+      Divergence d;
+      d.cls = DivergenceClass::kErrorSplit;
+      d.op = "<inputs>";
+      d.root = true;
+      d.value_a = a.setup_error.empty() ? "ok" : a.setup_error;
+      d.value_b = b.setup_error.empty() ? "ok" : b.setup_error;
+      d.detail = "building the inputs failed on one side";
+      v.divergences.push_back(d);
+    }
+    return v;
+  }
+  std::set<std::string> diverged;
+  const size_t n = std::min({program.nodes.size(), a.nodes.size(), b.nodes.size()});
+  for (size_t i = 0; i < n; ++i) {
+    const graph::Node& node = program.nodes[i];
+    const exec::NodeResult& ra = a.nodes[i];
+    const exec::NodeResult& rb = b.nodes[i];
+    bool inputs_agree = true;
+    for (const graph::Argument& arg : node.args) {
+      if (arg.value.kind == graph::Literal::Kind::kValue && diverged.count(arg.value.s)) {
+        inputs_agree = false;
+      }
+      for (const graph::Literal& item : arg.value.list) {
+        if (item.kind == graph::Literal::Kind::kValue && diverged.count(item.s)) {
+          inputs_agree = false;
+        }
+      }
+    }
+    auto dtype_of = [&](size_t out) {
+      if (out < node.results.size()) {
+        auto it = types.find(node.results[out]);
+        if (it != types.end()) return it->second.dtype;
+      }
+      const at::Tensor& t = out < ra.outputs.size() ? ra.outputs[out] : at::Tensor();
+      auto d = t.defined() ? exec::FromScalarType(t.scalar_type()) : std::nullopt;
+      return d.value_or(graph::DType::kF32);
+    };
+    auto record = [&](Divergence d, size_t out) {
+      d.node_index = static_cast<int>(i);
+      d.output_index = static_cast<int>(out);
+      d.value = out < node.results.size() ? node.results[out] : "";
+      d.op = node.QualifiedName();
+      d.dtype = std::string(graph::DTypeName(dtype_of(out)));
+      d.root = inputs_agree;
+      v.divergences.push_back(std::move(d));
+      diverged.insert(node.results.begin(), node.results.end());
+    };
+    if (ra.error && rb.error) continue;  // both raise: they agree
+    if (ra.error || rb.error) {
+      const exec::NodeError& e = ra.error ? *ra.error : *rb.error;
+      // A skipped node only repeats a divergence reported upstream.
+      if (e.kind == exec::NodeError::Kind::kSkipped) {
+        diverged.insert(node.results.begin(), node.results.end());
+        continue;
+      }
+      Divergence d;
+      d.cls = e.kind == exec::NodeError::Kind::kNotImplemented ? DivergenceClass::kDtypeGap
+                                                               : DivergenceClass::kErrorSplit;
+      d.value_a = ErrorStr(ra);
+      d.value_b = ErrorStr(rb);
+      d.detail = absl::StrCat(ra.error ? v.target_a : v.target_b, " raised: ", e.message);
+      record(std::move(d), 0);
+      continue;
+    }
+    for (size_t out = 0; out < ra.outputs.size() && out < rb.outputs.size(); ++out) {
+      std::optional<Divergence> d = CompareTensors(ra.outputs[out], rb.outputs[out], dtype_of(out));
+      if (d) {
+        record(std::move(*d), out);
+        break;  // one divergence a node: its other outputs are the same story
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace divfuzz::oracles

@@ -1,0 +1,23 @@
+// Oracle v1: compares two targets' runs node by node and output by output,
+// classifies each divergence and marks the roots (nodes whose inputs agree).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "exec/run_result.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::oracles {
+
+// b is the expected side: tolerance is atol + rtol * |b|, as in assert_close.
+Verdict Compare(const graph::Program& program, const ops::TypeEnv& types,
+                const exec::RunResult& a, const exec::RunResult& b);
+
+// Compares one output; nullopt when the two agree. Fills class, element,
+// values and errors; the caller fills node, op, value, root.
+std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
+                                         graph::DType dtype);
+
+}  // namespace divfuzz::oracles

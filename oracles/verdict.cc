@@ -1,0 +1,44 @@
+#include "absl/strings/string_view.h"
+#include "oracles/verdict.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace divfuzz::oracles {
+
+absl::string_view ClassName(DivergenceClass c) {
+  switch (c) {
+    case DivergenceClass::kCrash:
+      return "crash";
+    case DivergenceClass::kHang:
+      return "hang";
+    case DivergenceClass::kErrorSplit:
+      return "error_split";
+    case DivergenceClass::kDtypeGap:
+      return "dtype_gap";
+    case DivergenceClass::kMetaSplit:
+      return "meta_split";
+    case DivergenceClass::kClassSplit:
+      return "class_split";
+    case DivergenceClass::kExactMismatch:
+      return "exact_mismatch";
+    case DivergenceClass::kTolerance:
+      return "tolerance";
+    case DivergenceClass::kNondeterminism:
+      return "nondeterminism";
+  }
+  return "?";
+}
+
+std::vector<const Divergence*> Verdict::Roots() const {
+  std::vector<const Divergence*> roots;
+  for (const Divergence& d : divergences) {
+    if (d.root) roots.push_back(&d);
+  }
+  return roots;
+}
+
+std::string Signature(const Divergence& d) {
+  return absl::StrCat(d.op, "|", d.dtype, "|", ClassName(d.cls));
+}
+
+}  // namespace divfuzz::oracles

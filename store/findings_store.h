@@ -1,0 +1,86 @@
+// The findings store: one folder per bucket (deduplicated by signature) and
+// an index, shared by every fuzzer process of a campaign.
+//
+//   findings/index.jsonl   one JSON object a line, one line a bucket
+//   findings/<id>/         program.dfz, min.dfz, repro.py, repro_cpp/..., report.md
+//   findings/.lock         flock'ed around every read-modify-write
+//
+// Every file is written atomically (<path>.tmp.<pid>, fsync, rename), and the
+// index is rewritten whole on each change under an exclusive flock, so several
+// processes (libFuzzer fork/jobs mode) can share one store and a killed
+// process loses no finding. No libtorch and no oracles dependency: callers
+// pass strings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace divfuzz::store {
+
+// One observation of a finding, as the oracle describes it.
+struct FindingHit {
+  std::string signature;         // bucket key (oracles::Signature)
+  std::string root_op;           // "aten::logdet"
+  std::string dtype;             // "f32"
+  std::string divergence_class;  // "tolerance", "class_split", ...
+  std::string wrong_side = "undecided";
+  std::string tier = "divergence";
+  std::string severity;
+  std::string targets;  // "cpu vs cpu-f64"
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+struct RecordResult {
+  std::string id;
+  bool is_new = false;
+  int64_t count = 0;  // the bucket's count after this hit
+};
+
+class FindingsStore {
+ public:
+  // Opens (creating it and its parents when missing) the store folder.
+  static absl::StatusOr<std::unique_ptr<FindingsStore>> Open(const std::string& dir);
+
+  // A new signature gets a folder <id>/ with program.dfz and an index entry
+  // with count 1; a known one gets count + 1 and a new last_seen (its folder
+  // and first program are kept). Corrupt index lines are skipped (and moved to
+  // index.jsonl.corrupt) so they never cost the other entries.
+  absl::StatusOr<RecordResult> Record(const FindingHit& hit, std::string_view program_text);
+
+  // Writes <id>/<relative_path> atomically (creating subfolders) and, when
+  // index_field is not empty, sets that index field to "<id>/<relative_path>".
+  // E.g. ("repro.py", "repro_py"), ("min.dfz", "minimized"),
+  // ("repro_cpp/CMakeLists.txt", ""). Bookkeeping fields cannot be set.
+  absl::Status WriteArtifact(const std::string& id, const std::string& relative_path,
+                             std::string_view content, const std::string& index_field);
+
+  // Parses index.jsonl (an absent index is an empty store). A corrupt line is
+  // an error naming <dir>/index.jsonl:<line>.
+  absl::StatusOr<std::vector<nlohmann::json>> Load() const;
+
+  const std::string& dir() const { return dir_; }
+  std::string IndexPath() const;
+
+  // "<op without aten::>-<dtype>-<class>-<8 hex of a hash of the signature>",
+  // restricted to [A-Za-z0-9_-]. Stable across runs, builds and hosts.
+  static std::string MakeId(const FindingHit& hit);
+  // Current UTC time as ISO-8601, e.g. "2025-11-21T14:26:03Z".
+  static std::string NowUtc();
+
+ private:
+  explicit FindingsStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// Writes `content` to `path` atomically: <path>.tmp.<pid>, fsync, rename,
+// then fsync of the folder.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+}  // namespace divfuzz::store

@@ -1,0 +1,107 @@
+#include "exec/executor.h"
+
+#include <ATen/ops/isinf.h>
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::exec {
+namespace {
+
+using testing::MustInfer;
+using testing::MustParse;
+
+TEST(Executor, ReferenceComputesInFloat64AndRoundsBack) {
+  // 1e8 + 1 is not representable in f32: the f32 chain loses the 1.
+  graph::Program p = MustParse(R"(divfuzz v1
+input %a: f32[1] = fill(100000000.0)
+input %b: f32[1] = fill(1.0)
+%c = aten::add.Tensor(%a, %b)
+%d = aten::sub.Tensor(%c, %a)
+output %d
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult cpu = exec::Run(p, types, Target::kCpu);
+  RunResult ref = exec::Run(p, types, Target::kCpuF64);
+  ASSERT_FALSE(cpu.nodes[1].error);
+  ASSERT_FALSE(ref.nodes[1].error);
+  EXPECT_EQ(cpu.nodes[1].outputs[0].item<float>(), 0.0f);
+  EXPECT_EQ(ref.nodes[1].outputs[0].scalar_type(), at::kFloat);
+  EXPECT_EQ(ref.nodes[1].outputs[0].item<float>(), 1.0f);
+  EXPECT_EQ(ref.nodes[1].exact[0].scalar_type(), at::kDouble);
+  EXPECT_EQ(ref.nodes[1].exact[0].item<double>(), 1.0);
+}
+
+TEST(Executor, ErrorsAreCapturedAndDependentsSkipped) {
+  // A negative definite matrix: cholesky raises on the CPU.
+  graph::Program p = MustParse(R"(divfuzz v1
+input %m: f64[2,2] = values(-1.0, 0.0, 0.0, -1.0)
+%c = aten::linalg_cholesky(%m)
+%e = aten::exp(%c)
+%ok = aten::exp(%m)
+output %e, %ok
+)");
+  RunResult r = exec::Run(p, MustInfer(p), Target::kCpu);
+  ASSERT_EQ(r.nodes.size(), 3u);
+  ASSERT_TRUE(r.nodes[0].error);
+  EXPECT_EQ(r.nodes[0].error->kind, NodeError::Kind::kRaised);
+  EXPECT_NE(r.nodes[0].error->message.find("positive-definite"), std::string::npos)
+      << r.nodes[0].error->message;
+  ASSERT_TRUE(r.nodes[1].error);
+  EXPECT_EQ(r.nodes[1].error->kind, NodeError::Kind::kSkipped);
+  EXPECT_FALSE(r.nodes[2].error);
+}
+
+TEST(Executor, SchemaMismatchIsABadArgumentsError) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[3] = fill(1.0)
+%y = aten::exp(%x, 3)
+output %y
+)");
+  ops::TypeEnv types;
+  types["x"] = {graph::DType::kF32, {3}};
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  ASSERT_TRUE(r.nodes[0].error);
+  EXPECT_EQ(r.nodes[0].error->kind, NodeError::Kind::kBadArguments);
+}
+
+TEST(Executor, SnapshotsSurviveLaterInPlaceOps) {
+  // reciprocal_ rewrites %u in place (as in the seed report); the snapshot of
+  // the node that produced %u keeps the value it had then.
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[2] = values(2.0, 4.0)
+%u = aten::mul.Scalar(%x, 1.0)
+%r = aten::reciprocal_(%u)
+%s = aten::sum(%u)
+output %s
+)");
+  ops::TypeEnv types;
+  types["x"] = types["u"] = types["r"] = {graph::DType::kF32, {2}};
+  types["s"] = {graph::DType::kF32, {}};
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  ASSERT_FALSE(r.nodes[2].error);
+  EXPECT_EQ(r.nodes[0].outputs[0][0].item<float>(), 2.0f);
+  EXPECT_EQ(r.nodes[2].outputs[0].item<float>(), 0.75f);
+}
+
+TEST(Executor, CudaTargetWithoutCudaIsASetupError) {
+  if (CudaAvailable()) GTEST_SKIP() << "this host has CUDA";
+  graph::Program p = MustParse("divfuzz v1\ninput %x: f32[1] = fill(1.0)\n%y = aten::exp(%x)\noutput %y\n");
+  RunResult r = exec::Run(p, MustInfer(p), Target::kCuda);
+  EXPECT_FALSE(r.setup_error.empty());
+}
+
+TEST(Executor, SpecialValuesReachTheKernels) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[4] = values(inf, -inf, nan, -0.0)
+%y = aten::abs(%x)
+output %y
+)");
+  RunResult r = exec::Run(p, MustInfer(p), Target::kCpu);
+  ASSERT_FALSE(r.nodes[0].error);
+  EXPECT_TRUE(at::isinf(r.nodes[0].outputs[0][0]).item<bool>());
+  EXPECT_TRUE(std::isnan(r.nodes[0].outputs[0][2].item<float>()));
+}
+
+}  // namespace
+}  // namespace divfuzz::exec

@@ -1,0 +1,95 @@
+#include "fuzz/harness.h"
+
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+
+#include "fuzz/feedback.h"
+#include "graph/printer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "store/findings_store.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+constexpr char kDiverging[] = R"(divfuzz v1
+input %a: f32[1] = fill(100000000.0)
+input %b: f32[1] = fill(1.0)
+%c = aten::add.Tensor(%a, %b)
+%d = aten::sub.Tensor(%c, %a)
+output %d
+)";
+
+HarnessConfig CpuPair(const std::string& dir) {
+  HarnessConfig c;
+  c.target_a = exec::Target::kCpu;
+  c.target_b = exec::Target::kCpuF64;
+  c.findings_dir = dir;
+  return c;
+}
+
+TEST(Harness, RecordsOneBucketPerSignatureWithARepro) {
+  const std::string dir = testing::TempDir("findings");
+  Harness h(CpuPair(dir));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(kDiverging);
+  ClearCounters();
+  for (int i = 0; i < 3; ++i) h.TestOneInput(bytes, sizeof(kDiverging) - 1);
+  EXPECT_GT(NonZeroCounters(), 0u);
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  auto index = (*store)->Load();
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ(index->size(), 1u);
+  const nlohmann::json& e = (*index)[0];
+  EXPECT_EQ(e["signature"], "aten::sub.Tensor|f32|tolerance");
+  EXPECT_EQ(e["count"], 3);
+  EXPECT_EQ(e["detail"]["a"], "0.0");
+  EXPECT_EQ(e["detail"]["b"], "1.0");
+  ASSERT_FALSE(e["repro_py"].get<std::string>().empty());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["repro_py"].get<std::string>()));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["program"].get<std::string>()));
+}
+
+TEST(Harness, AgreeingProgramRecordsNothingButSetsCounters) {
+  const std::string dir = testing::TempDir("findings");
+  Harness h(CpuPair(dir));
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%y = aten::neg(%x)\noutput %y\n";
+  ClearCounters();
+  Outcome o = h.RunProgram(testing::MustParse(text));
+  EXPECT_FALSE(o.verdict.Diverged());
+  EXPECT_GT(NonZeroCounters(), 0u);
+  auto store = store::FindingsStore::Open(dir);
+  EXPECT_TRUE((*store)->Load()->empty());
+}
+
+TEST(ProgramFromBytes, GarbageBecomesADeterministicValidProgram) {
+  const uint8_t garbage[] = {0xff, 0x00, 0x13, 'x', '%', '='};
+  bool parsed = true;
+  graph::Program a = ProgramFromBytes(garbage, sizeof(garbage), &parsed);
+  EXPECT_FALSE(parsed);
+  EXPECT_FALSE(a.nodes.empty());
+  EXPECT_EQ(graph::PrintProgram(a),
+            graph::PrintProgram(ProgramFromBytes(garbage, sizeof(garbage))));
+}
+
+TEST(Harness, MutatorOutputFitsAndParses) {
+  const std::string dir = testing::TempDir("findings");
+  Harness h(CpuPair(dir));
+  std::vector<uint8_t> buf(4096);
+  std::memcpy(buf.data(), kDiverging, sizeof(kDiverging) - 1);
+  size_t size = sizeof(kDiverging) - 1;
+  for (unsigned seed = 0; seed < 50; ++seed) {
+    size = h.Mutate(buf.data(), size, buf.size(), seed);
+    ASSERT_GT(size, 0u);
+    ASSERT_LE(size, buf.size());
+    bool parsed = false;
+    ProgramFromBytes(buf.data(), size, &parsed);
+    EXPECT_TRUE(parsed) << std::string(buf.begin(), buf.begin() + size);
+  }
+}
+
+}  // namespace
+}  // namespace divfuzz::fuzz

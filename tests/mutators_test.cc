@@ -1,0 +1,87 @@
+#include "mutators/mutator.h"
+
+#include <set>
+
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "gtest/gtest.h"
+#include "ops/infer.h"
+
+namespace divfuzz::mutators {
+namespace {
+
+bool Valid(const graph::Program& p) {
+  absl::StatusOr<graph::Program> reparsed = graph::ParseProgram(graph::PrintProgram(p), "m.dfz");
+  return reparsed.ok() && ops::InferProgram(*reparsed).ok() && !p.nodes.empty();
+}
+
+TEST(Generate, IsDeterministicForASeed) {
+  for (uint64_t seed : {1u, 2u, 99u}) {
+    EXPECT_EQ(graph::PrintProgram(Generate(seed)), graph::PrintProgram(Generate(seed)));
+  }
+  EXPECT_NE(graph::PrintProgram(Generate(1)), graph::PrintProgram(Generate(2)));
+}
+
+TEST(Generate, ProgramsAreValidAndCoverManyOps) {
+  std::set<std::string> ops;
+  for (uint64_t seed = 0; seed < 500; ++seed) {
+    graph::Program p = Generate(seed);
+    ASSERT_TRUE(Valid(p)) << graph::PrintProgram(p);
+    for (const graph::Node& n : p.nodes) ops.insert(n.QualifiedName());
+  }
+  EXPECT_GE(ops.size(), 80u);
+}
+
+TEST(Mutate, MutantsAreValidChangedAndDeterministic) {
+  int changed = 0, total = 0;
+  std::set<std::string> seen_kinds;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    graph::Program p = Generate(seed);
+    for (unsigned m = 0; m < 5; ++m) {
+      graph::Program q = Mutate(p, seed * 31 + m);
+      ASSERT_TRUE(Valid(q)) << graph::PrintProgram(q);
+      EXPECT_EQ(graph::PrintProgram(q), graph::PrintProgram(Mutate(p, seed * 31 + m)));
+      ++total;
+      changed += graph::PrintProgram(q) != graph::PrintProgram(p);
+      const std::string text = graph::PrintProgram(q);
+      for (const char* special : {"inf", "nan", "-0.0", "0x1p-149", "values("}) {
+        if (text.find(special) != std::string::npos) seen_kinds.insert(special);
+      }
+      p = q;
+    }
+  }
+  EXPECT_GE(changed, total * 9 / 10) << changed << " of " << total;
+  // Special values get planted into inputs.
+  EXPECT_GE(seen_kinds.size(), 4u);
+}
+
+TEST(CrossOver, SplicesBothParentsIntoAValidProgram) {
+  int joined = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    graph::Program a = Generate(seed), b = Generate(seed + 1000);
+    graph::Program c = CrossOver(a, b, seed);
+    ASSERT_TRUE(Valid(c)) << graph::PrintProgram(c);
+    joined += c.nodes.size() > a.nodes.size();
+  }
+  EXPECT_GE(joined, 100);
+}
+
+TEST(Repair, DropsNodesThatNoLongerTypeCheck) {
+  absl::StatusOr<graph::Program> p = graph::ParseProgram(R"(divfuzz v1
+input %m: f32[3,3] = normal(seed=1)
+%d = aten::logdet(%m)
+%e = aten::exp(%d)
+%f = aten::exp(%m)
+output %e
+)");
+  ASSERT_TRUE(p.ok()) << p.status();
+  p->inputs[0].type.shape = {3, 4};  // no longer square
+  std::optional<graph::Program> r = Repair(*p);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->nodes.size(), 1u);
+  EXPECT_EQ(r->nodes[0].results[0], "f");
+  EXPECT_EQ(r->outputs, std::vector<std::string>{"f"});
+}
+
+}  // namespace
+}  // namespace divfuzz::mutators

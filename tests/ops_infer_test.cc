@@ -1,0 +1,83 @@
+#include "ops/infer.h"
+
+#include "gtest/gtest.h"
+#include "ops/catalogue.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::ops {
+namespace {
+
+using graph::DType;
+
+TEST(Promote, FollowsTorchForCommonPairs) {
+  EXPECT_EQ(PromoteTypes(DType::kF16, DType::kBF16), DType::kF32);
+  EXPECT_EQ(PromoteTypes(DType::kI32, DType::kF16), DType::kF16);
+  EXPECT_EQ(PromoteTypes(DType::kU8, DType::kI8), DType::kI16);
+  EXPECT_EQ(PromoteTypes(DType::kI64, DType::kI8), DType::kI64);
+  EXPECT_EQ(PromoteTypes(DType::kBool, DType::kF64), DType::kF64);
+}
+
+TEST(Broadcast, ShapesAlignFromTheRight) {
+  EXPECT_EQ(*BroadcastShapes({4, 1, 3}, {5, 1}), (std::vector<int64_t>{4, 5, 3}));
+  EXPECT_FALSE(BroadcastShapes({2, 3}, {4}).ok());
+}
+
+TEST(Catalogue, HasTheFamiliesOfTheVerticalSlice) {
+  EXPECT_GE(Catalogue().size(), 40u);
+  for (const char* op : {"aten::logdet", "aten::slogdet", "aten::det", "aten::inverse",
+                         "aten::linalg_solve", "aten::linalg_cholesky", "aten::softmax.int",
+                         "aten::log_softmax.int", "aten::linear", "aten::matmul", "aten::sum",
+                         "aten::exp", "aten::atanh", "aten::div.Tensor", "aten::lt.Tensor"}) {
+    EXPECT_NE(FindOp(op), nullptr) << op;
+  }
+  EXPECT_EQ(FindOp("aten::no_such_op"), nullptr);
+}
+
+TEST(InferProgram, TypesTheSeedCaseShapes) {
+  graph::Program p = testing::MustParse(R"(divfuzz v1
+input %x: f32[4,8] = fill(0.4)
+input %w1: f32[16,8] = normal(seed=1)
+input %b1: f32[16] = normal(seed=2)
+input %w2: f32[4,16] = normal(seed=3)
+input %b2: f32[4] = normal(seed=4)
+%y = aten::linear(%x, %w1, %b1)
+%z = aten::add.Scalar(%y, 2)
+%v = aten::arccosh(%z)
+%u = aten::linear(%v, %w2, %b2)
+%d = aten::logdet(%u)
+%s, %l = aten::slogdet(%u)
+%m = aten::sum.dim_IntList(%u, [0], keepdim=True)
+%c = aten::lt.Tensor(%u, %m)
+output %d, %s, %l, %c
+)");
+  TypeEnv t = testing::MustInfer(p);
+  EXPECT_EQ(t.at("u").shape, (std::vector<int64_t>{4, 4}));
+  EXPECT_TRUE(t.at("d").shape.empty());
+  EXPECT_TRUE(t.at("l").shape.empty());
+  EXPECT_EQ(t.at("m").shape, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(t.at("c").dtype, DType::kBool);
+}
+
+TEST(InferProgram, UnknownOpAndBadShapesNameTheLine) {
+  absl::StatusOr<graph::Program> p = graph::ParseProgram(
+      "divfuzz v1\ninput %x: f32[3,4] = fill(1.0)\n%y = aten::frobnicate(%x)\noutput %y\n",
+      "bad.dfz");
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<TypeEnv> t = InferProgram(*p, "bad.dfz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "bad.dfz:3:1: expected an op from the catalogue (see 'divfuzz ops'), got "
+            "'aten::frobnicate'");
+
+  p = graph::ParseProgram(
+      "divfuzz v1\ninput %x: f32[3,4] = fill(1.0)\n%y = aten::logdet(%x)\noutput %y\n", "sq.dfz");
+  ASSERT_TRUE(p.ok());
+  t = InferProgram(*p, "sq.dfz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("sq.dfz:3:1: aten::logdet: expected a (batch of) square"),
+            std::string::npos)
+      << t.status();
+}
+
+}  // namespace
+}  // namespace divfuzz::ops

@@ -1,0 +1,112 @@
+#include "oracles/compare.h"
+
+#include <ATen/ops/tensor.h>
+
+#include <limits>
+
+#include "exec/executor.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using graph::DType;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+at::Tensor F32(std::vector<float> v) { return at::tensor(v); }
+
+TEST(CompareTensors, ClassSplitNamesTheFirstElementAndBothValues) {
+  // The seed report's shape of bug: -inf on one side, a finite value on the other.
+  auto d = CompareTensors(F32({1.0f, -kInf}), F32({1.0f, -108.34196472167969f}), DType::kF32);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->cls, DivergenceClass::kClassSplit);
+  EXPECT_EQ(d->element, 1);
+  EXPECT_EQ(d->value_a, "-inf");
+  EXPECT_EQ(d->value_b.substr(0, 8), "-108.341");
+}
+
+TEST(CompareTensors, NanAgainstNanAgrees) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(CompareTensors(F32({nan, 2.0f}), F32({nan, 2.0f}), DType::kF32));
+}
+
+TEST(CompareTensors, ToleranceFollowsAssertCloseTable) {
+  // f32: atol 1e-5 + rtol 1.3e-6 * |b|. At b = 1 the allowance is 1.13e-5.
+  EXPECT_FALSE(CompareTensors(F32({1.0f + 1e-5f}), F32({1.0f}), DType::kF32));
+  auto d = CompareTensors(F32({1.0f + 3e-5f}), F32({1.0f}), DType::kF32);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->cls, DivergenceClass::kTolerance);
+  EXPECT_NEAR(d->allowed, 1e-5 + 1.3e-6, 1e-12);
+  // f16 is looser: 1e-3 relative.
+  at::Tensor a = F32({1.0f}).to(at::kHalf), b = F32({1.0009765625f}).to(at::kHalf);
+  EXPECT_FALSE(CompareTensors(a, b, DType::kF16));
+}
+
+TEST(CompareTensors, IntegersMustMatchExactly) {
+  auto d = CompareTensors(at::tensor({1, 2, 3}), at::tensor({1, 2, 4}), DType::kI64);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->cls, DivergenceClass::kExactMismatch);
+  EXPECT_EQ(d->element, 2);
+}
+
+TEST(CompareTensors, ShapeOrDtypeDifferenceIsAMetaSplit) {
+  auto d = CompareTensors(F32({1, 2}), F32({1, 2, 3}), DType::kF32);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->cls, DivergenceClass::kMetaSplit);
+  EXPECT_EQ(d->value_a, "f32[2]");
+  d = CompareTensors(F32({1}), F32({1}).to(at::kDouble), DType::kF32);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->cls, DivergenceClass::kMetaSplit);
+}
+
+TEST(Compare, LocalizesTheRootAndMarksDownstreamNodes) {
+  graph::Program p = testing::MustParse(R"(divfuzz v1
+input %a: f32[1] = fill(100000000.0)
+input %b: f32[1] = fill(1.0)
+%c = aten::add.Tensor(%a, %b)
+%d = aten::sub.Tensor(%c, %a)
+%e = aten::exp(%d)
+output %e
+)");
+  ops::TypeEnv types = testing::MustInfer(p);
+  Verdict v = Compare(p, types, exec::Run(p, types, exec::Target::kCpu),
+                      exec::Run(p, types, exec::Target::kCpuF64));
+  ASSERT_EQ(v.divergences.size(), 2u);
+  EXPECT_EQ(v.divergences[0].node_index, 1);
+  EXPECT_EQ(v.divergences[0].op, "aten::sub.Tensor");
+  EXPECT_EQ(v.divergences[0].cls, DivergenceClass::kTolerance);
+  EXPECT_TRUE(v.divergences[0].root);
+  EXPECT_EQ(v.divergences[0].value_a, "0.0");
+  EXPECT_EQ(v.divergences[0].value_b, "1.0");
+  EXPECT_EQ(v.divergences[1].node_index, 2);
+  EXPECT_FALSE(v.divergences[1].root);
+  ASSERT_EQ(v.Roots().size(), 1u);
+  EXPECT_EQ(Signature(*v.Roots()[0]), "aten::sub.Tensor|f32|tolerance");
+}
+
+TEST(Compare, OneSidedErrorIsAnErrorSplitAndDtypeGapWhenNotImplemented) {
+  graph::Program p = testing::MustParse(
+      "divfuzz v1\ninput %x: f32[2] = fill(1.0)\n%y = aten::exp(%x)\noutput %y\n");
+  ops::TypeEnv types = testing::MustInfer(p);
+  exec::RunResult a = exec::Run(p, types, exec::Target::kCpu);
+  exec::RunResult b = a;
+  b.target = exec::Target::kCpuF64;
+  b.nodes[0].outputs.clear();
+  b.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kRaised, "boom"};
+  Verdict v = Compare(p, types, a, b);
+  ASSERT_EQ(v.divergences.size(), 1u);
+  EXPECT_EQ(v.divergences[0].cls, DivergenceClass::kErrorSplit);
+  EXPECT_EQ(v.divergences[0].value_b, "raised: boom");
+  b.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kNotImplemented,
+                                     "\"exp\" not implemented for 'Half'"};
+  v = Compare(p, types, a, b);
+  ASSERT_EQ(v.divergences.size(), 1u);
+  EXPECT_EQ(v.divergences[0].cls, DivergenceClass::kDtypeGap);
+  // Both sides raising is agreement.
+  a.nodes[0].error = b.nodes[0].error;
+  EXPECT_FALSE(Compare(p, types, a, b).Diverged());
+}
+
+}  // namespace
+}  // namespace divfuzz::oracles

@@ -1,0 +1,27 @@
+// Helpers shared by the suites that run real libtorch.
+#pragma once
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "graph/parser.h"
+#include "ops/infer.h"
+
+namespace divfuzz::testing {
+
+inline graph::Program MustParse(const std::string& text) {
+  absl::StatusOr<graph::Program> p = graph::ParseProgram(text, "test.dfz");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : graph::Program{};
+}
+
+inline ops::TypeEnv MustInfer(const graph::Program& p) {
+  absl::StatusOr<ops::TypeEnv> t = ops::InferProgram(p, "test.dfz");
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : ops::TypeEnv{};
+}
+
+// A fresh empty folder under the test's temporary directory.
+std::string TempDir(const std::string& name);
+
+}  // namespace divfuzz::testing
