@@ -1,10 +1,10 @@
-#include "absl/strings/string_view.h"
 #include "exec/arguments.h"
 
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "exec/dtype_convert.h"
 
 namespace divfuzz::exec {
@@ -13,8 +13,7 @@ namespace {
 using graph::Literal;
 
 absl::Status Mismatch(const c10::Argument& arg, absl::string_view expected) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("argument '", arg.name(), "' expects ", expected));
+  return absl::InvalidArgumentError(absl::StrCat("argument '", arg.name(), "' expects ", expected));
 }
 
 absl::StatusOr<at::Tensor> TensorOf(const c10::Argument& arg, const Literal& lit,

@@ -2,11 +2,11 @@
 // expects: positional in order, name=value by name, schema defaults for the rest.
 #pragma once
 
-#include <functional>
-#include <string>
-
 #include <ATen/core/function_schema.h>
 #include <ATen/core/stack.h>
+
+#include <functional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "graph/program.h"

@@ -1,9 +1,9 @@
 // graph::DType <-> at::ScalarType.
 #pragma once
 
-#include <optional>
-
 #include <c10/core/ScalarType.h>
+
+#include <optional>
 
 #include "graph/dtype.h"
 

@@ -1,8 +1,4 @@
-#include "absl/strings/string_view.h"
 #include "exec/executor.h"
-
-#include <map>
-#include <set>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/from_blob.h>
@@ -10,8 +6,12 @@
 #include <ATen/ops/view_as_complex.h>
 #include <torch/cuda.h>
 
+#include <map>
+#include <set>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "exec/arguments.h"
 #include "exec/dtype_convert.h"
 #include "graph/materialize.h"
@@ -66,8 +66,10 @@ at::Tensor Snapshot(const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) return t;
-    return t.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false,
-                         /*copy=*/true).contiguous();
+    return t.detach()
+        .to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false,
+            /*copy=*/true)
+        .contiguous();
   }
   if (v.isScalar()) return at::scalar_tensor(v.toScalar(), at::TensorOptions().dtype(at::kDouble));
   return at::Tensor();
@@ -176,7 +178,8 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
         if (target == Target::kCpuF64) {
           nr.exact.push_back(snap);
           auto it = types.find(node.results[i]);
-          if (snap.defined() && it != types.end() && snap.scalar_type() != ToScalarType(it->second.dtype)) {
+          if (snap.defined() && it != types.end() &&
+              snap.scalar_type() != ToScalarType(it->second.dtype)) {
             snap = snap.to(ToScalarType(it->second.dtype));
           }
         }

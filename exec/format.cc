@@ -26,7 +26,8 @@ std::string FormatTensor(const at::Tensor& t, size_t max_elements) {
                                            graph::FormatFloat(p[i + 1]), ")")
                             : graph::FormatFloat(p[i]));
   }
-  absl::StrAppend(&out, absl::StrJoin(items, ", "), n / step > static_cast<int64_t>(max_elements) ? ", ...]" : "]");
+  absl::StrAppend(&out, absl::StrJoin(items, ", "),
+                  n / step > static_cast<int64_t>(max_elements) ? ", ...]" : "]");
   return out;
 }
 

@@ -1,9 +1,9 @@
 // Human-readable tensors for replay output and reports.
 #pragma once
 
-#include <string>
-
 #include <ATen/core/Tensor.h>
+
+#include <string>
 
 namespace divfuzz::exec {
 

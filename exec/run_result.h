@@ -2,11 +2,11 @@
 // so the oracle can localize a divergence) or a structured error.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 #include "exec/target.h"
 
@@ -14,11 +14,11 @@ namespace divfuzz::exec {
 
 struct NodeError {
   enum class Kind {
-    kRaised,         // the op threw (c10::Error or std::exception)
+    kRaised,          // the op threw (c10::Error or std::exception)
     kNotImplemented,  // ... saying the dtype is not implemented there
-    kSkipped,        // an input came from a node that failed
-    kBadArguments,   // the program's arguments do not fit the schema
-    kCudaFatal,      // the CUDA context is poisoned (device assert, illegal address)
+    kSkipped,         // an input came from a node that failed
+    kBadArguments,    // the program's arguments do not fit the schema
+    kCudaFatal,       // the CUDA context is poisoned (device assert, illegal address)
   };
   Kind kind = Kind::kRaised;
   std::string message;

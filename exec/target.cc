@@ -1,10 +1,10 @@
-#include "absl/strings/string_view.h"
 #include "exec/target.h"
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace divfuzz::exec {
 

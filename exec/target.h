@@ -1,9 +1,8 @@
 // The places a program can run. Torch-free so flags and reports can name them.
 #pragma once
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace divfuzz::exec {
 

@@ -63,7 +63,8 @@ pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_p
 
 void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds,
                   int restarts) {
-  absl::StatusOr<std::unique_ptr<store::FindingsStore>> s = store::FindingsStore::Open(findings_dir);
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> s =
+      store::FindingsStore::Open(findings_dir);
   std::vector<nlohmann::json> index;
   if (s.ok()) {
     absl::StatusOr<std::vector<nlohmann::json>> loaded = (*s)->Load();
@@ -108,7 +109,8 @@ int RunFuzzWorker(int argc, char** argv) {
 
 int RunCampaign(const std::vector<std::string>& args) {
   if (!args.empty()) {
-    std::cerr << "divfuzz campaign: unexpected argument '" << args[0] << "' (it takes flags only)\n";
+    std::cerr << "divfuzz campaign: unexpected argument '" << args[0]
+              << "' (it takes flags only)\n";
     return 2;
   }
   const int budget = absl::GetFlag(FLAGS_seconds);
@@ -120,13 +122,15 @@ int RunCampaign(const std::vector<std::string>& args) {
   const std::string findings = absl::GetFlag(FLAGS_findings);
   const std::string targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
   std::error_code ec;
-  for (const char* sub : {"corpus", "crashes", "logs"}) fs::create_directories(fs::path(work) / sub, ec);
+  for (const char* sub : {"corpus", "crashes", "logs"})
+    fs::create_directories(fs::path(work) / sub, ec);
   if (ec) {
     std::cerr << "divfuzz campaign: cannot create " << work << ": " << ec.message() << "\n";
     return 2;
   }
   std::vector<std::string> seeds;
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_corpus), ',', absl::SkipEmpty())) {
+  for (absl::string_view part :
+       absl::StrSplit(absl::GetFlag(FLAGS_corpus), ',', absl::SkipEmpty())) {
     const std::string dir(part);
     if (fs::is_directory(dir)) {
       seeds.push_back(dir);
@@ -146,20 +150,20 @@ int RunCampaign(const std::vector<std::string>& args) {
     if (remaining < 1) break;
     const std::string stats = absl::StrCat(work, "/logs/stats-", worker, ".json");
     const std::string log = absl::StrCat(work, "/logs/worker-", worker, ".log");
-    std::vector<std::string> argv = {"divfuzz",
-                                     "fuzz",
-                                     absl::StrCat("-max_total_time=", remaining),
-                                     "-max_len=65536",
-                                     absl::StrCat("-timeout=", absl::GetFlag(FLAGS_timeout)),
-                                     absl::StrCat("-rss_limit_mb=", absl::GetFlag(FLAGS_rss_limit_mb)),
-                                     absl::StrCat("-artifact_prefix=", work, "/crashes/"),
-                                     "-print_final_stats=1",
-                                     absl::StrCat(work, "/corpus")};
+    std::vector<std::string> argv = {
+        "divfuzz",
+        "fuzz",
+        absl::StrCat("-max_total_time=", remaining),
+        "-max_len=65536",
+        absl::StrCat("-timeout=", absl::GetFlag(FLAGS_timeout)),
+        absl::StrCat("-rss_limit_mb=", absl::GetFlag(FLAGS_rss_limit_mb)),
+        absl::StrCat("-artifact_prefix=", work, "/crashes/"),
+        "-print_final_stats=1",
+        absl::StrCat(work, "/corpus")};
     argv.insert(argv.end(), seeds.begin(), seeds.end());
-    const pid_t pid = SpawnWorker(argv, log,
-                                  {{"DIVFUZZ_TARGETS", targets},
-                                   {"DIVFUZZ_FINDINGS", findings},
-                                   {"DIVFUZZ_STATS", stats}});
+    const pid_t pid = SpawnWorker(
+        argv, log,
+        {{"DIVFUZZ_TARGETS", targets}, {"DIVFUZZ_FINDINGS", findings}, {"DIVFUZZ_STATS", stats}});
     int status = 0;
     auto last_print = Clock::now();
     while (waitpid(pid, &status, WNOHANG) == 0) {

@@ -87,8 +87,8 @@ int RunReplay(const std::vector<std::string>& args) {
     }
     worst = 1;
     for (const oracles::Divergence& d : v.divergences) {
-      std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index
-                << " (%" << d.value << " = " << d.op << ", " << d.dtype << ")"
+      std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index << " (%"
+                << d.value << " = " << d.op << ", " << d.dtype << ")"
                 << (d.root ? " [root]" : " [downstream]") << ": " << d.detail << "\n";
     }
   }

@@ -1,6 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "fuzz/feedback.h"
 
+#include "absl/strings/string_view.h"
 
 // libFuzzer scans this section between __start_/__stop_ symbols; it must be
 // 8-byte aligned and is read as uint8_t counters.
@@ -13,7 +13,8 @@ void BumpCounter(absl::string_view op, absl::string_view dtype, absl::string_vie
   // absl::Hash is seeded per process; counters must mean the same thing in
   // every worker and run, so hash with a fixed function.
   uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (absl::string_view part : {op, absl::string_view("|"), dtype, absl::string_view("|"), outcome}) {
+  for (absl::string_view part :
+       {op, absl::string_view("|"), dtype, absl::string_view("|"), outcome}) {
     for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
   }
   uint8_t& c = divfuzz_extra_counters[h % kNumCounters];

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+
 #include "absl/strings/string_view.h"
 
 namespace divfuzz::fuzz {

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "fuzz/harness.h"
 
 #include <chrono>
@@ -9,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "exec/executor.h"
 #include "fuzz/feedback.h"
 #include "graph/parser.h"
@@ -46,8 +46,8 @@ HarnessConfig ConfigFromEnvironment() {
   HarnessConfig c;
   if (absl::string_view t = Env("DIVFUZZ_TARGETS"); !t.empty()) {
     std::vector<std::string> parts = absl::StrSplit(t, ',');
-    absl::StatusOr<exec::Target> a = parts.size() == 2 ? exec::ParseTarget(parts[0])
-                                                       : absl::InvalidArgumentError("");
+    absl::StatusOr<exec::Target> a =
+        parts.size() == 2 ? exec::ParseTarget(parts[0]) : absl::InvalidArgumentError("");
     absl::StatusOr<exec::Target> b = parts.size() == 2 ? exec::ParseTarget(parts[1]) : a;
     if (!a.ok() || !b.ok()) {
       std::cerr << "divfuzz: DIVFUZZ_TARGETS='" << t
@@ -89,8 +89,10 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
 
 Harness::~Harness() {
   if (config_.stats_path.empty()) return;
-  nlohmann::json j = {{"executions", state_->executions},   {"parsed", state_->parsed},
-                      {"generated", state_->generated},     {"diverged", state_->diverged},
+  nlohmann::json j = {{"executions", state_->executions},
+                      {"parsed", state_->parsed},
+                      {"generated", state_->generated},
+                      {"diverged", state_->diverged},
                       {"new_findings", state_->new_findings}};
   (void)store::WriteFileAtomically(config_.stats_path, j.dump());
 }
@@ -123,9 +125,9 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     hit.dtype = d->dtype;
     hit.divergence_class = std::string(oracles::ClassName(d->cls));
     hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
-    hit.detail = {{"node", d->node_index},    {"output", d->output_index}, {"value", d->value},
-                  {"element", d->element},    {"a", d->value_a},           {"b", d->value_b},
-                  {"abs_error", d->abs_error}, {"allowed", d->allowed},    {"summary", d->detail}};
+    hit.detail = {{"node", d->node_index},     {"output", d->output_index}, {"value", d->value},
+                  {"element", d->element},     {"a", d->value_a},           {"b", d->value_b},
+                  {"abs_error", d->abs_error}, {"allowed", d->allowed},     {"summary", d->detail}};
     absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
     if (!r.ok()) {
       std::cerr << "divfuzz: recording a finding failed: " << r.status().message() << "\n";
@@ -142,8 +144,8 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     spec.title = absl::StrCat(d->op, " (", d->dtype, "): ", oracles::ClassName(d->cls), " between ",
                               spec.target_a, " and ", spec.target_b);
     if (d->node_index >= 0) {
-      absl::Status s = state_->store->WriteArtifact(r->id, "repro.py",
-                                                    minimize::EmitPython(program, spec), "repro_py");
+      absl::Status s = state_->store->WriteArtifact(
+          r->id, "repro.py", minimize::EmitPython(program, spec), "repro_py");
       if (!s.ok()) std::cerr << "divfuzz: writing repro.py failed: " << s.message() << "\n";
     }
     std::cerr << "divfuzz: NEW finding " << r->id << ": " << d->detail << "\n";
@@ -166,8 +168,10 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   auto now = std::chrono::steady_clock::now();
   if (!config_.stats_path.empty() && now - state_->last_stats > std::chrono::seconds(2)) {
     state_->last_stats = now;
-    nlohmann::json j = {{"executions", state_->executions},   {"parsed", state_->parsed},
-                        {"generated", state_->generated},     {"diverged", state_->diverged},
+    nlohmann::json j = {{"executions", state_->executions},
+                        {"parsed", state_->parsed},
+                        {"generated", state_->generated},
+                        {"diverged", state_->diverged},
                         {"new_findings", state_->new_findings}};
     (void)store::WriteFileAtomically(config_.stats_path, j.dump());
   }

@@ -41,8 +41,8 @@ class Harness {
   Outcome RunProgram(const graph::Program& program);
   int TestOneInput(const uint8_t* data, size_t size);
   size_t Mutate(uint8_t* data, size_t size, size_t max_size, unsigned seed);
-  size_t CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,
-                   uint8_t* out, size_t max_out_size, unsigned seed);
+  size_t CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size, uint8_t* out,
+                   size_t max_out_size, unsigned seed);
   const HarnessConfig& config() const { return config_; }
 
  private:

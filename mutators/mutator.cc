@@ -68,16 +68,31 @@ double SpecialValue(Random& random, DType dtype) {
                       : dtype == DType::kF32 ? 0x1p-149
                       : dtype == DType::kF16 ? 0x1p-24
                                              : 0x1p-133;
-  const std::vector<double> values = {0.0,  -0.0, tiny,  -tiny, max, -max, max / 2,
+  const std::vector<double> values = {0.0,
+                                      -0.0,
+                                      tiny,
+                                      -tiny,
+                                      max,
+                                      -max,
+                                      max / 2,
                                       std::numeric_limits<double>::infinity(),
                                       -std::numeric_limits<double>::infinity(),
-                                      std::nan(""), 1.0, -1.0, 1e-30, 0.5};
+                                      std::nan(""),
+                                      1.0,
+                                      -1.0,
+                                      1e-30,
+                                      0.5};
   return random.Pick(values);
 }
 
 double SpecialInteger(Random& random, DType dtype) {
-  const std::vector<double> values = {0, 1, -1, graph::MinValue(dtype), graph::MaxFinite(dtype),
-                                      graph::MinValue(dtype) + 1, graph::MaxFinite(dtype) - 1};
+  const std::vector<double> values = {0,
+                                      1,
+                                      -1,
+                                      graph::MinValue(dtype),
+                                      graph::MaxFinite(dtype),
+                                      graph::MinValue(dtype) + 1,
+                                      graph::MaxFinite(dtype) - 1};
   const double v = random.Pick(values);
   // 2^63 - 1 has no double; the largest double below 2^63 stands in for it.
   if (v >= 0x1p63) return std::nextafter(0x1p63, 0.0);

@@ -139,14 +139,18 @@ void NodeBuilder::RegenerateAttributes(const ops::OpSpec& spec, graph::Node& nod
   node.args.resize(std::min(keep, node.args.size()));
   const TensorType& x = types_.at(node.args[0].value.s);
   const int64_t rank = static_cast<int64_t>(x.shape.size());
-  auto random_dim = [&] { return random_.Range(-std::max<int64_t>(rank, 1), std::max<int64_t>(rank, 1) - 1); };
+  auto random_dim = [&] {
+    return random_.Range(-std::max<int64_t>(rank, 1), std::max<int64_t>(rank, 1) - 1);
+  };
   switch (spec.rule) {
     case Rule::kUnaryScalar:
       if (graph::IsFloating(x.dtype)) {
-        node.args.push_back({"", Literal::Float(Round(random_.Uniform(spec.scalar_low, spec.scalar_high), 0.01))});
+        node.args.push_back(
+            {"", Literal::Float(Round(random_.Uniform(spec.scalar_low, spec.scalar_high), 0.01))});
       } else {
-        node.args.push_back({"", Literal::Int(random_.Range(static_cast<int64_t>(spec.scalar_low),
-                                                            static_cast<int64_t>(spec.scalar_high)))});
+        node.args.push_back(
+            {"", Literal::Int(random_.Range(static_cast<int64_t>(spec.scalar_low),
+                                            static_cast<int64_t>(spec.scalar_high)))});
       }
       break;
     case Rule::kReduceDims: {
@@ -182,8 +186,7 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     return [lo, hi](const Shape& s) { return s.size() >= lo && s.size() <= hi; };
   };
   auto square = [](const Shape& s) {
-    return s.size() >= 2 && s.size() <= 3 && s[s.size() - 1] == s[s.size() - 2] &&
-           s.back() <= 8;
+    return s.size() >= 2 && s.size() <= 3 && s[s.size() - 1] == s[s.size() - 2] && s.back() <= 8;
   };
   auto value_or_new = [&](std::string reused, const TensorType& fresh) {
     return reused.empty() ? NewInput(fresh, domain) : reused;
@@ -265,11 +268,13 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
       if (domain == ops::Domain::kSpd) {
         // A A^T is symmetric positive semi-definite: cholesky's domain.
         const std::string base = value_or_new(
-            Reuse(dtype, [n](const Shape& s) { return s.size() == 2 && s[0] <= 8; }, 0.5),
+            Reuse(
+                dtype, [n](const Shape& s) { return s.size() == 2 && s[0] <= 8; }, 0.5),
             {dtype, {n, n}});
         graph::Node t{{FreshName("v")}, "aten::t", "", {{"", Ref(base)}}};
         types_[t.results[0]] = {dtype, {types_.at(base).shape[1], types_.at(base).shape[0]}};
-        graph::Node mm{{FreshName("v")}, "aten::mm", "", {{"", Ref(base)}, {"", Ref(t.results[0])}}};
+        graph::Node mm{
+            {FreshName("v")}, "aten::mm", "", {{"", Ref(base)}, {"", Ref(t.results[0])}}};
         types_[mm.results[0]] = {dtype, {types_.at(base).shape[0], types_.at(base).shape[0]}};
         program_.nodes.push_back(t);
         program_.nodes.push_back(mm);

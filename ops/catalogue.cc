@@ -1,8 +1,9 @@
-#include "absl/strings/string_view.h"
 #include "ops/catalogue.h"
 
 #include <map>
 #include <string>
+
+#include "absl/strings/string_view.h"
 
 namespace divfuzz::ops {
 namespace {
@@ -10,8 +11,7 @@ namespace {
 using graph::DType;
 constexpr DTypeMask kFloat = Mask({DType::kF16, DType::kBF16, DType::kF32, DType::kF64});
 constexpr DTypeMask kF32F64 = Mask({DType::kF32, DType::kF64});
-constexpr DTypeMask kInt =
-    Mask({DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8});
+constexpr DTypeMask kInt = Mask({DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8});
 constexpr DTypeMask kSignedInt = Mask({DType::kI8, DType::kI16, DType::kI32, DType::kI64});
 constexpr DTypeMask kNum = kFloat | kInt;
 

@@ -1,9 +1,9 @@
 // The op catalogue: every op divfuzz generates, described once.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "ops/op_spec.h"
 
 namespace divfuzz::ops {

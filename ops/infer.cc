@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "ops/infer.h"
 
 #include <algorithm>
@@ -6,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "ops/catalogue.h"
 
 namespace divfuzz::ops {
@@ -117,8 +117,8 @@ absl::StatusOr<Shape> Reduce(const Shape& in, const Literal* dims, bool keepdim)
 absl::Status NeedRank(const TensorType& t, size_t lo, size_t hi, absl::string_view what) {
   if (t.shape.size() < lo || t.shape.size() > hi) {
     return absl::InvalidArgumentError(absl::StrCat("expected ", what, " of rank ", lo,
-                                                   lo == hi ? "" : absl::StrCat("..", hi),
-                                                   ", got ", ShapeStr(t.shape)));
+                                                   lo == hi ? "" : absl::StrCat("..", hi), ", got ",
+                                                   ShapeStr(t.shape)));
   }
   return absl::OkStatus();
 }
@@ -135,8 +135,7 @@ absl::Status NeedSquare(const TensorType& t) {
 size_t Pos(int position) { return position < 0 ? 1000 : static_cast<size_t>(position); }
 
 DType WidenIfIntegral(const OpSpec& spec, DType d) {
-  return spec.integer_sum_widens && (graph::IsIntegral(d) || d == DType::kBool) ? DType::kI64
-                                                                                : d;
+  return spec.integer_sum_widens && (graph::IsIntegral(d) || d == DType::kBool) ? DType::kI64 : d;
 }
 
 // An explicit dtype= argument overrides the result dtype (sum, softmax ...).
@@ -171,8 +170,8 @@ DType PromoteTypes(DType a, DType b) {
   if (a == DType::kBool) return b;
   if (b == DType::kBool) return a;
   if (graph::IsComplex(a) || graph::IsComplex(b)) {
-    const bool wide = a == DType::kC128 || b == DType::kC128 || a == DType::kF64 ||
-                      b == DType::kF64;
+    const bool wide =
+        a == DType::kC128 || b == DType::kC128 || a == DType::kF64 || b == DType::kF64;
     return wide ? DType::kC128 : DType::kC64;
   }
   const int fa = FloatRank(a), fb = FloatRank(b);
@@ -246,9 +245,9 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
       return absl::InvalidArgumentError(absl::StrCat("undefined value %", node.args[i].value.s));
     }
     if (!Has(spec.dtypes, it->second.dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat(spec.Qualified(), " does not take ",
-                                                     std::string(graph::DTypeName(it->second.dtype)),
-                                                     " in the catalogue"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(spec.Qualified(), " does not take ",
+                       std::string(graph::DTypeName(it->second.dtype)), " in the catalogue"));
     }
     in.push_back(it->second);
   }
@@ -267,14 +266,15 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
     case Rule::kCompare: {
       absl::StatusOr<Shape> s = BroadcastShapes(in[0].shape, in[1].shape);
       if (!s.ok()) return s.status();
-      return one(spec.rule == Rule::kCompare ? DType::kBool : PromoteTypes(in[0].dtype, in[1].dtype),
-                 *s);
+      return one(
+          spec.rule == Rule::kCompare ? DType::kBool : PromoteTypes(in[0].dtype, in[1].dtype), *s);
     }
     case Rule::kReduceAll:
       return one(DTypeOverride(node, WidenIfIntegral(spec, x.dtype)), {});
     case Rule::kReduceDims: {
-      absl::StatusOr<Shape> s = Reduce(x.shape, FindArg(node, Pos(spec.dim_pos), "dim"),
-                                       BoolArg(FindArg(node, Pos(spec.keepdim_pos), "keepdim"), false));
+      absl::StatusOr<Shape> s =
+          Reduce(x.shape, FindArg(node, Pos(spec.dim_pos), "dim"),
+                 BoolArg(FindArg(node, Pos(spec.keepdim_pos), "keepdim"), false));
       if (!s.ok()) return s.status();
       return one(DTypeOverride(node, WidenIfIntegral(spec, x.dtype)), *s);
     }
@@ -362,18 +362,18 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
       const int64_t n = in[0].shape.back();
       if (b.shape.size() == 1 ? b.shape[0] != n
                               : b.shape.size() < 2 || b.shape[b.shape.size() - 2] != n) {
-        return absl::InvalidArgumentError(absl::StrCat("solve: B ", ShapeStr(b.shape),
-                                                       " does not match A ",
-                                                       ShapeStr(in[0].shape)));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "solve: B ", ShapeStr(b.shape), " does not match A ", ShapeStr(in[0].shape)));
       }
       Shape batch_a(in[0].shape.begin(), in[0].shape.end() - 2);
       // torch.linalg.solve reads B as a (batch of) vector(s) in these cases.
-      const bool vector_case = b.shape.size() == 1 ||
-                               (b.shape.size() + 1 == in[0].shape.size() &&
-                                Shape(b.shape.begin(), b.shape.end()) ==
-                                    Shape(in[0].shape.begin(), in[0].shape.end() - 1));
+      const bool vector_case =
+          b.shape.size() == 1 || (b.shape.size() + 1 == in[0].shape.size() &&
+                                  Shape(b.shape.begin(), b.shape.end()) ==
+                                      Shape(in[0].shape.begin(), in[0].shape.end() - 1));
       if (vector_case) {
-        absl::StatusOr<Shape> batch = BroadcastShapes(batch_a, Shape(b.shape.begin(), b.shape.end() - 1));
+        absl::StatusOr<Shape> batch =
+            BroadcastShapes(batch_a, Shape(b.shape.begin(), b.shape.end() - 1));
         if (!batch.ok()) return batch.status();
         Shape out = *batch;
         out.push_back(n);

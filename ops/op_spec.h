@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "graph/dtype.h"
 
 namespace divfuzz::ops {
@@ -15,34 +15,34 @@ namespace divfuzz::ops {
 // How outputs follow from inputs. The generator and inference are generic
 // over these; no code outside the catalogue names an op.
 enum class Rule {
-  kUnary,         // f(x): same shape and dtype
-  kUnaryScalar,   // f(x, scalar): same shape and dtype
-  kBinary,        // f(x, y): broadcast, promoted dtype
-  kCompare,       // f(x, y): broadcast, bool
-  kReduceAll,     // f(x): 0-d; integer sums become i64
-  kReduceDims,    // f(x, dim=[...], keepdim=): reduced dims
-  kReduceOneDim,  // f(x, dim, keepdim): one dim
-  kDimwise,       // f(x, dim): same shape (softmax, scans)
-  kMm,            // [m,k] x [k,n]
-  kBmm,           // [b,m,k] x [b,k,n]
-  kMatmul,        // torch.matmul's broadcasting rules
-  kLinear,        // x[...,k], w[n,k], b[n] -> [...,n]
-  kSquareToBatch,  // [...,n,n] -> [...]   (det, logdet)
+  kUnary,             // f(x): same shape and dtype
+  kUnaryScalar,       // f(x, scalar): same shape and dtype
+  kBinary,            // f(x, y): broadcast, promoted dtype
+  kCompare,           // f(x, y): broadcast, bool
+  kReduceAll,         // f(x): 0-d; integer sums become i64
+  kReduceDims,        // f(x, dim=[...], keepdim=): reduced dims
+  kReduceOneDim,      // f(x, dim, keepdim): one dim
+  kDimwise,           // f(x, dim): same shape (softmax, scans)
+  kMm,                // [m,k] x [k,n]
+  kBmm,               // [b,m,k] x [b,k,n]
+  kMatmul,            // torch.matmul's broadcasting rules
+  kLinear,            // x[...,k], w[n,k], b[n] -> [...,n]
+  kSquareToBatch,     // [...,n,n] -> [...]   (det, logdet)
   kSquareToTwoBatch,  // [...,n,n] -> ([...], [...])   (slogdet)
-  kSquare,         // [...,n,n] -> [...,n,n]  (inverse, cholesky, matrix_exp)
-  kSquareToVector,  // [...,n,n] -> [...,n]  (eigvalsh)
-  kSolve,          // A[...,n,n], B[...,n,k] -> [...,n,k]
-  kTranspose2d,    // t(): [m,n] -> [n,m]
-  kTrace,          // [m,n] -> []
+  kSquare,            // [...,n,n] -> [...,n,n]  (inverse, cholesky, matrix_exp)
+  kSquareToVector,    // [...,n,n] -> [...,n]  (eigvalsh)
+  kSolve,             // A[...,n,n], B[...,n,k] -> [...,n,k]
+  kTranspose2d,       // t(): [m,n] -> [n,m]
+  kTrace,             // [m,n] -> []
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.
 enum class Domain {
   kAny,
-  kPositive,   // log, sqrt
-  kUnit,       // asin, atanh, erfinv: (-1, 1)
+  kPositive,    // log, sqrt
+  kUnit,        // asin, atanh, erfinv: (-1, 1)
   kAtLeastOne,  // acosh
-  kSpd,        // cholesky: symmetric positive definite
+  kSpd,         // cholesky: symmetric positive definite
 };
 
 using DTypeMask = uint32_t;
@@ -60,7 +60,7 @@ struct OpSpec {
   Rule rule;
   DTypeMask dtypes;
   Domain domain = Domain::kAny;
-  absl::string_view family;    // "exp_log", "trig", "linalg", ... for reports
+  absl::string_view family;  // "exp_log", "trig", "linalg", ... for reports
   // kUnaryScalar: the range the scalar argument is drawn from.
   double scalar_low = -2, scalar_high = 2;
   // Policy hints (read by the oracle).

@@ -1,13 +1,13 @@
-#include "absl/strings/string_view.h"
 #include "oracles/compare.h"
+
+#include <ATen/ops/view_as_real.h>
 
 #include <cmath>
 #include <set>
 
-#include <ATen/ops/view_as_real.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "graph/printer.h"
@@ -30,8 +30,9 @@ std::string ShapeStr(const at::Tensor& t) {
 
 std::string MetaStr(const at::Tensor& t) {
   const auto d = exec::FromScalarType(t.scalar_type());
-  return absl::StrCat(d ? std::string(graph::DTypeName(*d)) : std::string(c10::toString(t.scalar_type())),
-                      ShapeStr(t));
+  return absl::StrCat(
+      d ? std::string(graph::DTypeName(*d)) : std::string(c10::toString(t.scalar_type())),
+      ShapeStr(t));
 }
 
 // Flat double view: complex tensors become (re, im) pairs.
@@ -58,8 +59,8 @@ std::string ErrorStr(const exec::NodeResult& r) {
 std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
                                          graph::DType dtype) {
   Divergence d;
-  if (a.defined() != b.defined() || (a.defined() && (a.sizes() != b.sizes() ||
-                                                      a.scalar_type() != b.scalar_type()))) {
+  if (a.defined() != b.defined() ||
+      (a.defined() && (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()))) {
     d.cls = DivergenceClass::kMetaSplit;
     d.value_a = a.defined() ? MetaStr(a) : "undefined";
     d.value_b = b.defined() ? MetaStr(b) : "undefined";
@@ -91,8 +92,9 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
       d.element = element(i);
       d.value_a = graph::FormatFloat(va[i]);
       d.value_b = graph::FormatFloat(vb[i]);
-      d.detail = absl::StrCat("element ", d.element, complex ? (i % 2 ? " (imag)" : " (real)") : "",
-                              ": ", d.value_a, " vs ", d.value_b, " (finite/inf/nan class differs)");
+      d.detail =
+          absl::StrCat("element ", d.element, complex ? (i % 2 ? " (imag)" : " (real)") : "", ": ",
+                       d.value_a, " vs ", d.value_b, " (finite/inf/nan class differs)");
       return d;
     }
   }
@@ -108,18 +110,18 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
       d.value_b = graph::FormatFloat(vb[i]);
       d.abs_error = err;
       d.allowed = allowed;
-      d.detail = absl::StrCat("element ", d.element, ": ", d.value_a, " vs ", d.value_b,
-                              ", |diff| ", graph::FormatFloat(err), " > allowed ",
-                              graph::FormatFloat(allowed), " (rtol ", tol.rtol, ", atol ",
-                              tol.atol, ")");
+      d.detail =
+          absl::StrCat("element ", d.element, ": ", d.value_a, " vs ", d.value_b, ", |diff| ",
+                       graph::FormatFloat(err), " > allowed ", graph::FormatFloat(allowed),
+                       " (rtol ", tol.rtol, ", atol ", tol.atol, ")");
       return d;
     }
   }
   return std::nullopt;
 }
 
-Verdict Compare(const graph::Program& program, const ops::TypeEnv& types,
-                const exec::RunResult& a, const exec::RunResult& b) {
+Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
+                const exec::RunResult& b) {
   Verdict v;
   v.target_a = std::string(exec::TargetName(a.target));
   v.target_b = std::string(exec::TargetName(b.target));

@@ -12,8 +12,8 @@
 namespace divfuzz::oracles {
 
 // b is the expected side: tolerance is atol + rtol * |b|, as in assert_close.
-Verdict Compare(const graph::Program& program, const ops::TypeEnv& types,
-                const exec::RunResult& a, const exec::RunResult& b);
+Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
+                const exec::RunResult& b);
 
 // Compares one output; nullopt when the two agree. Fills class, element,
 // values and errors; the caller fills node, op, value, root.

@@ -1,7 +1,7 @@
-#include "absl/strings/string_view.h"
 #include "oracles/verdict.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace divfuzz::oracles {
 

@@ -3,18 +3,19 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace divfuzz::oracles {
 
 enum class DivergenceClass {
   kCrash,
   kHang,
-  kErrorSplit,  // one side raises
-  kDtypeGap,    // an error split whose message says the dtype is not implemented
-  kMetaSplit,   // shape or dtype differ
-  kClassSplit,  // per element: finite, +inf, -inf, NaN differ
+  kErrorSplit,     // one side raises
+  kDtypeGap,       // an error split whose message says the dtype is not implemented
+  kMetaSplit,      // shape or dtype differ
+  kClassSplit,     // per element: finite, +inf, -inf, NaN differ
   kExactMismatch,  // integer or bool outputs differ
   kTolerance,      // both finite, beyond the tolerance policy
   kNondeterminism,
@@ -24,18 +25,18 @@ absl::string_view ClassName(DivergenceClass c);
 
 struct Divergence {
   DivergenceClass cls = DivergenceClass::kTolerance;
-  int node_index = -1;    // into Program::nodes; -1 when not tied to a node
-  int output_index = 0;   // which result of that node
-  std::string value;      // the SSA name of the diverging output
-  std::string op;         // qualified op of the node ("aten::logdet")
-  std::string dtype;      // dtype name of the output ("f32"), or of its input on errors
-  bool root = false;      // its inputs agree on both targets
+  int node_index = -1;     // into Program::nodes; -1 when not tied to a node
+  int output_index = 0;    // which result of that node
+  std::string value;       // the SSA name of the diverging output
+  std::string op;          // qualified op of the node ("aten::logdet")
+  std::string dtype;       // dtype name of the output ("f32"), or of its input on errors
+  bool root = false;       // its inputs agree on both targets
   long long element = -1;  // flat index of the first differing element
   std::string value_a;     // target A's element (or error message, or shape/dtype)
   std::string value_b;
-  double abs_error = 0;    // |a - b| at that element (tolerance class)
-  double allowed = 0;      // atol + rtol * |b| there
-  std::string detail;      // one human-readable line
+  double abs_error = 0;  // |a - b| at that element (tolerance class)
+  double allowed = 0;    // atol + rtol * |b| there
+  std::string detail;    // one human-readable line
 };
 
 struct Verdict {

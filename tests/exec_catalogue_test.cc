@@ -32,8 +32,10 @@ TEST(Catalogue, EveryOpRunsOnCpuWithInferredTypes) {
           if (n.error) {
             // Domain errors (a matrix that is not positive definite) are fine;
             // schema or dtype errors mean the catalogue is wrong.
-            EXPECT_NE(n.error->kind, exec::NodeError::Kind::kBadArguments) << what << ": " << n.error->message;
-            EXPECT_NE(n.error->kind, exec::NodeError::Kind::kNotImplemented) << what << ": " << n.error->message;
+            EXPECT_NE(n.error->kind, exec::NodeError::Kind::kBadArguments)
+                << what << ": " << n.error->message;
+            EXPECT_NE(n.error->kind, exec::NodeError::Kind::kNotImplemented)
+                << what << ": " << n.error->message;
             ++failed[spec.Qualified()];
             continue;
           }

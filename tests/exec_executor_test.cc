@@ -1,7 +1,6 @@
-#include "exec/executor.h"
-
 #include <ATen/ops/isinf.h>
 
+#include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -86,7 +85,8 @@ output %s
 
 TEST(Executor, CudaTargetWithoutCudaIsASetupError) {
   if (CudaAvailable()) GTEST_SKIP() << "this host has CUDA";
-  graph::Program p = MustParse("divfuzz v1\ninput %x: f32[1] = fill(1.0)\n%y = aten::exp(%x)\noutput %y\n");
+  graph::Program p =
+      MustParse("divfuzz v1\ninput %x: f32[1] = fill(1.0)\n%y = aten::exp(%x)\noutput %y\n");
   RunResult r = exec::Run(p, MustInfer(p), Target::kCuda);
   EXPECT_FALSE(r.setup_error.empty());
 }

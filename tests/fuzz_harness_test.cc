@@ -1,10 +1,9 @@
-#include "fuzz/harness.h"
-
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "fuzz/feedback.h"
+#include "fuzz/harness.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

@@ -1,10 +1,9 @@
-#include "mutators/mutator.h"
-
 #include <set>
 
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
+#include "mutators/mutator.h"
 #include "ops/infer.h"
 
 namespace divfuzz::mutators {

@@ -1,7 +1,6 @@
-#include "ops/infer.h"
-
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
+#include "ops/infer.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::ops {

@@ -1,11 +1,10 @@
-#include "oracles/compare.h"
-
 #include <ATen/ops/tensor.h>
 
 #include <limits>
 
 #include "exec/executor.h"
 #include "gtest/gtest.h"
+#include "oracles/compare.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::oracles {
@@ -18,7 +17,8 @@ at::Tensor F32(std::vector<float> v) { return at::tensor(v); }
 
 TEST(CompareTensors, ClassSplitNamesTheFirstElementAndBothValues) {
   // The seed report's shape of bug: -inf on one side, a finite value on the other.
-  auto d = CompareTensors(F32({1.0f, -kInf}), F32({1.0f, -108.34196472167969f}), DType::kF32);
+  auto d = CompareTensors(F32({1.0f, -static_cast<float>(kInf)}), F32({1.0f, -108.34196472167969f}),
+                          DType::kF32);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->cls, DivergenceClass::kClassSplit);
   EXPECT_EQ(d->element, 1);
@@ -98,8 +98,8 @@ TEST(Compare, OneSidedErrorIsAnErrorSplitAndDtypeGapWhenNotImplemented) {
   ASSERT_EQ(v.divergences.size(), 1u);
   EXPECT_EQ(v.divergences[0].cls, DivergenceClass::kErrorSplit);
   EXPECT_EQ(v.divergences[0].value_b, "raised: boom");
-  b.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kNotImplemented,
-                                     "\"exp\" not implemented for 'Half'"};
+  b.nodes[0].error =
+      exec::NodeError{exec::NodeError::Kind::kNotImplemented, "\"exp\" not implemented for 'Half'"};
   v = Compare(p, types, a, b);
   ASSERT_EQ(v.divergences.size(), 1u);
   EXPECT_EQ(v.divergences[0].cls, DivergenceClass::kDtypeGap);

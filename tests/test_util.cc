@@ -1,16 +1,23 @@
 #include "tests/test_util.h"
 
-#include <filesystem>
+#include <stdlib.h>
+
+#include <vector>
 
 namespace divfuzz::testing {
 
 std::string TempDir(const std::string& name) {
+  // mkdtemp rather than std::filesystem::remove_all: libtorch.so exports its
+  // own copy of std::filesystem symbols, and that remove_all crashes here.
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::filesystem::path p = std::filesystem::path(::testing::TempDir()) / "divfuzz" /
-                            (std::string(info->test_suite_name()) + "." + info->name() + "." + name);
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p.string();
+  std::string pattern = ::testing::TempDir() + "divfuzz-" + info->name() + "-" + name + "-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed for " << pattern;
+    return "/tmp";
+  }
+  return std::string(buf.data());
 }
 
 }  // namespace divfuzz::testing

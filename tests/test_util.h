@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "gtest/gtest.h"
 #include "graph/parser.h"
+#include "gtest/gtest.h"
 #include "ops/infer.h"
 
 namespace divfuzz::testing {

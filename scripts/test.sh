@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs the whole test suite: the GoogleTest suites (real
+# libtorch on the CPU, emitted repro.py scripts run with python3), then the
+# parser_fuzzer under ASan/UBSan and the graph_fuzzer (cpu vs cpu-f64) for
+# FUZZ_SECONDS (60) each; any crash fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+BUILD_DIR=${BUILD_DIR:-build}
+
+echo "test: GoogleTest suites"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+echo "test: parser_fuzzer for ${FUZZ_SECONDS}s (ASan, UBSan)"
+mkdir -p "$scratch/parser"
+"$BUILD_DIR/fuzz/parser_fuzzer" -max_total_time="$FUZZ_SECONDS" -dict=corpus/parser_fuzzer.dict \
+  -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch/parser" corpus/parser corpus/seed \
+  >"$scratch/parser.log" 2>&1 || { tail -40 "$scratch/parser.log"; echo "parser_fuzzer failed"; exit 1; }
+grep -E 'stat::number_of_executed_units' "$scratch/parser.log"
+
+echo "test: graph_fuzzer (cpu vs cpu-f64) for ${FUZZ_SECONDS}s"
+mkdir -p "$scratch/graph"
+DIVFUZZ_TARGETS=cpu,cpu-f64 DIVFUZZ_FINDINGS="$scratch/findings" \
+  "$BUILD_DIR/fuzz/graph_fuzzer" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=30 \
+  -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch/graph" corpus/seed \
+  >"$scratch/graph.log" 2>&1 || { tail -40 "$scratch/graph.log"; echo "graph_fuzzer failed"; exit 1; }
+grep -E 'stat::number_of_executed_units' "$scratch/graph.log"
+echo "test: all passed"
