@@ -4,8 +4,10 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
+#include <ATen/Context.h>
 #include <torch/cuda.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -104,11 +106,81 @@ absl::string_view ErrorKindName(NodeError::Kind kind) {
   return "?";
 }
 
+namespace {
+
+// Runs one node whose inputs `lookup` resolves; defines its results through
+// `define`. The snapshots are on the CPU; on cpu-f64 they are rounded back to
+// the program's dtypes, with the float64 values kept in `exact`.
+NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
+                       const ops::TypeEnv& types, Target target,
+                       const std::function<void(const std::string&, const at::Tensor&)>& define,
+                       bool* cuda_fatal) {
+  NodeResult nr;
+  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle.has_value()) {
+    nr.error = NodeError{NodeError::Kind::kBadArguments,
+                         absl::StrCat("no ATen operator named ", node.QualifiedName())};
+    return nr;
+  }
+  absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle->schema(), node, lookup);
+  if (!stack.ok()) {
+    nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
+    return nr;
+  }
+  try {
+    handle->callBoxed(&*stack);
+    if (stack->size() != node.results.size()) {
+      nr.error = NodeError{NodeError::Kind::kBadArguments,
+                           absl::StrCat(node.QualifiedName(), " returned ", stack->size(),
+                                        " values; the program names ", node.results.size())};
+      return nr;
+    }
+    for (size_t i = 0; i < stack->size(); ++i) {
+      const c10::IValue& v = (*stack)[i];
+      if (v.isTensor()) define(node.results[i], v.toTensor());
+      at::Tensor snap = Snapshot(v);
+      if (target == Target::kCpuF64) {
+        nr.exact.push_back(snap);
+        auto it = types.find(node.results[i]);
+        if (snap.defined() && it != types.end() &&
+            snap.scalar_type() != ToScalarType(it->second.dtype)) {
+          snap = snap.to(ToScalarType(it->second.dtype));
+        }
+      }
+      nr.outputs.push_back(snap);
+    }
+  } catch (const std::exception& e) {
+    NodeError err = Classify(e.what());
+    if (err.kind == NodeError::Kind::kCudaFatal && cuda_fatal != nullptr) *cuda_fatal = true;
+    nr = NodeResult{};
+    nr.error = std::move(err);
+  } catch (...) {
+    nr = NodeResult{};
+    nr.error = NodeError{NodeError::Kind::kRaised, "unknown exception"};
+  }
+  return nr;
+}
+
+// A CPU tensor as `target` consumes it.
+at::Tensor Place(at::Tensor t, Target target) {
+  if (target == Target::kCpuF64) t = Upcast(t);
+  if (target == Target::kCuda) t = t.to(at::kCUDA);
+  return t;
+}
+
+}  // namespace
+
+void SetCudaMathMode(const CudaMathMode& mode) {
+  at::globalContext().setAllowTF32CuBLAS(mode.tf32);
+  at::globalContext().setAllowTF32CuDNN(mode.tf32);
+  at::globalContext().setAllowFP16ReductionCuBLAS(mode.reduced_precision_reductions);
+  at::globalContext().setAllowBF16ReductionCuBLAS(mode.reduced_precision_reductions);
+}
+
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target) {
   RunResult result;
   result.target = target;
-  const bool on_cuda = target == Target::kCuda;
-  if (on_cuda && !CudaAvailable()) {
+  if (target == Target::kCuda && !CudaAvailable()) {
     result.setup_error = "CUDA is not available in this process";
     return result;
   }
@@ -117,9 +189,8 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
   try {
     for (const graph::Input& in : program.inputs) {
       at::Tensor t = MakeInput(in);
-      if (target == Target::kCpuF64) t = Upcast(t);
-      if (on_cuda) t = t.to(at::kCUDA);
-      env[in.name] = t;
+      result.inputs[in.name] = t;
+      env[in.name] = Place(t, target);
     }
   } catch (const std::exception& e) {
     result.setup_error = Classify(e.what()).message;
@@ -129,18 +200,10 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
     auto it = env.find(name);
     return it == env.end() ? at::Tensor() : it->second;
   };
+  const auto define = [&env](const std::string& name, const at::Tensor& t) { env[name] = t; };
 
   for (const graph::Node& node : program.nodes) {
-    NodeResult& nr = result.nodes.emplace_back();
-    auto fail = [&](NodeError e) {
-      nr.error = std::move(e);
-      failed.insert(node.results.begin(), node.results.end());
-    };
-    if (result.cuda_fatal) {
-      fail({NodeError::Kind::kSkipped, "an earlier CUDA fault poisoned the context"});
-      continue;
-    }
-    bool skipped = false;
+    bool skipped = result.cuda_fatal;
     for (const graph::Argument& a : node.args) {
       const auto touches = [&](const graph::Literal& l) {
         return l.kind == graph::Literal::Kind::kValue && failed.count(l.s) > 0;
@@ -148,56 +211,37 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
       skipped = skipped || touches(a.value);
       for (const graph::Literal& item : a.value.list) skipped = skipped || touches(item);
     }
+    NodeResult nr;
     if (skipped) {
-      fail({NodeError::Kind::kSkipped, "an input came from a node that failed"});
-      continue;
+      nr.error = NodeError{NodeError::Kind::kSkipped,
+                           result.cuda_fatal ? "an earlier CUDA fault poisoned the context"
+                                             : "an input came from a node that failed"};
+    } else {
+      nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal);
     }
-    auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
-    if (!handle.has_value()) {
-      fail({NodeError::Kind::kBadArguments,
-            absl::StrCat("no ATen operator named ", node.QualifiedName())});
-      continue;
-    }
-    absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle->schema(), node, lookup);
-    if (!stack.ok()) {
-      fail({NodeError::Kind::kBadArguments, std::string(stack.status().message())});
-      continue;
-    }
-    try {
-      handle->callBoxed(&*stack);
-      if (stack->size() != node.results.size()) {
-        fail({NodeError::Kind::kBadArguments,
-              absl::StrCat(node.QualifiedName(), " returned ", stack->size(),
-                           " values; the program names ", node.results.size())});
-        continue;
-      }
-      for (size_t i = 0; i < stack->size(); ++i) {
-        const c10::IValue& v = (*stack)[i];
-        if (v.isTensor()) env[node.results[i]] = v.toTensor();
-        at::Tensor snap = Snapshot(v);
-        if (target == Target::kCpuF64) {
-          nr.exact.push_back(snap);
-          auto it = types.find(node.results[i]);
-          if (snap.defined() && it != types.end() &&
-              snap.scalar_type() != ToScalarType(it->second.dtype)) {
-            snap = snap.to(ToScalarType(it->second.dtype));
-          }
-        }
-        nr.outputs.push_back(snap);
-      }
-    } catch (const std::exception& e) {
-      NodeError err = Classify(e.what());
-      if (err.kind == NodeError::Kind::kCudaFatal) result.cuda_fatal = true;
-      nr.outputs.clear();
-      nr.exact.clear();
-      fail(std::move(err));
-    } catch (...) {
-      nr.outputs.clear();
-      nr.exact.clear();
-      fail({NodeError::Kind::kRaised, "unknown exception"});
-    }
+    if (nr.error) failed.insert(node.results.begin(), node.results.end());
+    result.nodes.push_back(std::move(nr));
   }
   return result;
+}
+
+NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
+                   const ops::TypeEnv& types, Target target) {
+  if (target == Target::kCuda && !CudaAvailable()) {
+    return NodeResult{{}, {}, NodeError{NodeError::Kind::kRaised, "CUDA is not available"}};
+  }
+  std::map<std::string, at::Tensor> placed;
+  try {
+    for (const auto& [name, t] : values) placed[name] = t.defined() ? Place(t, target) : t;
+  } catch (const std::exception& e) {
+    return NodeResult{{}, {}, Classify(e.what())};
+  }
+  const ValueLookup lookup = [&placed](const std::string& name) {
+    auto it = placed.find(name);
+    return it == placed.end() ? at::Tensor() : it->second;
+  };
+  return ExecuteNode(node, lookup, types, target, [](const std::string&, const at::Tensor&) {},
+                     nullptr);
 }
 
 }  // namespace divfuzz::exec

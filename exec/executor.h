@@ -3,6 +3,9 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <map>
+#include <string>
+
 #include "exec/run_result.h"
 #include "graph/program.h"
 #include "ops/infer.h"
@@ -14,6 +17,19 @@ bool CudaAvailable();
 // `types` are the program's inferred types (ops::InferProgram); the cpu-f64
 // target rounds its results back to them.
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target);
+
+// Runs one node on `target` with the given CPU values for its %refs (moved or
+// upcast as the target needs): the oracle's per-node reference.
+NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
+                   const ops::TypeEnv& types, Target target);
+
+// CUDA math modes that trade accuracy for speed. Off by default in divfuzz,
+// so CUDA runs full float32 precision unless a campaign asks otherwise.
+struct CudaMathMode {
+  bool tf32 = false;
+  bool reduced_precision_reductions = false;  // fp16/bf16 reductions inside cuBLAS
+};
+void SetCudaMathMode(const CudaMathMode& mode);
 
 absl::string_view ErrorKindName(NodeError::Kind kind);
 

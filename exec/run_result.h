@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +36,8 @@ struct NodeResult {
 
 struct RunResult {
   Target target = Target::kCpu;
-  std::vector<NodeResult> nodes;  // one per program node
+  std::map<std::string, at::Tensor> inputs;  // the program's inputs as built, on the CPU
+  std::vector<NodeResult> nodes;             // one per program node
   bool cuda_fatal = false;        // stop using this process's CUDA context
   std::string setup_error;        // inputs could not be built (nodes then empty)
 };

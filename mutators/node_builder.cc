@@ -170,6 +170,33 @@ void NodeBuilder::RegenerateAttributes(const ops::OpSpec& spec, graph::Node& nod
     case Rule::kDimwise:
       node.args.push_back({"", Literal::Int(random_dim())});
       break;
+    case Rule::kArgReduce:
+    case Rule::kValuesIndices:
+      node.args.push_back({"", Literal::Int(random_dim())});
+      node.args.push_back({"keepdim", Literal::Bool(random_.Chance(0.5))});
+      break;
+    case Rule::kSort:
+      node.args.push_back({"", Literal::Int(random_dim())});
+      node.args.push_back({"descending", Literal::Bool(random_.Chance(0.5))});
+      break;
+    case Rule::kTopk: {
+      const int64_t dim = random_dim();
+      const int64_t size = rank == 0 ? 1 : x.shape[dim < 0 ? dim + rank : dim];
+      node.args.push_back({"", Literal::Int(random_.Range(std::min<int64_t>(size, 1), size))});
+      node.args.push_back({"", Literal::Int(dim)});
+      node.args.push_back({"largest", Literal::Bool(random_.Chance(0.5))});
+      break;
+    }
+    case Rule::kCast: {
+      // Mostly float -> int and back: where CPU and CUDA casts differ.
+      const std::vector<DType> to = {DType::kI32, DType::kI64, DType::kI8,  DType::kU8,
+                                     DType::kBool, DType::kF16, DType::kF32, DType::kF64};
+      node.args.push_back({"", Literal::OfDType(random_.Pick(to))});
+      break;
+    }
+    case Rule::kSvd:
+      node.args.push_back({"full_matrices", Literal::Bool(false)});
+      break;
     default:
       break;
   }
@@ -262,6 +289,8 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     case Rule::kSquareToTwoBatch:
     case Rule::kSquare:
     case Rule::kSquareToVector:
+    case Rule::kSquareWithInfo:
+    case Rule::kEigh:
     case Rule::kSolve: {
       const int64_t n = small();
       std::string a;
@@ -292,6 +321,27 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     }
     case Rule::kTranspose2d:
       push(value_or_new(Reuse(dtype, rank_is(0, 2), reuse), {dtype, RandomShape(2, 2)}));
+      break;
+    case Rule::kArgReduce:
+    case Rule::kValuesIndices:
+    case Rule::kSort:
+    case Rule::kTopk:
+    case Rule::kCast: {
+      std::string x = value_or_new(Reuse(dtype, any, reuse), {dtype, RandomShape(0, 3)});
+      // Rounded values tie often: where index outputs may legally differ.
+      if (spec.rule != Rule::kCast && graph::IsFloating(dtype) && random_.Chance(0.4)) {
+        graph::Node round{{FreshName("v")}, "aten::round", "", {{"", Ref(x)}}};
+        types_[round.results[0]] = types_.at(x);
+        program_.nodes.push_back(round);
+        x = round.results[0];
+      }
+      push(x);
+      break;
+    }
+    case Rule::kQr:
+    case Rule::kSvd:
+      push(value_or_new(Reuse(dtype, [](const Shape& s) { return s.size() == 2 && s[0] <= 8 && s[1] <= 8; }, reuse),
+                        {dtype, {small(), small()}}));
       break;
     case Rule::kTrace:
       push(value_or_new(Reuse(dtype, rank_is(2, 2), reuse), {dtype, RandomShape(2, 2)}));

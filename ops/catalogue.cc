@@ -37,6 +37,11 @@ OpSpec Positions(OpSpec s, int dim_pos, int keepdim_pos) {
   return s;
 }
 
+OpSpec With(OpSpec s, uint32_t hints) {
+  s.hints |= hints;
+  return s;
+}
+
 OpSpec Widening(OpSpec s) {
   s.integer_sum_widens = true;
   return s;
@@ -132,16 +137,16 @@ std::vector<OpSpec> Build() {
       Op("aten::gt", "Tensor", Rule::kCompare, kNum, "compare"),
       Op("aten::ge", "Tensor", Rule::kCompare, kNum, "compare"),
       // Reductions.
-      Widening(Op("aten::sum", "", Rule::kReduceAll, kNum, "reduction")),
+      With(Widening(Op("aten::sum", "", Rule::kReduceAll, kNum, "reduction")), kCancellingReduction),
       Widening(Op("aten::prod", "", Rule::kReduceAll, kNum, "reduction")),
-      Op("aten::mean", "", Rule::kReduceAll, kFloat, "reduction"),
+      With(Op("aten::mean", "", Rule::kReduceAll, kFloat, "reduction"), kCancellingReduction),
       Op("aten::max", "", Rule::kReduceAll, kNum, "reduction"),
       Op("aten::min", "", Rule::kReduceAll, kNum, "reduction"),
-      Widening(Op("aten::sum", "dim_IntList", Rule::kReduceDims, kNum, "reduction")),
-      Op("aten::mean", "dim", Rule::kReduceDims, kFloat, "reduction"),
+      With(Widening(Op("aten::sum", "dim_IntList", Rule::kReduceDims, kNum, "reduction")), kCancellingReduction),
+      With(Op("aten::mean", "dim", Rule::kReduceDims, kFloat, "reduction"), kCancellingReduction),
       Op("aten::amax", "", Rule::kReduceDims, kNum, "reduction"),
       Op("aten::amin", "", Rule::kReduceDims, kNum, "reduction"),
-      Op("aten::logsumexp", "", Rule::kReduceDims, kFloat, "reduction"),
+      With(Op("aten::logsumexp", "", Rule::kReduceDims, kFloat, "reduction"), kCancellingReduction),
       Positions(Op("aten::var", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
       Positions(Op("aten::std", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
       Positions(Op("aten::linalg_vector_norm", "", Rule::kReduceDims, kFloat, "norm"), 2, 3),
@@ -149,29 +154,52 @@ std::vector<OpSpec> Build() {
       // Softmax family and scans.
       Op("aten::softmax", "int", Rule::kDimwise, kFloat, "softmax"),
       Op("aten::log_softmax", "int", Rule::kDimwise, kFloat, "softmax"),
-      Widening(Op("aten::cumsum", "", Rule::kDimwise, kNum, "scan")),
+      With(Widening(Op("aten::cumsum", "", Rule::kDimwise, kNum, "scan")), kCancellingReduction),
       Widening(Op("aten::cumprod", "", Rule::kDimwise, kNum, "scan")),
       Op("aten::logcumsumexp", "", Rule::kDimwise, kFloat, "scan"),
       // Matrix products.
-      Op("aten::mm", "", Rule::kMm, kFloat, "matmul"),
-      Op("aten::bmm", "", Rule::kBmm, kFloat, "matmul"),
-      Op("aten::matmul", "", Rule::kMatmul, kFloat, "matmul"),
-      Op("aten::linear", "", Rule::kLinear, kFloat, "matmul"),
+      With(Op("aten::mm", "", Rule::kMm, kFloat, "matmul"), kCancellingMatmul | kTf32Sensitive),
+      With(Op("aten::bmm", "", Rule::kBmm, kFloat, "matmul"), kCancellingMatmul | kTf32Sensitive),
+      With(Op("aten::matmul", "", Rule::kMatmul, kFloat, "matmul"), kCancellingMatmul | kTf32Sensitive),
+      With(Op("aten::linear", "", Rule::kLinear, kFloat, "matmul"), kCancellingMatmul | kTf32Sensitive),
       Op("aten::t", "", Rule::kTranspose2d, kNum, "layout"),
       Op("aten::trace", "", Rule::kTrace, kF32F64, "linalg"),
       // Linear algebra through LAPACK / cuSOLVER.
-      Op("aten::logdet", "", Rule::kSquareToBatch, kF32F64, "linalg"),
-      Op("aten::det", "", Rule::kSquareToBatch, kF32F64, "linalg"),
-      Op("aten::linalg_det", "", Rule::kSquareToBatch, kF32F64, "linalg"),
-      Op("aten::slogdet", "", Rule::kSquareToTwoBatch, kF32F64, "linalg"),
-      Op("aten::linalg_slogdet", "", Rule::kSquareToTwoBatch, kF32F64, "linalg"),
-      Op("aten::inverse", "", Rule::kSquare, kF32F64, "linalg"),
-      Op("aten::linalg_inv", "", Rule::kSquare, kF32F64, "linalg"),
-      Op("aten::linalg_cholesky", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd),
-      Op("aten::cholesky", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd),
+      With(Op("aten::logdet", "", Rule::kSquareToBatch, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::det", "", Rule::kSquareToBatch, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::linalg_det", "", Rule::kSquareToBatch, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::slogdet", "", Rule::kSquareToTwoBatch, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::linalg_slogdet", "", Rule::kSquareToTwoBatch, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::inverse", "", Rule::kSquare, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::linalg_inv", "", Rule::kSquare, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::linalg_cholesky", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd), kConditioned),
+      With(Op("aten::cholesky", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd), kConditioned),
       Op("aten::linalg_matrix_exp", "", Rule::kSquare, kF32F64, "linalg"),
-      Op("aten::linalg_eigvalsh", "", Rule::kSquareToVector, kF32F64, "linalg"),
-      Op("aten::linalg_solve", "", Rule::kSolve, kF32F64, "linalg"),
+      With(Op("aten::linalg_eigvalsh", "", Rule::kSquareToVector, kF32F64, "linalg"), kConditioned),
+      With(Op("aten::linalg_solve", "", Rule::kSolve, kF32F64, "linalg"), kConditioned),
+      // Factorizations with an info output: results are only defined where info == 0.
+      With(Op("aten::linalg_cholesky_ex", "", Rule::kSquareWithInfo, kF32F64, "linalg",
+              Domain::kSpd),
+           kInfoGated | kConditioned),
+      With(Op("aten::linalg_inv_ex", "", Rule::kSquareWithInfo, kF32F64, "linalg"),
+           kInfoGated | kConditioned),
+      // Decompositions: signs and phases of factors are free; compared via invariants.
+      With(Op("aten::linalg_qr", "", Rule::kQr, kF32F64, "decomposition"), kDecomposition),
+      With(Op("aten::linalg_svd", "", Rule::kSvd, kF32F64, "decomposition"),
+           kDecomposition | kConditioned),
+      With(Op("aten::linalg_eigh", "", Rule::kEigh, kF32F64, "decomposition"),
+           kDecomposition | kConditioned),
+      // Index outputs: ties make the indices free; their selected values are compared.
+      With(Op("aten::argmax", "", Rule::kArgReduce, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::argmin", "", Rule::kArgReduce, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::max", "dim", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::min", "dim", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::median", "dim", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::mode", "", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::sort", "", Rule::kSort, kNum, "indexing"), kIndicesOutput),
+      With(Op("aten::topk", "", Rule::kTopk, kNum, "indexing"), kIndicesOutput),
+      // Casts (float to int out of range is undefined behaviour in C++).
+      Op("aten::to", "dtype", Rule::kCast, kNum | Mask(DType::kBool), "cast"),
   };
 }
 

@@ -396,6 +396,79 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
     case Rule::kTrace:
       if (auto st = NeedRank(x, 2, 2, "self"); !st.ok()) return st;
       return one(x.dtype, {});
+    case Rule::kSquareWithInfo: {
+      if (auto st = NeedSquare(x); !st.ok()) return st;
+      std::vector<TensorType> out = one(x.dtype, x.shape);
+      out.push_back({DType::kI32, Shape(x.shape.begin(), x.shape.end() - 2)});
+      return out;
+    }
+    case Rule::kArgReduce:
+    case Rule::kValuesIndices: {
+      const Literal* d = FindArg(node, 1, "dim");
+      if (d == nullptr || d->kind != Literal::Kind::kInt) {
+        return absl::InvalidArgumentError("expected an int dim as argument 2");
+      }
+      absl::StatusOr<Shape> s = Reduce(x.shape, d, BoolArg(FindArg(node, 2, "keepdim"), false));
+      if (!s.ok()) return s.status();
+      if (spec.rule == Rule::kArgReduce) return one(DType::kI64, *s);
+      return std::vector<TensorType>{{x.dtype, *s}, {DType::kI64, *s}};
+    }
+    case Rule::kSort: {
+      const Literal* d = FindArg(node, 1, "dim");
+      if (d != nullptr) {
+        absl::StatusOr<int64_t> dim = IntArg(d, "dim");
+        if (!dim.ok()) return dim.status();
+        if (absl::StatusOr<int64_t> n = NormalizeDim(*dim, x.shape.size()); !n.ok()) {
+          return n.status();
+        }
+      }
+      return std::vector<TensorType>{{x.dtype, x.shape}, {DType::kI64, x.shape}};
+    }
+    case Rule::kTopk: {
+      absl::StatusOr<int64_t> k = IntArg(FindArg(node, 1, "k"), "k");
+      if (!k.ok()) return k.status();
+      const Literal* d = FindArg(node, 2, "dim");
+      absl::StatusOr<int64_t> dim = d == nullptr ? absl::StatusOr<int64_t>(-1) : IntArg(d, "dim");
+      if (!dim.ok()) return dim.status();
+      absl::StatusOr<int64_t> n = NormalizeDim(*dim, x.shape.size());
+      if (!n.ok()) return n.status();
+      Shape out = x.shape;
+      const int64_t size = out.empty() ? 1 : out[*n];
+      if (*k < 0 || *k > size) {
+        return absl::InvalidArgumentError(absl::StrCat("k=", *k, " out of range for size ", size));
+      }
+      if (!out.empty()) out[*n] = *k;
+      return std::vector<TensorType>{{x.dtype, out}, {DType::kI64, out}};
+    }
+    case Rule::kCast: {
+      const Literal* d = FindArg(node, 1, "dtype");
+      if (d == nullptr || d->kind != Literal::Kind::kDType) {
+        return absl::InvalidArgumentError("expected a dtype as argument 2");
+      }
+      return one(d->dtype, x.shape);
+    }
+    case Rule::kQr:
+    case Rule::kSvd: {
+      if (auto st = NeedRank(x, 2, 4, "A"); !st.ok()) return st;
+      const int64_t m = x.shape[x.shape.size() - 2], n = x.shape.back(), k = std::min(m, n);
+      Shape batch(x.shape.begin(), x.shape.end() - 2);
+      auto with = [&](std::initializer_list<int64_t> tail) {
+        Shape s = batch;
+        s.insert(s.end(), tail);
+        return TensorType{x.dtype, s};
+      };
+      if (spec.rule == Rule::kQr) return std::vector<TensorType>{with({m, k}), with({k, n})};
+      const Literal* full = FindArg(node, 1, "full_matrices");
+      if (full == nullptr || full->kind != Literal::Kind::kBool || full->b) {
+        return absl::InvalidArgumentError("expected full_matrices=False");
+      }
+      return std::vector<TensorType>{with({m, k}), with({k}), with({k, n})};
+    }
+    case Rule::kEigh: {
+      if (auto st = NeedSquare(x); !st.ok()) return st;
+      return std::vector<TensorType>{{x.dtype, Shape(x.shape.begin(), x.shape.end() - 1)},
+                                     {x.dtype, x.shape}};
+    }
   }
   return absl::InternalError("unhandled rule");
 }

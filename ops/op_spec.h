@@ -34,6 +34,27 @@ enum class Rule {
   kSolve,             // A[...,n,n], B[...,n,k] -> [...,n,k]
   kTranspose2d,       // t(): [m,n] -> [n,m]
   kTrace,             // [m,n] -> []
+  kSquareWithInfo,    // [...,n,n] -> ([...,n,n], info i32 [...])  (*_ex factorizations)
+  kArgReduce,         // (x, dim, keepdim) -> i64 indices
+  kValuesIndices,     // (x, dim, keepdim) -> (values, i64 indices)  (max.dim, median.dim, mode)
+  kSort,              // (x, dim, descending=) -> (values, i64 indices), same shape
+  kTopk,              // (x, k, dim, largest=) -> (values, i64 indices), dim of size k
+  kCast,              // (x, dtype) -> same shape, that dtype
+  kQr,                // [...,m,n] -> (Q [...,m,k], R [...,k,n]), k = min(m,n)
+  kSvd,               // [...,m,n] -> (U [...,m,k], S [...,k], Vh [...,k,n]), full_matrices=False
+  kEigh,              // [...,n,n] -> (w [...,n], V [...,n,n])
+};
+
+// What the oracle's expected-by-policy rules need to know about an op.
+enum Hint : uint32_t {
+  kHintNone = 0,
+  kInfoGated = 1 << 0,            // outputs are valid only where the last (info) output is 0
+  kIndicesOutput = 1 << 1,        // result 1 holds indices along dim; ties make them free
+  kConditioned = 1 << 2,          // accuracy bounded by the condition number of input 0
+  kCancellingReduction = 1 << 3,  // a sum over dims (sum, mean, cumsum ...)
+  kCancellingMatmul = 1 << 4,     // dot products (mm, matmul, linear ...)
+  kDecomposition = 1 << 5,        // factors are free up to sign/phase: compare invariants
+  kTf32Sensitive = 1 << 6,        // CUDA may use TF32 / reduced-precision reductions
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.
@@ -65,6 +86,7 @@ struct OpSpec {
   double scalar_low = -2, scalar_high = 2;
   // Policy hints (read by the oracle).
   bool integer_sum_widens = false;  // sum/prod/cumsum of ints give i64
+  uint32_t hints = kHintNone;
   // Positions of dim and keepdim in the schema (-1: keyword-only).
   int dim_pos = 1;
   int keepdim_pos = 2;
