@@ -17,7 +17,9 @@
 #include "mutators/mutator.h"
 #include "nlohmann/json.hpp"
 #include "ops/infer.h"
+#include "exec/dtype_convert.h"
 #include "oracles/compare.h"
+#include "oracles/triage.h"
 #include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
@@ -62,6 +64,16 @@ HarnessConfig ConfigFromEnvironment() {
     std::cerr << "divfuzz: CUDA is not available; comparing cpu with the cpu-f64 reference\n";
   }
   if (absl::string_view f = Env("DIVFUZZ_FINDINGS"); !f.empty()) c.findings_dir = std::string(f);
+  if (absl::string_view p = Env("DIVFUZZ_POLICY"); !p.empty()) {
+    absl::StatusOr<oracles::Policy> policy = oracles::LoadPolicy(std::string(p));
+    if (!policy.ok()) {
+      std::cerr << "divfuzz: " << policy.status().message() << "\n";
+      std::exit(2);
+    }
+    c.policy = *policy;
+  }
+  c.policy.cuda_tf32 = Env("DIVFUZZ_TF32") == "1";
+  exec::SetCudaMathMode({c.policy.cuda_tf32, c.policy.cuda_tf32});
   c.stats_path = std::string(Env("DIVFUZZ_STATS"));
   return c;
 }
@@ -101,10 +113,12 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   Outcome outcome;
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
   if (!types.ok()) return outcome;
-  const exec::RunResult ra = exec::Run(program, *types, config_.target_a);
-  const exec::RunResult rb = exec::Run(program, *types, config_.target_b);
+  const exec::RunResult ra = RunSide(program, *types, 0);
+  const exec::RunResult rb = RunSide(program, *types, 1);
   ++state_->executions;
-  outcome.verdict = oracles::Compare(program, *types, ra, rb);
+  outcome.verdict = oracles::Compare(program, *types, ra, rb, config_.policy);
+  oracles::Triage(program, *types, ra, rb, config_.policy, outcome.verdict);
+  CheckDeterminism(program, *types, ra, rb, outcome.verdict);
 
   for (size_t i = 0; i < program.nodes.size(); ++i) {
     const graph::Node& n = program.nodes[i];
@@ -124,10 +138,27 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     hit.root_op = d->op;
     hit.dtype = d->dtype;
     hit.divergence_class = std::string(oracles::ClassName(d->cls));
+    hit.wrong_side = d->wrong_side;
+    hit.tier = d->tier;
+    hit.severity = std::string(oracles::SeverityName(oracles::SeverityRank(*d)));
     hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
-    hit.detail = {{"node", d->node_index},     {"output", d->output_index}, {"value", d->value},
-                  {"element", d->element},     {"a", d->value_a},           {"b", d->value_b},
-                  {"abs_error", d->abs_error}, {"allowed", d->allowed},     {"summary", d->detail}};
+    hit.detail = {{"node", d->node_index},
+                  {"output", d->output_index},
+                  {"value", d->value},
+                  {"element", d->element},
+                  {"a", d->value_a},
+                  {"b", d->value_b},
+                  {"abs_error", d->abs_error},
+                  {"allowed", d->allowed},
+                  {"summary", d->detail},
+                  {"reference_a", d->reference_a},
+                  {"reference_b", d->reference_b},
+                  {"ulp_a", d->ulp_a},
+                  {"ulp_b", d->ulp_b},
+                  {"rel_a", d->rel_a},
+                  {"rel_b", d->rel_b},
+                  {"expected_rule", d->expected_rule},
+                  {"reason", d->reason}};
     absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
     if (!r.ok()) {
       std::cerr << "divfuzz: recording a finding failed: " << r.status().message() << "\n";
@@ -148,7 +179,8 @@ Outcome Harness::RunProgram(const graph::Program& program) {
           r->id, "repro.py", minimize::EmitPython(program, spec), "repro_py");
       if (!s.ok()) std::cerr << "divfuzz: writing repro.py failed: " << s.message() << "\n";
     }
-    std::cerr << "divfuzz: NEW finding " << r->id << ": " << d->detail << "\n";
+    std::cerr << "divfuzz: NEW finding " << r->id << " [" << d->tier << ", wrong: " << d->wrong_side
+              << "]: " << d->detail << "\n";
   }
   if (!outcome.verdict.divergences.empty()) ++state_->diverged;
 
@@ -176,6 +208,55 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     (void)store::WriteFileAtomically(config_.stats_path, j.dump());
   }
   return outcome;
+}
+
+exec::RunResult Harness::RunSide(const graph::Program& program, const ops::TypeEnv& types,
+                                 int side) {
+  const Runner& runner = side == 0 ? config_.runner_a : config_.runner_b;
+  const exec::Target target = side == 0 ? config_.target_a : config_.target_b;
+  return runner ? runner(program, types, target) : exec::Run(program, types, target);
+}
+
+void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv& types,
+                               const exec::RunResult& ra, const exec::RunResult& rb,
+                               oracles::Verdict& verdict) {
+  auto candidate = [](const oracles::Divergence& d) {
+    return d.root && d.node_index >= 0 && d.tier != "expected" && d.tier != "dtype_gap";
+  };
+  bool needed = false;
+  for (const oracles::Divergence& d : verdict.divergences) needed = needed || candidate(d);
+  if (!needed) return;
+  // The same target twice must agree bit for bit before anyone is blamed.
+  const exec::RunResult again[2] = {RunSide(program, types, 0), RunSide(program, types, 1)};
+  const exec::RunResult* first[2] = {&ra, &rb};
+  for (oracles::Divergence& d : verdict.divergences) {
+    if (!candidate(d)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const auto& n1 = first[side]->nodes;
+      const auto& n2 = again[side].nodes;
+      if (static_cast<size_t>(d.node_index) >= std::min(n1.size(), n2.size())) continue;
+      const exec::NodeResult& x = n1[d.node_index];
+      const exec::NodeResult& y = n2[d.node_index];
+      bool differs = x.error.has_value() != y.error.has_value();
+      for (size_t o = 0; !differs && o < x.outputs.size() && o < y.outputs.size(); ++o) {
+        const auto dtype = exec::FromScalarType(x.outputs[o].scalar_type());
+        differs = x.outputs[o].defined() && y.outputs[o].defined() &&
+                  oracles::CompareTensors(x.outputs[o], y.outputs[o],
+                                          dtype.value_or(graph::DType::kF64),
+                                          oracles::Tolerance{0, 0})
+                      .has_value();
+      }
+      if (differs) {
+        d.cls = oracles::DivergenceClass::kNondeterminism;
+        d.wrong_side = std::string(exec::TargetName(first[side]->target));
+        d.tier = "divergence";
+        d.expected_rule.clear();
+        d.reason = absl::StrCat(d.wrong_side,
+                                " gives different results for the same program twice");
+        break;
+      }
+    }
+  }
 }
 
 int Harness::TestOneInput(const uint8_t* data, size_t size) {

@@ -4,23 +4,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "exec/target.h"
+#include "exec/run_result.h"
 #include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/policy.h"
 #include "oracles/verdict.h"
 
 namespace divfuzz::fuzz {
+
+// Runs a whole program on a target; exec::Run unless a test swaps in a
+// deliberately faulty target.
+using Runner = std::function<exec::RunResult(const graph::Program&, const ops::TypeEnv&,
+                                             exec::Target)>;
 
 struct HarnessConfig {
   exec::Target target_a = exec::Target::kCpu;
   exec::Target target_b = exec::Target::kCpuF64;
   std::string findings_dir = "findings";
   std::string stats_path;  // when set, execution counts are written there
+  oracles::Policy policy = oracles::DefaultPolicy();
+  Runner runner_a;  // empty: exec::Run
+  Runner runner_b;
 };
 
-// From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS and DIVFUZZ_STATS; the
+// From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS, DIVFUZZ_STATS,
+// DIVFUZZ_POLICY (a policy file) and DIVFUZZ_TF32=1 (CUDA with TF32); the
 // default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
 // once on stderr).
 HarnessConfig ConfigFromEnvironment();
@@ -46,6 +59,12 @@ class Harness {
   const HarnessConfig& config() const { return config_; }
 
  private:
+  exec::RunResult RunSide(const graph::Program& program, const ops::TypeEnv& types, int side);
+  // Reruns both targets when a root divergence would be stored; a target that
+  // disagrees with itself turns it into `nondeterminism`.
+  void CheckDeterminism(const graph::Program& program, const ops::TypeEnv& types,
+                        const exec::RunResult& ra, const exec::RunResult& rb,
+                        oracles::Verdict& verdict);
   struct State;
   HarnessConfig config_;
   std::unique_ptr<State> state_;

@@ -146,7 +146,7 @@ std::vector<OpSpec> Build() {
       With(Op("aten::mean", "dim", Rule::kReduceDims, kFloat, "reduction"), kCancellingReduction),
       Op("aten::amax", "", Rule::kReduceDims, kNum, "reduction"),
       Op("aten::amin", "", Rule::kReduceDims, kNum, "reduction"),
-      With(Op("aten::logsumexp", "", Rule::kReduceDims, kFloat, "reduction"), kCancellingReduction),
+      Op("aten::logsumexp", "", Rule::kReduceDims, kFloat, "reduction"),
       Positions(Op("aten::var", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
       Positions(Op("aten::std", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
       Positions(Op("aten::linalg_vector_norm", "", Rule::kReduceDims, kFloat, "norm"), 2, 3),

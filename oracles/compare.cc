@@ -11,6 +11,8 @@
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "graph/printer.h"
+#include "ops/catalogue.h"
+#include "oracles/invariants.h"
 #include "oracles/tolerance.h"
 
 namespace divfuzz::oracles {
@@ -58,6 +60,11 @@ std::string ErrorStr(const exec::NodeResult& r) {
 
 std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
                                          graph::DType dtype) {
+  return CompareTensors(a, b, dtype, DefaultTolerance(dtype));
+}
+
+std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
+                                         graph::DType dtype, Tolerance tol) {
   Divergence d;
   if (a.defined() != b.defined() ||
       (a.defined() && (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()))) {
@@ -98,7 +105,6 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
       return d;
     }
   }
-  const Tolerance tol = DefaultTolerance(dtype);
   for (size_t i = 0; i < va.size(); ++i) {
     if (ClassOf(va[i]) != ValueClass::kFinite) continue;
     const double err = std::fabs(va[i] - vb[i]);
@@ -121,7 +127,7 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
 }
 
 Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
-                const exec::RunResult& b) {
+                const exec::RunResult& b, const Policy& policy) {
   Verdict v;
   v.target_a = std::string(exec::TargetName(a.target));
   v.target_b = std::string(exec::TargetName(b.target));
@@ -191,9 +197,19 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
       record(std::move(d), 0);
       continue;
     }
-    for (size_t out = 0; out < ra.outputs.size() && out < rb.outputs.size(); ++out) {
-      std::optional<Divergence> d = CompareTensors(ra.outputs[out], rb.outputs[out], dtype_of(out));
+    const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+    const std::vector<at::Tensor> ca = Comparable(spec, ra.outputs);
+    const std::vector<at::Tensor> cb = Comparable(spec, rb.outputs);
+    const bool invariants = spec != nullptr && (spec->hints & ops::kDecomposition);
+    for (size_t out = 0; out < ca.size() && out < cb.size(); ++out) {
+      const graph::DType dtype = invariants ? dtype_of(0) : dtype_of(out);
+      std::optional<Divergence> d =
+          CompareTensors(ca[out], cb[out], dtype, policy.For(node.QualifiedName(), dtype));
       if (d) {
+        if (invariants) {
+          d->detail = absl::StrCat("invariant ", out, " of the decomposition: ", d->detail);
+          out = 0;
+        }
         record(std::move(*d), out);
         break;  // one divergence a node: its other outputs are the same story
       }

@@ -7,16 +7,21 @@
 #include "exec/run_result.h"
 #include "graph/program.h"
 #include "ops/infer.h"
+#include "oracles/policy.h"
+#include "oracles/policy.h"
 #include "oracles/verdict.h"
 
 namespace divfuzz::oracles {
 
 // b is the expected side: tolerance is atol + rtol * |b|, as in assert_close.
 Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
-                const exec::RunResult& b);
+                const exec::RunResult& b, const Policy& policy = DefaultPolicy());
 
 // Compares one output; nullopt when the two agree. Fills class, element,
 // values and errors; the caller fills node, op, value, root.
+std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
+                                         graph::DType dtype, Tolerance tolerance);
+// With assert_close's default tolerance for the dtype.
 std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
                                          graph::DType dtype);
 

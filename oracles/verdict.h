@@ -37,7 +37,22 @@ struct Divergence {
   double abs_error = 0;  // |a - b| at that element (tolerance class)
   double allowed = 0;    // atol + rtol * |b| there
   std::string detail;    // one human-readable line
+
+  // Triage (oracles/triage.h): who is wrong, how sure, how bad.
+  std::string wrong_side = "undecided";  // cpu, cuda, both, undecided
+  std::string tier = "divergence";       // bug, divergence, expected, dtype_gap
+  std::string expected_rule;             // the policy rule that applied, if any
+  std::string reason;                    // the evidence for wrong_side or the rule
+  std::string reference_a;               // float64 reference at the element, from A's inputs
+  std::string reference_b;               // ... and from B's inputs
+  double ulp_a = 0, ulp_b = 0;           // each side's error against its reference, in ULPs
+  double rel_a = 0, rel_b = 0;           // ... and relative
 };
+
+// Severity ranks: crash > hang > bug-tier splits > bug-tier tolerance >
+// divergence > dtype gaps > expected. Lower rank is more severe.
+int SeverityRank(const Divergence& d);
+absl::string_view SeverityName(int rank);
 
 struct Verdict {
   std::string target_a;
@@ -47,7 +62,7 @@ struct Verdict {
   std::vector<const Divergence*> Roots() const;
 };
 
-// Bucket signature of a finding (issue 2: root op, dtype, class).
+// Bucket signature of a finding: root op, dtype, class, wrong side.
 std::string Signature(const Divergence& d);
 
 }  // namespace divfuzz::oracles

@@ -82,7 +82,7 @@ output %e
   EXPECT_EQ(v.divergences[1].node_index, 2);
   EXPECT_FALSE(v.divergences[1].root);
   ASSERT_EQ(v.Roots().size(), 1u);
-  EXPECT_EQ(Signature(*v.Roots()[0]), "aten::sub.Tensor|f32|tolerance");
+  EXPECT_EQ(Signature(*v.Roots()[0]), "aten::sub.Tensor|f32|tolerance|undecided");
 }
 
 TEST(Compare, OneSidedErrorIsAnErrorSplitAndDtypeGapWhenNotImplemented) {

@@ -1,0 +1,34 @@
+// Which side is wrong. Each side's value at the root node is checked against a
+// float64 reference of that node computed from the side's own inputs: a side
+// that computed its node correctly from slightly different inputs is not
+// blamed for rounding it inherited.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "exec/run_result.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/policy.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::oracles {
+
+// The values a run fed into node `node` (program inputs or earlier nodes'
+// outputs; float64 ones for the reference target), on the CPU.
+std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int node,
+                                             const exec::RunResult& run);
+
+// The spacing of the dtype's representable numbers at x.
+double Ulp(graph::DType dtype, double x);
+
+// Sets d.wrong_side, d.reason, d.reference_a/b and the errors in ULPs and
+// relative terms.
+void Attribute(const graph::Program& program, const ops::TypeEnv& types,
+               const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
+               Divergence& d);
+
+}  // namespace divfuzz::oracles

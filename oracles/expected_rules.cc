@@ -1,0 +1,238 @@
+#include "oracles/expected_rules.h"
+
+#include <cmath>
+
+#include <ATen/ops/abs.h>
+#include <ATen/ops/all.h>
+#include <ATen/ops/gather.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/linalg_svdvals.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_or.h>
+#include <ATen/ops/isnan.h>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "graph/printer.h"
+#include "ops/catalogue.h"
+#include "oracles/attribution.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using graph::DType;
+using graph::Literal;
+
+struct Context {
+  const graph::Program& program;
+  const ops::TypeEnv& types;
+  const exec::RunResult& a;
+  const exec::RunResult& b;
+  const Policy& policy;
+  const Divergence& d;
+  const graph::Node& node;
+  const ops::OpSpec& spec;
+  std::map<std::string, at::Tensor> inputs;  // the root's inputs as side A had them, float64
+  DType dtype;                                // the diverging output's dtype
+
+  at::Tensor Input(size_t i) const {
+    if (i >= node.args.size() || node.args[i].value.kind != Literal::Kind::kValue) return {};
+    auto it = inputs.find(node.args[i].value.s);
+    return it == inputs.end() ? at::Tensor() : it->second;
+  }
+  // The output of a side's root node, or undefined.
+  static at::Tensor Output(const exec::RunResult& r, int node, size_t o) {
+    if (node < 0 || static_cast<size_t>(node) >= r.nodes.size()) return {};
+    const exec::NodeResult& n = r.nodes[node];
+    return o < n.outputs.size() ? n.outputs[o] : at::Tensor();
+  }
+};
+
+at::Tensor F64(const at::Tensor& t) {
+  return t.defined() ? t.to(at::kDouble).contiguous() : t;
+}
+
+int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t fallback) {
+  const Literal* l = ops::FindArg(node, pos, name);
+  return l != nullptr && l->kind == Literal::Kind::kInt ? l->i : fallback;
+}
+
+std::optional<RuleMatch> InfoGated(const Context& c) {
+  if (!(c.spec.hints & ops::kInfoGated)) return std::nullopt;
+  const size_t info = c.node.results.size() - 1;
+  const at::Tensor ia = Context::Output(c.a, c.d.node_index, info);
+  const at::Tensor ib = Context::Output(c.b, c.d.node_index, info);
+  if (!ia.defined() || !ib.defined()) return std::nullopt;
+  const int64_t fa = ia.ne(0).sum().item<int64_t>(), fb = ib.ne(0).sum().item<int64_t>();
+  if (fa == 0 && fb == 0) return std::nullopt;
+  return RuleMatch{"info_gated",
+                   absl::StrCat("the factorization reports failure (non-zero info in ", fa,
+                                " batch entries on ", exec::TargetName(c.a.target), ", ", fb,
+                                " on ", exec::TargetName(c.b.target),
+                                "); its other outputs are unspecified there")};
+}
+
+std::optional<RuleMatch> IndexTies(const Context& c) {
+  if (!(c.spec.hints & ops::kIndicesOutput)) return std::nullopt;
+  const size_t idx = c.spec.rule == ops::Rule::kArgReduce ? 0 : 1;
+  if (static_cast<size_t>(c.d.output_index) != idx) return std::nullopt;
+  at::Tensor x = c.Input(0);
+  at::Tensor ia = Context::Output(c.a, c.d.node_index, idx);
+  at::Tensor ib = Context::Output(c.b, c.d.node_index, idx);
+  if (!x.defined() || !ia.defined() || !ib.defined() || ia.sizes() != ib.sizes()) {
+    return std::nullopt;
+  }
+  if (x.dim() == 0) return RuleMatch{"index_ties", "a 0-d input has one index"};
+  const bool topk = c.spec.rule == ops::Rule::kTopk;
+  int64_t dim = IntArgOr(c.node, topk ? 2 : 1, "dim", -1);
+  if (dim < 0) dim += x.dim();
+  const bool reduces = c.spec.rule == ops::Rule::kArgReduce || c.spec.rule == ops::Rule::kValuesIndices;
+  const Literal* keep = ops::FindArg(c.node, 2, "keepdim");
+  const bool keepdim = keep != nullptr && keep->kind == Literal::Kind::kBool && keep->b;
+  if (reduces && !keepdim) {
+    ia = ia.unsqueeze(dim);
+    ib = ib.unsqueeze(dim);
+  }
+  try {
+    const at::Tensor va = at::gather(x, dim, ia.to(x.device())), vb = at::gather(x, dim, ib);
+    const at::Tensor same =
+        at::logical_or(va.eq(vb), at::logical_and(at::isnan(va), at::isnan(vb)));
+    if (!at::all(same).item<bool>()) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;  // indices out of range: not a tie, a real divergence
+  }
+  return RuleMatch{"index_ties",
+                   "the indices differ but select equal values: ties may be broken either way"};
+}
+
+std::optional<RuleMatch> FloatToIntCast(const Context& c) {
+  if (c.spec.rule != ops::Rule::kCast) return std::nullopt;
+  const at::Tensor x = c.Input(0);
+  const Literal* to = ops::FindArg(c.node, 1, "dtype");
+  if (!x.defined() || to == nullptr || to->kind != Literal::Kind::kDType ||
+      !graph::IsIntegral(to->dtype)) {
+    return std::nullopt;
+  }
+  auto it = c.types.find(c.node.args[0].value.s);
+  if (it == c.types.end() || !graph::IsFloating(it->second.dtype)) return std::nullopt;
+  const at::Tensor bad = at::logical_or(
+      at::isfinite(x).logical_not(),
+      at::logical_or(x.lt(graph::MinValue(to->dtype)), x.gt(graph::MaxFinite(to->dtype))));
+  const int64_t n = bad.sum().item<int64_t>();
+  if (n == 0) return std::nullopt;
+  return RuleMatch{"float_to_int_casts",
+                   absl::StrCat(n, " input element(s) are non-finite or outside the range of ",
+                                std::string(graph::DTypeName(to->dtype)),
+                                ": the cast is undefined behaviour in C++")};
+}
+
+std::optional<RuleMatch> IllConditioned(const Context& c) {
+  if (!(c.spec.hints & ops::kConditioned)) return std::nullopt;
+  const at::Tensor x = c.Input(0);
+  if (!x.defined() || x.dim() < 2) return std::nullopt;
+  if (!at::all(at::isfinite(x)).item<bool>()) {
+    return RuleMatch{"ill_conditioned", "the matrix has non-finite entries: no condition number"};
+  }
+  const auto it = c.types.find(c.node.args[0].value.s);
+  const DType dt = it == c.types.end() ? c.dtype : it->second.dtype;
+  double worst = 0;
+  try {
+    const at::Tensor s = at::linalg_svdvals(x);  // descending along the last dim
+    const at::Tensor smax = s.select(-1, 0), smin = s.select(-1, s.size(-1) - 1);
+    const at::Tensor cond = smax.div(smin);
+    worst = cond.max().item<double>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const double limit = 1.0 / graph::Epsilon(dt);
+  if (!(worst > limit) && std::isfinite(worst)) return std::nullopt;
+  return RuleMatch{"ill_conditioned",
+                   absl::StrCat("condition number ", graph::FormatFloat(worst), " > 1/eps(",
+                                std::string(graph::DTypeName(dt)), ") = ", graph::FormatFloat(limit))};
+}
+
+// Sums and dot products: any summation order is correct, and orders differ
+// by up to n * eps * sum|terms| per result element (the standard bound).
+std::optional<RuleMatch> CancellingReduction(const Context& c) {
+  const bool reduction = c.spec.hints & ops::kCancellingReduction;
+  const bool matmul = c.spec.hints & ops::kCancellingMatmul;
+  if ((!reduction && !matmul) || c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, 0));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, 0));
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes()) return std::nullopt;
+  // The same op over |inputs| gives sum|terms| for each output element.
+  std::map<std::string, at::Tensor> abs_inputs;
+  for (const auto& [name, t] : c.inputs) abs_inputs[name] = t.defined() ? at::abs(t) : t;
+  const exec::NodeResult s = exec::RunNode(c.node, abs_inputs, c.types, exec::Target::kCpuF64);
+  if (s.error || s.exact.empty()) return std::nullopt;
+  const at::Tensor x0 = c.Input(0);
+  int64_t terms = 1;
+  if (matmul) {
+    terms = x0.dim() == 0 ? 1 : x0.size(-1) + (c.spec.rule == ops::Rule::kLinear ? 1 : 0);
+  } else if (c.spec.rule == ops::Rule::kDimwise) {
+    const int64_t dim = IntArgOr(c.node, 1, "dim", 0);
+    terms = x0.dim() == 0 ? 1 : x0.size(dim < 0 ? dim + x0.dim() : dim);
+  } else {
+    terms = std::max<int64_t>(1, x0.numel() / std::max<int64_t>(1, ya.numel()));
+  }
+  const double eps = graph::Epsilon(c.dtype);
+  const at::Tensor bound = F64(s.exact[0]).abs().mul(2.0 * terms * eps);
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  const at::Tensor diff = ya.sub(yb).abs();
+  const at::Tensor ok = at::logical_or(diff.le(bound.add(tol.atol)), at::isfinite(diff).logical_not());
+  if (!at::all(ok).item<bool>()) return std::nullopt;
+  return RuleMatch{"cancelling_reductions",
+                   absl::StrCat("|A - B| is within 2 n eps sum|terms| (n = ", terms,
+                                "), the rounding bound of any summation order")};
+}
+
+std::optional<RuleMatch> Tf32(const Context& c) {
+  if (!c.policy.cuda_tf32 || !(c.spec.hints & ops::kTf32Sensitive)) return std::nullopt;
+  if (c.a.target != exec::Target::kCuda && c.b.target != exec::Target::kCuda) return std::nullopt;
+  return RuleMatch{"tf32", "CUDA ran with TF32 / reduced-precision reductions enabled"};
+}
+
+}  // namespace
+
+std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program,
+                                           const ops::TypeEnv& types, const exec::RunResult& a,
+                                           const exec::RunResult& b, const Policy& policy,
+                                           const Divergence& d) {
+  if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= program.nodes.size()) {
+    return std::nullopt;
+  }
+  const graph::Node& node = program.nodes[d.node_index];
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  if (spec == nullptr) return std::nullopt;
+  Context c{program, types, a, b, policy, d, node, *spec, {}, graph::DType::kF32};
+  c.dtype = graph::ParseDType(d.dtype).value_or(graph::DType::kF32);
+  for (auto& [name, t] : NodeInputs(program, d.node_index, a)) {
+    c.inputs[name] = t.defined() && (at::isFloatingType(t.scalar_type())) ? F64(t) : t;
+  }
+  try {
+    const Policy::Rules& r = policy.rules;
+    if (r.info_gated) {
+      if (auto m = InfoGated(c)) return m;
+    }
+    if (r.index_ties) {
+      if (auto m = IndexTies(c)) return m;
+    }
+    if (r.float_to_int_casts) {
+      if (auto m = FloatToIntCast(c)) return m;
+    }
+    if (r.ill_conditioned) {
+      if (auto m = IllConditioned(c)) return m;
+    }
+    if (r.cancelling_reductions) {
+      if (auto m = CancellingReduction(c)) return m;
+    }
+    if (r.tf32) {
+      if (auto m = Tf32(c)) return m;
+    }
+  } catch (const std::exception&) {
+    // A rule that cannot be evaluated does not apply.
+  }
+  return std::nullopt;
+}
+
+}  // namespace divfuzz::oracles

@@ -1,0 +1,28 @@
+// Expected-by-policy rules. Each is judged on the root node's own inputs (not
+// the program's) and, when it explains a divergence, moves it to the
+// `expected` tier with the evidence; nothing is dropped.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "exec/run_result.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/policy.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::oracles {
+
+struct RuleMatch {
+  std::string rule;    // info_gated, index_ties, float_to_int_casts, ill_conditioned,
+                       // cancelling_reductions, tf32
+  std::string reason;  // the evidence, one line
+};
+
+std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program,
+                                           const ops::TypeEnv& types, const exec::RunResult& a,
+                                           const exec::RunResult& b, const Policy& policy,
+                                           const Divergence& d);
+
+}  // namespace divfuzz::oracles

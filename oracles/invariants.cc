@@ -1,0 +1,37 @@
+#include "oracles/invariants.h"
+
+namespace divfuzz::oracles {
+
+std::vector<at::Tensor> Comparable(const ops::OpSpec* spec,
+                                   const std::vector<at::Tensor>& outputs) {
+  if (spec == nullptr || !(spec->hints & ops::kDecomposition)) return outputs;
+  for (const at::Tensor& t : outputs) {
+    if (!t.defined()) return outputs;
+  }
+  const at::ScalarType dtype = outputs[0].scalar_type();
+  auto f64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  std::vector<at::Tensor> inv;
+  switch (spec->rule) {
+    case ops::Rule::kQr: {  // Q R = A, and |diag(R)| is unique
+      const at::Tensor q = f64(outputs[0]), r = f64(outputs[1]);
+      inv = {r.diagonal(0, -2, -1).abs(), q.matmul(r)};
+      break;
+    }
+    case ops::Rule::kSvd: {  // U diag(S) Vh = A, and S is unique
+      const at::Tensor u = f64(outputs[0]), s = f64(outputs[1]), vh = f64(outputs[2]);
+      inv = {s, u.mul(s.unsqueeze(-2)).matmul(vh)};
+      break;
+    }
+    case ops::Rule::kEigh: {  // V diag(w) V^T = sym(A), and w is unique
+      const at::Tensor w = f64(outputs[0]), v = f64(outputs[1]);
+      inv = {w, v.mul(w.unsqueeze(-2)).matmul(v.mT())};
+      break;
+    }
+    default:
+      return outputs;
+  }
+  for (at::Tensor& t : inv) t = t.to(dtype).contiguous();
+  return inv;
+}
+
+}  // namespace divfuzz::oracles

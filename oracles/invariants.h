@@ -1,0 +1,19 @@
+// What is compared of a node's outputs. Decompositions (qr, svd, eigh) have
+// factors that are free up to sign or phase, so they are compared through
+// invariants (|diag(R)|, singular values, eigenvalues, reconstructions) and
+// never through raw factors.
+#pragma once
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "ops/op_spec.h"
+
+namespace divfuzz::oracles {
+
+// The outputs themselves, or for a kDecomposition op its invariants (computed
+// in float64, rounded back to the outputs' dtype).
+std::vector<at::Tensor> Comparable(const ops::OpSpec* spec, const std::vector<at::Tensor>& outputs);
+
+}  // namespace divfuzz::oracles
