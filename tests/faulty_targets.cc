@@ -1,0 +1,43 @@
+#include "tests/faulty_targets.h"
+
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/linalg_det.h>
+
+#include <cmath>
+#include <limits>
+
+#include "exec/executor.h"
+#include "oracles/attribution.h"
+
+namespace divfuzz::testing {
+
+exec::RunResult FaultyLogdetRun(const graph::Program& program, const ops::TypeEnv& types,
+                                exec::Target target, double threshold) {
+  exec::RunResult r = exec::Run(program, types, target);
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    if (program.nodes[i].op != "aten::logdet" || r.nodes[i].error) continue;
+    const auto inputs = oracles::NodeInputs(program, static_cast<int>(i), r);
+    const at::Tensor m = inputs.at(program.nodes[i].args[0].value.s).to(at::kDouble);
+    const double det = std::fabs(at::linalg_det(m).max().item<double>());
+    if (det < threshold) {
+      r.nodes[i].outputs[0] =
+          at::full_like(r.nodes[i].outputs[0], -std::numeric_limits<double>::infinity());
+    }
+  }
+  return r;
+}
+
+exec::RunResult NondeterministicRun(const graph::Program& program, const ops::TypeEnv& types,
+                                    exec::Target target) {
+  static int calls = 0;
+  ++calls;
+  exec::RunResult r = exec::Run(program, types, target);
+  for (exec::NodeResult& n : r.nodes) {
+    for (at::Tensor& t : n.outputs) {
+      if (t.defined() && at::isFloatingType(t.scalar_type())) t = t.add(1e-3 * calls);
+    }
+  }
+  return r;
+}
+
+}  // namespace divfuzz::testing

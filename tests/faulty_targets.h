@@ -1,0 +1,21 @@
+// Deliberately faulty test targets: real CPU runs with a planted bug, so the
+// oracle's attribution and bucketing can be tested against known truth.
+#pragma once
+
+#include "exec/run_result.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+
+namespace divfuzz::testing {
+
+// Mimics the seed bug report: aten::logdet returns -inf whenever |det| of its
+// input is below `threshold`, however well-conditioned the matrix is.
+exec::RunResult FaultyLogdetRun(const graph::Program& program, const ops::TypeEnv& types,
+                                exec::Target target, double threshold = 1e-6);
+
+// Adds a different tiny offset to every floating output on each call: a
+// target that disagrees with itself.
+exec::RunResult NondeterministicRun(const graph::Program& program, const ops::TypeEnv& types,
+                                    exec::Target target);
+
+}  // namespace divfuzz::testing

@@ -1,0 +1,297 @@
+// Attribution, expected-by-policy rules and bucketing, on real libtorch runs.
+#include <ATen/ops/tensor.h>
+
+#include <cmath>
+
+#include "exec/executor.h"
+#include "fuzz/harness.h"
+#include "gtest/gtest.h"
+#include "oracles/compare.h"
+#include "oracles/expected_rules.h"
+#include "oracles/triage.h"
+#include "store/findings_store.h"
+#include "tests/faulty_targets.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using testing::MustInfer;
+using testing::MustParse;
+
+// A well-conditioned 4x4 matrix (cond 1) with a tiny determinant: log|det| is
+// exactly 4 ln(s), nothing like the -inf the faulty target returns.
+std::string ScaledIdentityLogdet(double s) {
+  const std::string v = absl::StrCat(s);
+  return absl::StrCat("divfuzz v1\ninput %m: f32[4,4] = values(", v, ", 0, 0, 0, 0, ", v,
+                      ", 0, 0, 0, 0, ", v, ", 0, 0, 0, 0, ", v, ")\n%d = aten::logdet(%m)\noutput %d\n");
+}
+
+TEST(Attribution, FaultySeedBugIsBlamedOnTheRightSideAndBucketedOnce) {
+  const std::string dir = testing::TempDir("findings");
+  fuzz::HarnessConfig config;
+  config.target_a = exec::Target::kCpu;
+  config.target_b = exec::Target::kCpuF64;
+  config.findings_dir = dir;
+  config.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::FaultyLogdetRun(p, t, target);
+  };
+  fuzz::Harness harness(config);
+  int found = 0;
+  for (double s : {0.01, 0.02, 0.005, 0.03, 0.001}) {
+    fuzz::Outcome o = harness.RunProgram(MustParse(ScaledIdentityLogdet(s)));
+    ASSERT_EQ(o.verdict.Roots().size(), 1u);
+    const Divergence& d = *o.verdict.Roots()[0];
+    EXPECT_EQ(d.cls, DivergenceClass::kClassSplit);
+    EXPECT_EQ(d.wrong_side, "cpu") << d.reason;
+    EXPECT_EQ(d.tier, "bug") << d.reason;
+    EXPECT_EQ(d.value_a, "-inf");
+    // The reference is the exact answer, 4 ln(s), to float64 rounding.
+    EXPECT_NEAR(std::stod(d.reference_a), 4 * std::log(static_cast<double>(static_cast<float>(s))),
+                1e-9);
+    found += o.new_findings;
+  }
+  EXPECT_EQ(found, 1);
+  auto store = store::FindingsStore::Open(dir);
+  auto index = (*store)->Load();
+  ASSERT_EQ(index->size(), 1u);
+  EXPECT_EQ((*index)[0]["signature"], "aten::logdet|f32|class_split|cpu");
+  EXPECT_EQ((*index)[0]["count"], 5);
+  EXPECT_EQ((*index)[0]["tier"], "bug");
+  EXPECT_EQ((*index)[0]["severity"], "bug-split");
+  // Above the threshold the faulty target is right and nothing is found.
+  EXPECT_FALSE(harness.RunProgram(MustParse(ScaledIdentityLogdet(0.5))).verdict.Diverged());
+}
+
+TEST(Attribution, InheritedRoundingIsUndecidedNotABug) {
+  // sub of the rounded 1e8 + 1 is exact: the divergence comes from add's
+  // rounding, which is within tolerance there.
+  graph::Program p = MustParse(R"(divfuzz v1
+input %a: f32[1] = fill(100000000.0)
+input %b: f32[1] = fill(1.0)
+%c = aten::add.Tensor(%a, %b)
+%d = aten::sub.Tensor(%c, %a)
+output %d
+)");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpuF64);
+  Verdict v = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), v);
+  ASSERT_EQ(v.Roots().size(), 1u);
+  EXPECT_EQ(v.Roots()[0]->wrong_side, "undecided");
+  EXPECT_EQ(v.Roots()[0]->tier, "divergence");
+  EXPECT_EQ(v.Roots()[0]->reference_a, "0.0");  // sub(1e8, 1e8) on cpu's own inputs
+  EXPECT_EQ(v.Roots()[0]->reference_b, "1.0");
+}
+
+TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[2,2] = values(2.0, 0.0, 0.0, 3.0)\n%y = aten::linalg_inv(%x)\n"
+      "output %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpuF64);
+  a.nodes[0].outputs.clear();
+  a.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kRaised, "planted failure"};
+  Verdict v = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), v);
+  ASSERT_EQ(v.Roots().size(), 1u);
+  EXPECT_EQ(v.Roots()[0]->cls, DivergenceClass::kErrorSplit);
+  EXPECT_EQ(v.Roots()[0]->wrong_side, "cpu");
+  EXPECT_EQ(v.Roots()[0]->tier, "bug");
+}
+
+TEST(Attribution, ToleranceErrorsComeInUlpsAndRelativeTerms) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[1] = values(2.0)\n%y = aten::sqrt(%x)\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpuF64);
+  // Plant an error of 256 ULPs in cpu's sqrt(2) (float32 allows about 11 there).
+  const float good = std::sqrt(2.0f);
+  const float bad = good + 256 * std::ldexp(1.0f, -23);
+  a.nodes[0].outputs[0] = at::tensor(std::vector<float>{bad});
+  Verdict v = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), v);
+  ASSERT_EQ(v.Roots().size(), 1u);
+  const Divergence& d = *v.Roots()[0];
+  EXPECT_EQ(d.cls, DivergenceClass::kTolerance);
+  EXPECT_EQ(d.wrong_side, "cpu");
+  EXPECT_NEAR(d.ulp_a, 256, 1);
+  EXPECT_NEAR(d.rel_a, 256 * std::ldexp(1.0, -23) / std::sqrt(2.0), 1e-7);
+  EXPECT_LT(d.ulp_b, 1);
+}
+
+TEST(Determinism, ATargetThatDisagreesWithItselfIsNondeterminism) {
+  const std::string dir = testing::TempDir("findings");
+  fuzz::HarnessConfig config;
+  config.findings_dir = dir;
+  config.runner_a = testing::NondeterministicRun;
+  fuzz::Harness harness(config);
+  fuzz::Outcome o = harness.RunProgram(
+      MustParse("divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%y = aten::exp(%x)\noutput %y\n"));
+  ASSERT_EQ(o.verdict.Roots().size(), 1u);
+  EXPECT_EQ(o.verdict.Roots()[0]->cls, DivergenceClass::kNondeterminism);
+  EXPECT_EQ(o.verdict.Roots()[0]->wrong_side, "cpu");
+}
+
+// Runs a one-node program on the CPU twice, lets `plant` change side B's
+// output, and returns the triaged root divergence.
+template <typename Plant>
+Divergence Planted(const std::string& text, Plant plant, Policy policy = DefaultPolicy(),
+                   exec::Target target_b = exec::Target::kCpu) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpu);
+  b.target = target_b;
+  plant(b.nodes.back());
+  Verdict v = Compare(p, t, a, b, policy);
+  Triage(p, t, a, b, policy, v);
+  EXPECT_FALSE(v.Roots().empty()) << text;
+  return v.Roots().empty() ? Divergence{} : *v.Roots()[0];
+}
+
+TEST(ExpectedRules, InfoGatedFactorizationOutputs) {
+  auto scramble = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1.0); };
+  Divergence failed = Planted(
+      "divfuzz v1\ninput %m: f64[2,2] = values(1.0, 2.0, 2.0, 1.0)\n"
+      "%l, %info = aten::linalg_cholesky_ex(%m)\noutput %l, %info\n",
+      scramble);
+  EXPECT_EQ(failed.tier, "expected");
+  EXPECT_EQ(failed.expected_rule, "info_gated");
+  Divergence ok = Planted(
+      "divfuzz v1\ninput %m: f64[2,2] = values(4.0, 1.0, 1.0, 3.0)\n"
+      "%l, %info = aten::linalg_cholesky_ex(%m)\noutput %l, %info\n",
+      scramble);
+  EXPECT_NE(ok.tier, "expected");
+}
+
+TEST(ExpectedRules, IndexTiesCompareTheSelectedValues) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[4] = values(1.0, 3.0, 3.0, 2.0)\n"
+      "%i = aten::argmax(%x, 0, keepdim=False)\noutput %i\n";
+  Divergence tie = Planted(text, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1); });
+  EXPECT_EQ(tie.cls, DivergenceClass::kExactMismatch);
+  EXPECT_EQ(tie.expected_rule, "index_ties");
+  Divergence wrong = Planted(text, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(2); });
+  EXPECT_NE(wrong.tier, "expected");
+  // Same for sort's indices: the values output agrees, the indices of tied values swap.
+  Divergence sorted = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(2.0, 1.0, 2.0)\n"
+      "%v, %i = aten::sort(%x, 0, descending=True)\noutput %v, %i\n",
+      [](exec::NodeResult& n) {
+        // Descending order of (2, 1, 2) is (2, 2, 1): indices (0, 2, 1) or (2, 0, 1).
+        const bool first = n.outputs[1][0].item<int64_t>() == 0;
+        n.outputs[1] = at::tensor(std::vector<int64_t>{first ? 2 : 0, first ? 0 : 2, 1});
+      });
+  EXPECT_EQ(sorted.expected_rule, "index_ties");
+}
+
+TEST(ExpectedRules, FloatToIntCastsOutOfRange) {
+  auto bump = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1); };
+  Divergence ub = Planted(
+      "divfuzz v1\ninput %x: f32[2] = values(1e10, 1.5)\n%y = aten::to.dtype(%x, i32)\noutput %y\n", bump);
+  EXPECT_EQ(ub.expected_rule, "float_to_int_casts");
+  Divergence real = Planted(
+      "divfuzz v1\ninput %x: f32[2] = values(7.0, 1.5)\n%y = aten::to.dtype(%x, i32)\noutput %y\n", bump);
+  EXPECT_NE(real.tier, "expected");
+}
+
+TEST(ExpectedRules, IllConditionedLinearAlgebra) {
+  auto nudge = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(0.5); };
+  Divergence ill = Planted(
+      "divfuzz v1\ninput %m: f32[2,2] = values(1.0, 1.0, 1.0, 1.0000001)\n%d = aten::logdet(%m)\n"
+      "output %d\n",
+      nudge);
+  EXPECT_EQ(ill.expected_rule, "ill_conditioned") << ill.reason;
+  Divergence fine = Planted(
+      "divfuzz v1\ninput %m: f32[2,2] = values(2.0, 0.0, 0.0, 3.0)\n%d = aten::logdet(%m)\n"
+      "output %d\n",
+      nudge);
+  EXPECT_NE(fine.tier, "expected");
+}
+
+TEST(ExpectedRules, CancellingReductionsWithinTheSummationBound) {
+  // sum(1e8, 1, -1e8): 0 and 1 are both correct float32 results of some order.
+  Divergence cancel = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(100000000.0, 1.0, -100000000.0)\n%s = aten::sum(%x)\n"
+      "output %s\n",
+      [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1.0); });
+  EXPECT_EQ(cancel.expected_rule, "cancelling_reductions") << cancel.reason;
+  Divergence real = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%s = aten::sum(%x)\noutput %s\n",
+      [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(0.5); });
+  EXPECT_NE(real.tier, "expected");
+  // Dot products are sums too.
+  Divergence dot = Planted(
+      "divfuzz v1\ninput %a: f32[1,3] = values(100000000.0, 1.0, -100000000.0)\n"
+      "input %b: f32[3,1] = values(1.0, 1.0, 1.0)\n%c = aten::mm(%a, %b)\noutput %c\n",
+      [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1.0); });
+  EXPECT_EQ(dot.expected_rule, "cancelling_reductions") << dot.reason;
+}
+
+TEST(ExpectedRules, Tf32OnlyWhenCudaRanWithIt) {
+  const std::string text =
+      "divfuzz v1\ninput %a: f32[2,2] = values(1.0, 2.0, 3.0, 4.0)\n"
+      "input %b: f32[2,2] = values(1.0, 0.0, 0.0, 1.0)\n%c = aten::mm(%a, %b)\noutput %c\n";
+  auto off = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(0.01); };
+  Policy tf32 = DefaultPolicy();
+  tf32.cuda_tf32 = true;
+  EXPECT_EQ(Planted(text, off, tf32, exec::Target::kCuda).expected_rule, "tf32");
+  EXPECT_NE(Planted(text, off, DefaultPolicy(), exec::Target::kCuda).tier, "expected");
+}
+
+TEST(Invariants, DecompositionsIgnoreSignsButNotMagnitudes) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %m: f64[3,3] = normal(seed=4, mean=0.0, std=1.0)\n"
+      "%q, %r = aten::linalg_qr(%m)\noutput %q, %r\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = a;
+  // Flip the sign of Q's first column and R's first row: the same factorization.
+  at::Tensor sign = at::tensor(std::vector<double>{-1.0, 1.0, 1.0});
+  b.nodes[0].outputs[0] = a.nodes[0].outputs[0].mul(sign);
+  b.nodes[0].outputs[1] = a.nodes[0].outputs[1].mul(sign.unsqueeze(1));
+  EXPECT_FALSE(Compare(p, t, a, b).Diverged());
+  b.nodes[0].outputs[1] = a.nodes[0].outputs[1].mul(1.001);
+  EXPECT_TRUE(Compare(p, t, a, b).Diverged());
+}
+
+TEST(Policy, ShippedFileIsTheDefaultAndOverridesApply) {
+  absl::StatusOr<Policy> shipped =
+      LoadPolicy(std::string(DIVFUZZ_SOURCE_DIR) + "/oracles/default_policy.json");
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  for (graph::DType d : {graph::DType::kF16, graph::DType::kBF16, graph::DType::kF32,
+                         graph::DType::kF64}) {
+    EXPECT_EQ(shipped->For("aten::exp", d).rtol, DefaultPolicy().For("aten::exp", d).rtol);
+    EXPECT_EQ(shipped->For("aten::exp", d).atol, DefaultPolicy().For("aten::exp", d).atol);
+  }
+  absl::StatusOr<Policy> custom = ParsePolicy(
+      R"({"overrides": {"aten::exp": {"f32": {"rtol": 0.5, "atol": 0}}},
+          "rules": {"index_ties": false}})",
+      "custom.json");
+  ASSERT_TRUE(custom.ok()) << custom.status();
+  EXPECT_EQ(custom->For("aten::exp", graph::DType::kF32).rtol, 0.5);
+  EXPECT_EQ(custom->For("aten::log", graph::DType::kF32).rtol, 1.3e-6);
+  EXPECT_FALSE(custom->rules.index_ties);
+  absl::StatusOr<Policy> bad = ParsePolicy(R"({"defaults": {"f32": {"rtol": -1, "atol": 0}}})", "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.json: expected {\"rtol\""), std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(ParsePolicy("{not json", "broken.json").ok());
+}
+
+TEST(Severity, RanksCrashesFirstAndExpectedLast) {
+  Divergence crash, bug_split, bug_tol, div, gap, expected;
+  crash.cls = DivergenceClass::kCrash;
+  bug_split.cls = DivergenceClass::kClassSplit;
+  bug_split.tier = "bug";
+  bug_tol.cls = DivergenceClass::kTolerance;
+  bug_tol.tier = "bug";
+  gap.cls = DivergenceClass::kDtypeGap;
+  gap.tier = "dtype_gap";
+  expected.tier = "expected";
+  const int ranks[] = {SeverityRank(crash), SeverityRank(bug_split), SeverityRank(bug_tol),
+                       SeverityRank(div), SeverityRank(gap), SeverityRank(expected)};
+  for (size_t i = 1; i < std::size(ranks); ++i) EXPECT_LT(ranks[i - 1], ranks[i]);
+}
+
+}  // namespace
+}  // namespace divfuzz::oracles
