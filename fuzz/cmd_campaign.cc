@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "nlohmann/json.hpp"
+#include "oracles/policy.h"
 #include "store/findings_store.h"
 
 extern "C" int LLVMFuzzerRunDriver(int* argc, char*** argv,
@@ -61,8 +63,16 @@ pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_p
   _exit(127);
 }
 
+int SeverityOrder(const std::string& s) {
+  static const std::vector<std::string> order = {"crash",      "hang",      "bug-split",
+                                                 "bug-tolerance", "divergence", "dtype-gap",
+                                                 "expected"};
+  auto it = std::find(order.begin(), order.end(), s);
+  return static_cast<int>(it - order.begin());
+}
+
 void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds,
-                  int restarts) {
+                  int restarts, const nlohmann::json& totals) {
   absl::StatusOr<std::unique_ptr<store::FindingsStore>> s =
       store::FindingsStore::Open(findings_dir);
   std::vector<nlohmann::json> index;
@@ -70,22 +80,33 @@ void PrintSummary(const std::string& findings_dir, int64_t executions, double se
     absl::StatusOr<std::vector<nlohmann::json>> loaded = (*s)->Load();
     if (loaded.ok()) index = *loaded;
   }
-  std::map<std::string, int> by_class;
-  for (const nlohmann::json& e : index) by_class[e.value("class", "?")]++;
+  std::map<std::string, int> by_class, by_tier;
+  for (const nlohmann::json& e : index) {
+    by_class[e.value("class", "?")]++;
+    by_tier[e.value("tier", "?")]++;
+  }
   std::cout << "\n== divfuzz campaign summary\n";
   std::cout << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n",
                                executions, seconds, seconds > 0 ? executions / seconds : 0.0,
                                restarts);
-  std::cout << "buckets: " << index.size();
-  for (const auto& [cls, n] : by_class) std::cout << "  " << cls << "=" << n;
-  std::cout << "\n";
+  std::cout << "buckets: " << index.size() << "\n  by tier: ";
+  for (const auto& [tier, n] : by_tier) std::cout << " " << tier << "=" << n;
+  std::cout << "\n  by class:";
+  for (const auto& [cls, n] : by_class) std::cout << " " << cls << "=" << n;
+  std::cout << "\nroot divergence hits by tier:";
+  for (const auto& [tier, n] : totals["roots_by_tier"].items()) std::cout << " " << tier << "=" << n;
+  std::cout << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
+            << totals.value("moved_by_rules", 0) << "\n";
   std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    return a.value("count", 0) > b.value("count", 0);
+    const int sa = SeverityOrder(a.value("severity", "")), sb = SeverityOrder(b.value("severity", ""));
+    return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
   });
+  std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier",
+                               "wrong", "hits");
   for (const nlohmann::json& e : index) {
-    std::cout << absl::StrFormat("  %-44s %-15s %6d hits  %s\n", e.value("id", ""),
-                                 e.value("class", ""), e.value("count", 0),
-                                 e.value("repro_py", ""));
+    std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
+                                 e.value("severity", ""), e.value("tier", ""),
+                                 e.value("wrong_side", ""), e.value("count", 0));
   }
   std::cout << "findings: " << findings_dir << "/index.jsonl\n";
 }
@@ -138,6 +159,12 @@ int RunCampaign(const std::vector<std::string>& args) {
       std::cerr << "divfuzz campaign: seed corpus folder " << dir << " does not exist; skipped\n";
     }
   }
+  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
+    if (absl::StatusOr<oracles::Policy> policy = oracles::LoadPolicy(p); !policy.ok()) {
+      std::cerr << "divfuzz campaign: " << policy.status().message() << "\n";
+      return 2;
+    }
+  }
   std::cout << "divfuzz campaign: " << budget << " s, targets " << targets << ", findings "
             << findings << "/, work " << work << "/\n";
 
@@ -145,6 +172,7 @@ int RunCampaign(const std::vector<std::string>& args) {
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   int64_t executions = 0;
   int restarts = 0;
+  nlohmann::json totals = {{"roots_by_tier", nlohmann::json::object()}, {"moved_by_rules", 0}};
   for (int worker = 0;; ++worker) {
     const int remaining = budget - static_cast<int>(elapsed());
     if (remaining < 1) break;
@@ -163,7 +191,11 @@ int RunCampaign(const std::vector<std::string>& args) {
     argv.insert(argv.end(), seeds.begin(), seeds.end());
     const pid_t pid = SpawnWorker(
         argv, log,
-        {{"DIVFUZZ_TARGETS", targets}, {"DIVFUZZ_FINDINGS", findings}, {"DIVFUZZ_STATS", stats}});
+        {{"DIVFUZZ_TARGETS", targets},
+         {"DIVFUZZ_FINDINGS", findings},
+         {"DIVFUZZ_STATS", stats},
+         {"DIVFUZZ_POLICY", absl::GetFlag(FLAGS_policy)},
+         {"DIVFUZZ_TF32", absl::GetFlag(FLAGS_tf32) ? "1" : "0"}});
     int status = 0;
     auto last_print = Clock::now();
     while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -177,7 +209,14 @@ int RunCampaign(const std::vector<std::string>& args) {
       }
       if (elapsed() > budget + 30) kill(pid, SIGKILL);  // libFuzzer missed its deadline
     }
-    executions += Get(ReadJson(stats), "executions");
+    const nlohmann::json final_stats = ReadJson(stats);
+    executions += Get(final_stats, "executions");
+    totals["moved_by_rules"] = totals["moved_by_rules"].get<int64_t>() + Get(final_stats, "moved_by_rules");
+    if (final_stats.contains("roots_by_tier") && final_stats["roots_by_tier"].is_object()) {
+      for (const auto& [tier, n] : final_stats["roots_by_tier"].items()) {
+        totals["roots_by_tier"][tier] = totals["roots_by_tier"].value(tier, 0) + n.get<int64_t>();
+      }
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
     ++restarts;
     std::cout << "divfuzz campaign: worker " << worker << " ended with "
@@ -185,7 +224,7 @@ int RunCampaign(const std::vector<std::string>& args) {
                                       : absl::StrCat("exit code ", WEXITSTATUS(status)))
               << " (log: " << log << "); starting a new one\n";
   }
-  PrintSummary(findings, executions, elapsed(), restarts);
+  PrintSummary(findings, executions, elapsed(), restarts, totals);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "graph/parser.h"
 #include "ops/infer.h"
 #include "oracles/compare.h"
+#include "oracles/triage.h"
 
 namespace divfuzz::fuzz {
 
@@ -51,6 +52,15 @@ int RunReplay(const std::vector<std::string>& args) {
     std::cerr << "divfuzz: --targets=" << targets << ": expected two of cpu, cuda, cpu-f64\n";
     return 2;
   }
+  oracles::Policy policy = oracles::DefaultPolicy();
+  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
+    absl::StatusOr<oracles::Policy> loaded = oracles::LoadPolicy(p);
+    if (!loaded.ok()) {
+      std::cerr << loaded.status().message() << "\n";
+      return 2;
+    }
+    policy = *loaded;
+  }
   int worst = 0;
   for (const std::string& path : args) {
     std::ifstream in(path, std::ios::binary);
@@ -72,7 +82,8 @@ int RunReplay(const std::vector<std::string>& args) {
     }
     const exec::RunResult a = exec::Run(*program, *types, *ta);
     const exec::RunResult b = exec::Run(*program, *types, *tb);
-    const oracles::Verdict v = oracles::Compare(*program, *types, a, b);
+    oracles::Verdict v = oracles::Compare(*program, *types, a, b, policy);
+    oracles::Triage(*program, *types, a, b, policy, v);
     std::cout << "== " << path << " (" << v.target_a << " vs " << v.target_b << ")\n";
     for (size_t i = 0; i < program->nodes.size(); ++i) {
       const graph::Node& n = program->nodes[i];
@@ -90,6 +101,12 @@ int RunReplay(const std::vector<std::string>& args) {
       std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index << " (%"
                 << d.value << " = " << d.op << ", " << d.dtype << ")"
                 << (d.root ? " [root]" : " [downstream]") << ": " << d.detail << "\n";
+      if (!d.root) continue;
+      std::cout << "  tier: " << d.tier << ", wrong side: " << d.wrong_side
+                << (d.expected_rule.empty() ? "" : ", rule: " + d.expected_rule) << "\n"
+                << "  reference (float64, from each side's inputs): " << d.reference_a << " / "
+                << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
+                << "  why: " << d.reason << "\n";
     }
   }
   return worst;

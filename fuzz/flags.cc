@@ -14,3 +14,8 @@ ABSL_FLAG(std::string, work, "campaign",
           "campaign: working folder (its corpus/, crashes/, logs and statistics)");
 ABSL_FLAG(int, timeout, 20, "campaign: seconds one input may run before it counts as a hang");
 ABSL_FLAG(int, rss_limit_mb, 8192, "campaign: memory limit of a worker in MiB");
+ABSL_FLAG(std::string, policy, "",
+          "tolerance policy file (JSON; see oracles/default_policy.json); default: built in");
+ABSL_FLAG(bool, tf32, false,
+          "let CUDA use TF32 and reduced-precision reductions (off by default); their "
+          "divergences are then reported as expected");

@@ -13,3 +13,5 @@ ABSL_DECLARE_FLAG(std::string, corpus);
 ABSL_DECLARE_FLAG(std::string, work);
 ABSL_DECLARE_FLAG(int, timeout);
 ABSL_DECLARE_FLAG(int, rss_limit_mb);
+ABSL_DECLARE_FLAG(std::string, policy);
+ABSL_DECLARE_FLAG(bool, tf32);

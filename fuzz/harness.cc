@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -41,6 +42,15 @@ absl::string_view Env(const char* name) {
 struct Harness::State {
   std::unique_ptr<store::FindingsStore> store;
   int64_t executions = 0, parsed = 0, generated = 0, diverged = 0, new_findings = 0;
+  std::map<std::string, int64_t> roots_by_tier;  // root divergence hits per tier
+  int64_t moved_by_rules = 0;  // roots a side was blamed for that a policy rule explains
+
+  nlohmann::json Json() const {
+    return {{"executions", executions}, {"parsed", parsed},
+            {"generated", generated},   {"diverged", diverged},
+            {"new_findings", new_findings}, {"roots_by_tier", roots_by_tier},
+            {"moved_by_rules", moved_by_rules}};
+  }
   std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
 };
 
@@ -101,11 +111,7 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
 
 Harness::~Harness() {
   if (config_.stats_path.empty()) return;
-  nlohmann::json j = {{"executions", state_->executions},
-                      {"parsed", state_->parsed},
-                      {"generated", state_->generated},
-                      {"diverged", state_->diverged},
-                      {"new_findings", state_->new_findings}};
+  const nlohmann::json j = state_->Json();
   (void)store::WriteFileAtomically(config_.stats_path, j.dump());
 }
 
@@ -133,6 +139,8 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   const std::string text = graph::PrintProgram(program);
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
     BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
+    ++state_->roots_by_tier[d->tier];
+    if (d->tier == "expected" && d->wrong_side != "undecided") ++state_->moved_by_rules;
     store::FindingHit hit;
     hit.signature = oracles::Signature(*d);
     hit.root_op = d->op;
@@ -200,11 +208,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   auto now = std::chrono::steady_clock::now();
   if (!config_.stats_path.empty() && now - state_->last_stats > std::chrono::seconds(2)) {
     state_->last_stats = now;
-    nlohmann::json j = {{"executions", state_->executions},
-                        {"parsed", state_->parsed},
-                        {"generated", state_->generated},
-                        {"diverged", state_->diverged},
-                        {"new_findings", state_->new_findings}};
+    const nlohmann::json j = state_->Json();
     (void)store::WriteFileAtomically(config_.stats_path, j.dump());
   }
   return outcome;
