@@ -72,7 +72,32 @@ std::optional<RuleMatch> InfoGated(const Context& c) {
                                 "); its other outputs are unspecified there")};
 }
 
+// mode's value is any of the most frequent values: equal counts are a tie.
+std::optional<RuleMatch> ModeValueTies(const Context& c) {
+  if (c.node.op != "aten::mode" || c.d.output_index != 0) return std::nullopt;
+  at::Tensor x = c.Input(0);
+  at::Tensor va = F64(Context::Output(c.a, c.d.node_index, 0));
+  at::Tensor vb = F64(Context::Output(c.b, c.d.node_index, 0));
+  if (!x.defined() || !va.defined() || !vb.defined() || va.sizes() != vb.sizes()) {
+    return std::nullopt;
+  }
+  x = F64(x);
+  if (x.dim() == 0) return std::nullopt;
+  int64_t dim = IntArgOr(c.node, 1, "dim", -1);
+  if (dim < 0) dim += x.dim();
+  const Literal* keep = ops::FindArg(c.node, 2, "keepdim");
+  if (keep == nullptr || keep->kind != Literal::Kind::kBool || !keep->b) {
+    va = va.unsqueeze(dim);
+    vb = vb.unsqueeze(dim);
+  }
+  const at::Tensor count_a = x.eq(va).sum(dim), count_b = x.eq(vb).sum(dim);
+  if (!at::all(count_a.eq(count_b)).item<bool>()) return std::nullopt;
+  return RuleMatch{"index_ties",
+                   "both modes occur equally often: mode may return any most frequent value"};
+}
+
 std::optional<RuleMatch> IndexTies(const Context& c) {
+  if (auto m = ModeValueTies(c)) return m;
   if (!(c.spec.hints & ops::kIndicesOutput)) return std::nullopt;
   const size_t idx = c.spec.rule == ops::Rule::kArgReduce ? 0 : 1;
   if (static_cast<size_t>(c.d.output_index) != idx) return std::nullopt;
@@ -156,7 +181,10 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
 std::optional<RuleMatch> CancellingReduction(const Context& c) {
   const bool reduction = c.spec.hints & ops::kCancellingReduction;
   const bool matmul = c.spec.hints & ops::kCancellingMatmul;
-  if ((!reduction && !matmul) || c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  const bool split = c.d.cls == DivergenceClass::kClassSplit;
+  if ((!reduction && !matmul) || (c.d.cls != DivergenceClass::kTolerance && !split)) {
+    return std::nullopt;
+  }
   const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, 0));
   const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, 0));
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes()) return std::nullopt;
@@ -174,6 +202,20 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
     terms = x0.dim() == 0 ? 1 : x0.size(dim < 0 ? dim + x0.dim() : dim);
   } else {
     terms = std::max<int64_t>(1, x0.numel() / std::max<int64_t>(1, ya.numel()));
+  }
+  if (split) {
+    // Where sum|terms| exceeds the dtype's range, whether a partial sum
+    // overflows (inf, or inf - inf = nan) depends on the order of summation.
+    const at::Tensor s_abs = F64(s.exact[0]).abs();
+    const bool overflow_possible =
+        at::logical_or(s_abs.gt(graph::MaxFinite(c.dtype)), at::isfinite(s_abs).logical_not())
+            .any()
+            .item<bool>();
+    if (!overflow_possible) return std::nullopt;
+    return RuleMatch{"cancelling_reductions",
+                     absl::StrCat("sum|terms| exceeds the range of ",
+                                  std::string(graph::DTypeName(c.dtype)),
+                                  ": partial sums overflow or not depending on summation order")};
   }
   const double eps = graph::Epsilon(c.dtype);
   const at::Tensor bound = F64(s.exact[0]).abs().mul(2.0 * terms * eps);

@@ -1,4 +1,5 @@
 // Attribution, expected-by-policy rules and bucketing, on real libtorch runs.
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/tensor.h>
 
 #include <cmath>
@@ -185,6 +186,22 @@ TEST(ExpectedRules, IndexTiesCompareTheSelectedValues) {
   EXPECT_EQ(sorted.expected_rule, "index_ties");
 }
 
+TEST(ExpectedRules, ModeMayReturnAnyMostFrequentValue) {
+  auto other = [](exec::NodeResult& n) {
+    n.outputs[0] = at::tensor(std::vector<float>{n.outputs[0].item<float>() == 1.0f ? 2.0f : 1.0f});
+  };
+  Divergence tie = Planted(
+      "divfuzz v1\ninput %x: f32[1,4] = values(1.0, 2.0, 1.0, 2.0)\n"
+      "%v, %i = aten::mode(%x, 1, keepdim=False)\noutput %v, %i\n",
+      other);
+  EXPECT_EQ(tie.expected_rule, "index_ties") << tie.reason;
+  Divergence real = Planted(
+      "divfuzz v1\ninput %x: f32[1,4] = values(1.0, 1.0, 1.0, 2.0)\n"
+      "%v, %i = aten::mode(%x, 1, keepdim=False)\noutput %v, %i\n",
+      other);
+  EXPECT_NE(real.tier, "expected");
+}
+
 TEST(ExpectedRules, FloatToIntCastsOutOfRange) {
   auto bump = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1); };
   Divergence ub = Planted(
@@ -220,6 +237,19 @@ TEST(ExpectedRules, CancellingReductionsWithinTheSummationBound) {
       "divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%s = aten::sum(%x)\noutput %s\n",
       [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(0.5); });
   EXPECT_NE(real.tier, "expected");
+  // Near the top of the range, whether a partial sum overflows depends on the order.
+  Divergence overflow = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(3e38, 3e38, -3e38)\n%s = aten::sum(%x)\noutput %s\n",
+      [](exec::NodeResult& n) {
+        const bool inf = std::isinf(n.outputs[0].item<float>());
+        n.outputs[0] = at::scalar_tensor(inf ? 3e38 : INFINITY, at::kFloat);
+      });
+  EXPECT_EQ(overflow.cls, DivergenceClass::kClassSplit);
+  EXPECT_EQ(overflow.expected_rule, "cancelling_reductions") << overflow.reason;
+  Divergence real_inf = Planted(
+      "divfuzz v1\ninput %x: f32[2] = values(1.0, 2.0)\n%s = aten::sum(%x)\noutput %s\n",
+      [](exec::NodeResult& n) { n.outputs[0] = at::scalar_tensor(INFINITY, at::kFloat); });
+  EXPECT_NE(real_inf.tier, "expected");
   // Dot products are sums too.
   Divergence dot = Planted(
       "divfuzz v1\ninput %a: f32[1,3] = values(100000000.0, 1.0, -100000000.0)\n"
