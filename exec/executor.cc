@@ -1,10 +1,10 @@
 #include "exec/executor.h"
 
+#include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
-#include <ATen/Context.h>
 #include <torch/cuda.h>
 
 #include <functional>
@@ -240,8 +240,8 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
     auto it = placed.find(name);
     return it == placed.end() ? at::Tensor() : it->second;
   };
-  return ExecuteNode(node, lookup, types, target, [](const std::string&, const at::Tensor&) {},
-                     nullptr);
+  return ExecuteNode(
+      node, lookup, types, target, [](const std::string&, const at::Tensor&) {}, nullptr);
 }
 
 }  // namespace divfuzz::exec

@@ -2,10 +2,10 @@
 // by its schema runs without per-op code. Never throws.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <map>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "exec/run_result.h"
 #include "graph/program.h"
 #include "ops/infer.h"

@@ -38,8 +38,8 @@ struct RunResult {
   Target target = Target::kCpu;
   std::map<std::string, at::Tensor> inputs;  // the program's inputs as built, on the CPU
   std::vector<NodeResult> nodes;             // one per program node
-  bool cuda_fatal = false;        // stop using this process's CUDA context
-  std::string setup_error;        // inputs could not be built (nodes then empty)
+  bool cuda_fatal = false;                   // stop using this process's CUDA context
+  std::string setup_error;                   // inputs could not be built (nodes then empty)
 };
 
 }  // namespace divfuzz::exec

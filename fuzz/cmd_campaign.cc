@@ -64,15 +64,14 @@ pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_p
 }
 
 int SeverityOrder(const std::string& s) {
-  static const std::vector<std::string> order = {"crash",      "hang",      "bug-split",
-                                                 "bug-tolerance", "divergence", "dtype-gap",
-                                                 "expected"};
+  static const std::vector<std::string> order = {
+      "crash", "hang", "bug-split", "bug-tolerance", "divergence", "dtype-gap", "expected"};
   auto it = std::find(order.begin(), order.end(), s);
   return static_cast<int>(it - order.begin());
 }
 
-void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds,
-                  int restarts, const nlohmann::json& totals) {
+void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds, int restarts,
+                  const nlohmann::json& totals) {
   absl::StatusOr<std::unique_ptr<store::FindingsStore>> s =
       store::FindingsStore::Open(findings_dir);
   std::vector<nlohmann::json> index;
@@ -94,11 +93,13 @@ void PrintSummary(const std::string& findings_dir, int64_t executions, double se
   std::cout << "\n  by class:";
   for (const auto& [cls, n] : by_class) std::cout << " " << cls << "=" << n;
   std::cout << "\nroot divergence hits by tier:";
-  for (const auto& [tier, n] : totals["roots_by_tier"].items()) std::cout << " " << tier << "=" << n;
+  for (const auto& [tier, n] : totals["roots_by_tier"].items())
+    std::cout << " " << tier << "=" << n;
   std::cout << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
             << totals.value("moved_by_rules", 0) << "\n";
   std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    const int sa = SeverityOrder(a.value("severity", "")), sb = SeverityOrder(b.value("severity", ""));
+    const int sa = SeverityOrder(a.value("severity", "")),
+              sb = SeverityOrder(b.value("severity", ""));
     return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
   });
   std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier",
@@ -189,13 +190,12 @@ int RunCampaign(const std::vector<std::string>& args) {
         "-print_final_stats=1",
         absl::StrCat(work, "/corpus")};
     argv.insert(argv.end(), seeds.begin(), seeds.end());
-    const pid_t pid = SpawnWorker(
-        argv, log,
-        {{"DIVFUZZ_TARGETS", targets},
-         {"DIVFUZZ_FINDINGS", findings},
-         {"DIVFUZZ_STATS", stats},
-         {"DIVFUZZ_POLICY", absl::GetFlag(FLAGS_policy)},
-         {"DIVFUZZ_TF32", absl::GetFlag(FLAGS_tf32) ? "1" : "0"}});
+    const pid_t pid = SpawnWorker(argv, log,
+                                  {{"DIVFUZZ_TARGETS", targets},
+                                   {"DIVFUZZ_FINDINGS", findings},
+                                   {"DIVFUZZ_STATS", stats},
+                                   {"DIVFUZZ_POLICY", absl::GetFlag(FLAGS_policy)},
+                                   {"DIVFUZZ_TF32", absl::GetFlag(FLAGS_tf32) ? "1" : "0"}});
     int status = 0;
     auto last_print = Clock::now();
     while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -211,7 +211,8 @@ int RunCampaign(const std::vector<std::string>& args) {
     }
     const nlohmann::json final_stats = ReadJson(stats);
     executions += Get(final_stats, "executions");
-    totals["moved_by_rules"] = totals["moved_by_rules"].get<int64_t>() + Get(final_stats, "moved_by_rules");
+    totals["moved_by_rules"] =
+        totals["moved_by_rules"].get<int64_t>() + Get(final_stats, "moved_by_rules");
     if (final_stats.contains("roots_by_tier") && final_stats["roots_by_tier"].is_object()) {
       for (const auto& [tier, n] : final_stats["roots_by_tier"].items()) {
         totals["roots_by_tier"][tier] = totals["roots_by_tier"].value(tier, 0) + n.get<int64_t>();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "fuzz/feedback.h"
 #include "graph/parser.h"
@@ -18,7 +19,6 @@
 #include "mutators/mutator.h"
 #include "nlohmann/json.hpp"
 #include "ops/infer.h"
-#include "exec/dtype_convert.h"
 #include "oracles/compare.h"
 #include "oracles/triage.h"
 #include "store/findings_store.h"
@@ -46,9 +46,9 @@ struct Harness::State {
   int64_t moved_by_rules = 0;  // roots a side was blamed for that a policy rule explains
 
   nlohmann::json Json() const {
-    return {{"executions", executions}, {"parsed", parsed},
-            {"generated", generated},   {"diverged", diverged},
-            {"new_findings", new_findings}, {"roots_by_tier", roots_by_tier},
+    return {{"executions", executions},        {"parsed", parsed},
+            {"generated", generated},          {"diverged", diverged},
+            {"new_findings", new_findings},    {"roots_by_tier", roots_by_tier},
             {"moved_by_rules", moved_by_rules}};
   }
   std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
@@ -244,19 +244,19 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
       bool differs = x.error.has_value() != y.error.has_value();
       for (size_t o = 0; !differs && o < x.outputs.size() && o < y.outputs.size(); ++o) {
         const auto dtype = exec::FromScalarType(x.outputs[o].scalar_type());
-        differs = x.outputs[o].defined() && y.outputs[o].defined() &&
-                  oracles::CompareTensors(x.outputs[o], y.outputs[o],
-                                          dtype.value_or(graph::DType::kF64),
-                                          oracles::Tolerance{0, 0})
-                      .has_value();
+        differs =
+            x.outputs[o].defined() && y.outputs[o].defined() &&
+            oracles::CompareTensors(x.outputs[o], y.outputs[o], dtype.value_or(graph::DType::kF64),
+                                    oracles::Tolerance{0, 0})
+                .has_value();
       }
       if (differs) {
         d.cls = oracles::DivergenceClass::kNondeterminism;
         d.wrong_side = std::string(exec::TargetName(first[side]->target));
         d.tier = "divergence";
         d.expected_rule.clear();
-        d.reason = absl::StrCat(d.wrong_side,
-                                " gives different results for the same program twice");
+        d.reason =
+            absl::StrCat(d.wrong_side, " gives different results for the same program twice");
         break;
       }
     }

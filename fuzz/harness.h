@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "exec/target.h"
 #include "exec/run_result.h"
+#include "exec/target.h"
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
@@ -19,8 +19,8 @@ namespace divfuzz::fuzz {
 
 // Runs a whole program on a target; exec::Run unless a test swaps in a
 // deliberately faulty target.
-using Runner = std::function<exec::RunResult(const graph::Program&, const ops::TypeEnv&,
-                                             exec::Target)>;
+using Runner =
+    std::function<exec::RunResult(const graph::Program&, const ops::TypeEnv&, exec::Target)>;
 
 struct HarnessConfig {
   exec::Target target_a = exec::Target::kCpu;

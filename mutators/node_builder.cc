@@ -189,7 +189,7 @@ void NodeBuilder::RegenerateAttributes(const ops::OpSpec& spec, graph::Node& nod
     }
     case Rule::kCast: {
       // Mostly float -> int and back: where CPU and CUDA casts differ.
-      const std::vector<DType> to = {DType::kI32, DType::kI64, DType::kI8,  DType::kU8,
+      const std::vector<DType> to = {DType::kI32,  DType::kI64, DType::kI8,  DType::kU8,
                                      DType::kBool, DType::kF16, DType::kF32, DType::kF64};
       node.args.push_back({"", Literal::OfDType(random_.Pick(to))});
       break;
@@ -340,8 +340,10 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     }
     case Rule::kQr:
     case Rule::kSvd:
-      push(value_or_new(Reuse(dtype, [](const Shape& s) { return s.size() == 2 && s[0] <= 8 && s[1] <= 8; }, reuse),
-                        {dtype, {small(), small()}}));
+      push(value_or_new(
+          Reuse(
+              dtype, [](const Shape& s) { return s.size() == 2 && s[0] <= 8 && s[1] <= 8; }, reuse),
+          {dtype, {small(), small()}}));
       break;
     case Rule::kTrace:
       push(value_or_new(Reuse(dtype, rank_is(2, 2), reuse), {dtype, RandomShape(2, 2)}));

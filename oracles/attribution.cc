@@ -1,8 +1,8 @@
 #include "oracles/attribution.h"
 
-#include <cmath>
-
 #include <ATen/ops/view_as_real.h>
+
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -97,8 +97,8 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
         CompareTensors(mine[o], want[o], dtype, policy.For(node.QualifiedName(), dtype));
     if (miss) {
       c.wrong = true;
-      c.why = absl::StrCat(side, " misses the float64 reference computed from its own inputs: ",
-                           miss->detail);
+      c.why = absl::StrCat(
+          side, " misses the float64 reference computed from its own inputs: ", miss->detail);
       return c;
     }
   }
@@ -146,9 +146,8 @@ std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int 
   return values;
 }
 
-void Attribute(const graph::Program& program, const ops::TypeEnv& types,
-               const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
-               Divergence& d) {
+void Attribute(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
+               const exec::RunResult& b, const Policy& policy, Divergence& d) {
   if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= program.nodes.size() ||
       static_cast<size_t>(d.node_index) >= a.nodes.size() ||
       static_cast<size_t>(d.node_index) >= b.nodes.size()) {
@@ -180,9 +179,10 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types,
     d.reason = absl::StrCat(ca.why, "; ", cb.why);
   } else if (ca.wrong || cb.wrong) {
     d.wrong_side = SideLabel(ca.wrong ? a.target : b.target);
-    d.reason = absl::StrCat(ca.wrong ? ca.why : cb.why, "; ",
-                            ca.wrong ? (cb.is_reference ? "the other side is the reference" : cb.why)
-                                     : (ca.is_reference ? "the other side is the reference" : ca.why));
+    d.reason =
+        absl::StrCat(ca.wrong ? ca.why : cb.why, "; ",
+                     ca.wrong ? (cb.is_reference ? "the other side is the reference" : cb.why)
+                              : (ca.is_reference ? "the other side is the reference" : ca.why));
   } else {
     d.wrong_side = "undecided";
     d.reason = absl::StrCat(

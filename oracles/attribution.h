@@ -4,10 +4,10 @@
 // blamed for rounding it inherited.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <map>
 #include <string>
-
-#include <ATen/core/Tensor.h>
 
 #include "exec/run_result.h"
 #include "graph/program.h"
@@ -27,8 +27,7 @@ double Ulp(graph::DType dtype, double x);
 
 // Sets d.wrong_side, d.reason, d.reference_a/b and the errors in ULPs and
 // relative terms.
-void Attribute(const graph::Program& program, const ops::TypeEnv& types,
-               const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
-               Divergence& d);
+void Attribute(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
+               const exec::RunResult& b, const Policy& policy, Divergence& d);
 
 }  // namespace divfuzz::oracles

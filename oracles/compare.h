@@ -8,7 +8,6 @@
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
-#include "oracles/policy.h"
 #include "oracles/verdict.h"
 
 namespace divfuzz::oracles {

@@ -1,15 +1,15 @@
 #include "oracles/expected_rules.h"
 
-#include <cmath>
-
 #include <ATen/ops/abs.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/gather.h>
 #include <ATen/ops/isfinite.h>
+#include <ATen/ops/isnan.h>
 #include <ATen/ops/linalg_svdvals.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_or.h>
-#include <ATen/ops/isnan.h>
+
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -33,7 +33,7 @@ struct Context {
   const graph::Node& node;
   const ops::OpSpec& spec;
   std::map<std::string, at::Tensor> inputs;  // the root's inputs as side A had them, float64
-  DType dtype;                                // the diverging output's dtype
+  DType dtype;                               // the diverging output's dtype
 
   at::Tensor Input(size_t i) const {
     if (i >= node.args.size() || node.args[i].value.kind != Literal::Kind::kValue) return {};
@@ -48,9 +48,7 @@ struct Context {
   }
 };
 
-at::Tensor F64(const at::Tensor& t) {
-  return t.defined() ? t.to(at::kDouble).contiguous() : t;
-}
+at::Tensor F64(const at::Tensor& t) { return t.defined() ? t.to(at::kDouble).contiguous() : t; }
 
 int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t fallback) {
   const Literal* l = ops::FindArg(node, pos, name);
@@ -65,11 +63,11 @@ std::optional<RuleMatch> InfoGated(const Context& c) {
   if (!ia.defined() || !ib.defined()) return std::nullopt;
   const int64_t fa = ia.ne(0).sum().item<int64_t>(), fb = ib.ne(0).sum().item<int64_t>();
   if (fa == 0 && fb == 0) return std::nullopt;
-  return RuleMatch{"info_gated",
-                   absl::StrCat("the factorization reports failure (non-zero info in ", fa,
-                                " batch entries on ", exec::TargetName(c.a.target), ", ", fb,
-                                " on ", exec::TargetName(c.b.target),
-                                "); its other outputs are unspecified there")};
+  return RuleMatch{
+      "info_gated",
+      absl::StrCat("the factorization reports failure (non-zero info in ", fa, " batch entries on ",
+                   exec::TargetName(c.a.target), ", ", fb, " on ", exec::TargetName(c.b.target),
+                   "); its other outputs are unspecified there")};
 }
 
 // mode's value is any of the most frequent values: equal counts are a tie.
@@ -111,7 +109,8 @@ std::optional<RuleMatch> IndexTies(const Context& c) {
   const bool topk = c.spec.rule == ops::Rule::kTopk;
   int64_t dim = IntArgOr(c.node, topk ? 2 : 1, "dim", -1);
   if (dim < 0) dim += x.dim();
-  const bool reduces = c.spec.rule == ops::Rule::kArgReduce || c.spec.rule == ops::Rule::kValuesIndices;
+  const bool reduces =
+      c.spec.rule == ops::Rule::kArgReduce || c.spec.rule == ops::Rule::kValuesIndices;
   const Literal* keep = ops::FindArg(c.node, 2, "keepdim");
   const bool keepdim = keep != nullptr && keep->kind == Literal::Kind::kBool && keep->b;
   if (reduces && !keepdim) {
@@ -171,9 +170,9 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
   }
   const double limit = 1.0 / graph::Epsilon(dt);
   if (!(worst > limit) && std::isfinite(worst)) return std::nullopt;
-  return RuleMatch{"ill_conditioned",
-                   absl::StrCat("condition number ", graph::FormatFloat(worst), " > 1/eps(",
-                                std::string(graph::DTypeName(dt)), ") = ", graph::FormatFloat(limit))};
+  return RuleMatch{"ill_conditioned", absl::StrCat("condition number ", graph::FormatFloat(worst),
+                                                   " > 1/eps(", std::string(graph::DTypeName(dt)),
+                                                   ") = ", graph::FormatFloat(limit))};
 }
 
 // Sums and dot products: any summation order is correct, and orders differ
@@ -212,16 +211,17 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
             .any()
             .item<bool>();
     if (!overflow_possible) return std::nullopt;
-    return RuleMatch{"cancelling_reductions",
-                     absl::StrCat("sum|terms| exceeds the range of ",
-                                  std::string(graph::DTypeName(c.dtype)),
-                                  ": partial sums overflow or not depending on summation order")};
+    return RuleMatch{
+        "cancelling_reductions",
+        absl::StrCat("sum|terms| exceeds the range of ", std::string(graph::DTypeName(c.dtype)),
+                     ": partial sums overflow or not depending on summation order")};
   }
   const double eps = graph::Epsilon(c.dtype);
   const at::Tensor bound = F64(s.exact[0]).abs().mul(2.0 * terms * eps);
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   const at::Tensor diff = ya.sub(yb).abs();
-  const at::Tensor ok = at::logical_or(diff.le(bound.add(tol.atol)), at::isfinite(diff).logical_not());
+  const at::Tensor ok =
+      at::logical_or(diff.le(bound.add(tol.atol)), at::isfinite(diff).logical_not());
   if (!at::all(ok).item<bool>()) return std::nullopt;
   return RuleMatch{"cancelling_reductions",
                    absl::StrCat("|A - B| is within 2 n eps sum|terms| (n = ", terms,
@@ -236,10 +236,9 @@ std::optional<RuleMatch> Tf32(const Context& c) {
 
 }  // namespace
 
-std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program,
-                                           const ops::TypeEnv& types, const exec::RunResult& a,
-                                           const exec::RunResult& b, const Policy& policy,
-                                           const Divergence& d) {
+std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const ops::TypeEnv& types,
+                                           const exec::RunResult& a, const exec::RunResult& b,
+                                           const Policy& policy, const Divergence& d) {
   if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= program.nodes.size()) {
     return std::nullopt;
   }

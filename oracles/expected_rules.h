@@ -20,9 +20,8 @@ struct RuleMatch {
   std::string reason;  // the evidence, one line
 };
 
-std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program,
-                                           const ops::TypeEnv& types, const exec::RunResult& a,
-                                           const exec::RunResult& b, const Policy& policy,
-                                           const Divergence& d);
+std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const ops::TypeEnv& types,
+                                           const exec::RunResult& a, const exec::RunResult& b,
+                                           const Policy& policy, const Divergence& d);
 
 }  // namespace divfuzz::oracles

@@ -4,9 +4,9 @@
 // never through raw factors.
 #pragma once
 
-#include <vector>
-
 #include <ATen/core/Tensor.h>
+
+#include <vector>
 
 #include "ops/op_spec.h"
 

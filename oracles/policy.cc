@@ -30,8 +30,9 @@ absl::StatusOr<std::map<DType, Tolerance>> ParseTable(const nlohmann::json& j,
     if (!entry.is_object() || !entry.contains("rtol") || !entry.contains("atol") ||
         !entry["rtol"].is_number() || !entry["atol"].is_number() ||
         entry["rtol"].get<double>() < 0 || entry["atol"].get<double>() < 0) {
-      return Bad(filename, absl::StrCat("expected {\"rtol\": number >= 0, \"atol\": number >= 0} at ",
-                                        where, ".", name));
+      return Bad(filename,
+                 absl::StrCat("expected {\"rtol\": number >= 0, \"atol\": number >= 0} at ", where,
+                              ".", name));
     }
     out[*d] = Tolerance{entry["rtol"].get<double>(), entry["atol"].get<double>()};
   }
@@ -42,7 +43,9 @@ absl::StatusOr<std::map<DType, Tolerance>> ParseTable(const nlohmann::json& j,
 
 Tolerance Policy::For(const std::string& op, DType dtype) const {
   // Complex dtypes use their parts' entry; integers are exact.
-  const DType key = dtype == DType::kC64 ? DType::kF32 : dtype == DType::kC128 ? DType::kF64 : dtype;
+  const DType key = dtype == DType::kC64    ? DType::kF32
+                    : dtype == DType::kC128 ? DType::kF64
+                                            : dtype;
   if (auto o = overrides.find(op); o != overrides.end()) {
     if (auto t = o->second.find(key); t != o->second.end()) return t->second;
   }

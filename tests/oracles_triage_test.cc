@@ -25,7 +25,8 @@ using testing::MustParse;
 std::string ScaledIdentityLogdet(double s) {
   const std::string v = absl::StrCat(s);
   return absl::StrCat("divfuzz v1\ninput %m: f32[4,4] = values(", v, ", 0, 0, 0, 0, ", v,
-                      ", 0, 0, 0, 0, ", v, ", 0, 0, 0, 0, ", v, ")\n%d = aten::logdet(%m)\noutput %d\n");
+                      ", 0, 0, 0, 0, ", v, ", 0, 0, 0, 0, ", v,
+                      ")\n%d = aten::logdet(%m)\noutput %d\n");
 }
 
 TEST(Attribution, FaultySeedBugIsBlamedOnTheRightSideAndBucketedOnce) {
@@ -75,7 +76,8 @@ input %b: f32[1] = fill(1.0)
 output %d
 )");
   ops::TypeEnv t = MustInfer(p);
-  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpuF64);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu),
+                  b = exec::Run(p, t, exec::Target::kCpuF64);
   Verdict v = Compare(p, t, a, b);
   Triage(p, t, a, b, DefaultPolicy(), v);
   ASSERT_EQ(v.Roots().size(), 1u);
@@ -90,7 +92,8 @@ TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
       "divfuzz v1\ninput %x: f32[2,2] = values(2.0, 0.0, 0.0, 3.0)\n%y = aten::linalg_inv(%x)\n"
       "output %y\n");
   ops::TypeEnv t = MustInfer(p);
-  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpuF64);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu),
+                  b = exec::Run(p, t, exec::Target::kCpuF64);
   a.nodes[0].outputs.clear();
   a.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kRaised, "planted failure"};
   Verdict v = Compare(p, t, a, b);
@@ -102,10 +105,11 @@ TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
 }
 
 TEST(Attribution, ToleranceErrorsComeInUlpsAndRelativeTerms) {
-  graph::Program p = MustParse(
-      "divfuzz v1\ninput %x: f32[1] = values(2.0)\n%y = aten::sqrt(%x)\noutput %y\n");
+  graph::Program p =
+      MustParse("divfuzz v1\ninput %x: f32[1] = values(2.0)\n%y = aten::sqrt(%x)\noutput %y\n");
   ops::TypeEnv t = MustInfer(p);
-  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpuF64);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu),
+                  b = exec::Run(p, t, exec::Target::kCpuF64);
   // Plant an error of 256 ULPs in cpu's sqrt(2) (float32 allows about 11 there).
   const float good = std::sqrt(2.0f);
   const float bad = good + 256 * std::ldexp(1.0f, -23);
@@ -127,8 +131,8 @@ TEST(Determinism, ATargetThatDisagreesWithItselfIsNondeterminism) {
   config.findings_dir = dir;
   config.runner_a = testing::NondeterministicRun;
   fuzz::Harness harness(config);
-  fuzz::Outcome o = harness.RunProgram(
-      MustParse("divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%y = aten::exp(%x)\noutput %y\n"));
+  fuzz::Outcome o = harness.RunProgram(MustParse(
+      "divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%y = aten::exp(%x)\noutput %y\n"));
   ASSERT_EQ(o.verdict.Roots().size(), 1u);
   EXPECT_EQ(o.verdict.Roots()[0]->cls, DivergenceClass::kNondeterminism);
   EXPECT_EQ(o.verdict.Roots()[0]->wrong_side, "cpu");
@@ -205,10 +209,12 @@ TEST(ExpectedRules, ModeMayReturnAnyMostFrequentValue) {
 TEST(ExpectedRules, FloatToIntCastsOutOfRange) {
   auto bump = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1); };
   Divergence ub = Planted(
-      "divfuzz v1\ninput %x: f32[2] = values(1e10, 1.5)\n%y = aten::to.dtype(%x, i32)\noutput %y\n", bump);
+      "divfuzz v1\ninput %x: f32[2] = values(1e10, 1.5)\n%y = aten::to.dtype(%x, i32)\noutput %y\n",
+      bump);
   EXPECT_EQ(ub.expected_rule, "float_to_int_casts");
   Divergence real = Planted(
-      "divfuzz v1\ninput %x: f32[2] = values(7.0, 1.5)\n%y = aten::to.dtype(%x, i32)\noutput %y\n", bump);
+      "divfuzz v1\ninput %x: f32[2] = values(7.0, 1.5)\n%y = aten::to.dtype(%x, i32)\noutput %y\n",
+      bump);
   EXPECT_NE(real.tier, "expected");
 }
 
@@ -246,9 +252,9 @@ TEST(ExpectedRules, CancellingReductionsWithinTheSummationBound) {
       });
   EXPECT_EQ(overflow.cls, DivergenceClass::kClassSplit);
   EXPECT_EQ(overflow.expected_rule, "cancelling_reductions") << overflow.reason;
-  Divergence real_inf = Planted(
-      "divfuzz v1\ninput %x: f32[2] = values(1.0, 2.0)\n%s = aten::sum(%x)\noutput %s\n",
-      [](exec::NodeResult& n) { n.outputs[0] = at::scalar_tensor(INFINITY, at::kFloat); });
+  Divergence real_inf =
+      Planted("divfuzz v1\ninput %x: f32[2] = values(1.0, 2.0)\n%s = aten::sum(%x)\noutput %s\n",
+              [](exec::NodeResult& n) { n.outputs[0] = at::scalar_tensor(INFINITY, at::kFloat); });
   EXPECT_NE(real_inf.tier, "expected");
   // Dot products are sums too.
   Divergence dot = Planted(
@@ -288,8 +294,8 @@ TEST(Policy, ShippedFileIsTheDefaultAndOverridesApply) {
   absl::StatusOr<Policy> shipped =
       LoadPolicy(std::string(DIVFUZZ_SOURCE_DIR) + "/oracles/default_policy.json");
   ASSERT_TRUE(shipped.ok()) << shipped.status();
-  for (graph::DType d : {graph::DType::kF16, graph::DType::kBF16, graph::DType::kF32,
-                         graph::DType::kF64}) {
+  for (graph::DType d :
+       {graph::DType::kF16, graph::DType::kBF16, graph::DType::kF32, graph::DType::kF64}) {
     EXPECT_EQ(shipped->For("aten::exp", d).rtol, DefaultPolicy().For("aten::exp", d).rtol);
     EXPECT_EQ(shipped->For("aten::exp", d).atol, DefaultPolicy().For("aten::exp", d).atol);
   }
@@ -301,7 +307,8 @@ TEST(Policy, ShippedFileIsTheDefaultAndOverridesApply) {
   EXPECT_EQ(custom->For("aten::exp", graph::DType::kF32).rtol, 0.5);
   EXPECT_EQ(custom->For("aten::log", graph::DType::kF32).rtol, 1.3e-6);
   EXPECT_FALSE(custom->rules.index_ties);
-  absl::StatusOr<Policy> bad = ParsePolicy(R"({"defaults": {"f32": {"rtol": -1, "atol": 0}}})", "bad.json");
+  absl::StatusOr<Policy> bad =
+      ParsePolicy(R"({"defaults": {"f32": {"rtol": -1, "atol": 0}}})", "bad.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("bad.json: expected {\"rtol\""), std::string::npos)
       << bad.status();
@@ -319,7 +326,7 @@ TEST(Severity, RanksCrashesFirstAndExpectedLast) {
   gap.tier = "dtype_gap";
   expected.tier = "expected";
   const int ranks[] = {SeverityRank(crash), SeverityRank(bug_split), SeverityRank(bug_tol),
-                       SeverityRank(div), SeverityRank(gap), SeverityRank(expected)};
+                       SeverityRank(div),   SeverityRank(gap),       SeverityRank(expected)};
   for (size_t i = 1; i < std::size(ranks); ++i) EXPECT_LT(ranks[i - 1], ranks[i]);
 }
 
