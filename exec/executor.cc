@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <ATen/Context.h>
+#include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -16,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "exec/arguments.h"
 #include "exec/dtype_convert.h"
+#include "exec/scalar_helper.h"
 #include "graph/materialize.h"
 
 namespace divfuzz::exec {
@@ -78,6 +80,12 @@ at::Tensor Snapshot(const c10::IValue& v) {
 }
 
 }  // namespace
+
+std::string CpuCapability() {
+  std::string c = at::get_cpu_capability();  // "DEFAULT", "AVX2", "AVX512"
+  for (char& ch : c) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return c;
+}
 
 bool CudaAvailable() {
   static const bool available = [] {
@@ -178,8 +186,10 @@ void SetCudaMathMode(const CudaMathMode& mode) {
 }
 
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target) {
+  if (target == Target::kCpuScalar) return RunInScalarHelper(program);
   RunResult result;
   result.target = target;
+  result.cpu_capability = CpuCapability();
   if (target == Target::kCuda && !CudaAvailable()) {
     result.setup_error = "CUDA is not available in this process";
     return result;
@@ -227,6 +237,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
 
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                    const ops::TypeEnv& types, Target target) {
+  if (target == Target::kCpuScalar) return RunNodeInScalarHelper(node, values);
   if (target == Target::kCuda && !CudaAvailable()) {
     return NodeResult{{}, {}, NodeError{NodeError::Kind::kRaised, "CUDA is not available"}};
   }

@@ -14,6 +14,9 @@ namespace divfuzz::exec {
 
 bool CudaAvailable();
 
+// ATen's CPU kernel capability in this process: "default", "avx2", "avx512".
+std::string CpuCapability();
+
 // `types` are the program's inferred types (ops::InferProgram); the cpu-f64
 // target rounds its results back to them.
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target);

@@ -40,6 +40,7 @@ struct RunResult {
   std::vector<NodeResult> nodes;             // one per program node
   bool cuda_fatal = false;                   // stop using this process's CUDA context
   std::string setup_error;                   // inputs could not be built (nodes then empty)
+  std::string cpu_capability;                // ATen's CPU kernel ISA in the process that ran it
 };
 
 }  // namespace divfuzz::exec

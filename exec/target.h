@@ -10,9 +10,12 @@ enum class Target {
   kCpu,
   kCuda,
   kCpuF64,  // the reference: floating inputs upcast to float64, results rounded back
+  // ATen's scalar (non-vectorized) CPU kernels, in a helper process started
+  // with ATEN_CPU_CAPABILITY=default (the capability is fixed per process).
+  kCpuScalar,
 };
 
-absl::string_view TargetName(Target t);  // "cpu", "cuda", "cpu-f64"
+absl::string_view TargetName(Target t);  // "cpu", "cuda", "cpu-f64", "cpu-scalar"
 absl::StatusOr<Target> ParseTarget(absl::string_view name);
 
 }  // namespace divfuzz::exec

@@ -3,7 +3,7 @@
 #include "absl/flags/flag.h"
 
 ABSL_FLAG(std::string, targets, "",
-          "target pair A,B from cpu, cuda, cpu-f64 (default: cpu,cuda with a GPU, else "
+          "target pair A,B from cpu, cuda, cpu-f64, cpu-scalar (default: cpu,cuda with a GPU, else "
           "cpu,cpu-f64); B is the expected side for tolerances");
 ABSL_FLAG(std::string, findings, "findings", "findings store folder");
 ABSL_FLAG(bool, json, false, "ops: print JSON instead of a table");

@@ -43,6 +43,7 @@ struct SideCheck {
   bool is_reference = false;  // the cpu-f64 target is the reference itself
   bool wrong = false;
   bool reference_failed = false;
+  bool used_witness = false;  // judged against the cpu-scalar witness
   std::string why;
   std::optional<double> ref_value;  // float64 reference at the element
 };
@@ -60,8 +61,26 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
     }
     return c;
   }
-  const exec::NodeResult ref =
-      exec::RunNode(node, NodeInputs(program, d.node_index, run), types, exec::Target::kCpuF64);
+  const std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
+  exec::NodeResult ref = exec::RunNode(node, inputs, types, exec::Target::kCpuF64);
+  // In float64 the reference is the same vectorized CPU kernel as the cpu
+  // target, so it cannot judge it: ATen's scalar kernels are a second witness.
+  if (d.dtype == "f64" && run.target != exec::Target::kCpuScalar && !ref.error) {
+    const exec::NodeResult witness = exec::RunNode(node, inputs, types, exec::Target::kCpuScalar);
+    if (!witness.error && witness.outputs.size() == ref.outputs.size()) {
+      bool differ = false;
+      for (size_t o = 0; o < ref.outputs.size() && !differ; ++o) {
+        differ = CompareTensors(ref.outputs[o], witness.outputs[o], graph::DType::kF64,
+                                policy.For(node.QualifiedName(), graph::DType::kF64))
+                     .has_value();
+      }
+      if (differ) {
+        ref = witness;
+        ref.exact = witness.outputs;
+        c.used_witness = true;
+      }
+    }
+  }
   const exec::NodeResult& got = run.nodes[d.node_index];
   if (ref.error) {
     c.reference_failed = true;
@@ -97,8 +116,12 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
         CompareTensors(mine[o], want[o], dtype, policy.For(node.QualifiedName(), dtype));
     if (miss) {
       c.wrong = true;
-      c.why = absl::StrCat(
-          side, " misses the float64 reference computed from its own inputs: ", miss->detail);
+      c.why = absl::StrCat(side, " misses the ",
+                           c.used_witness
+                               ? "cpu-scalar witness (the vectorized float64 kernel disagrees with "
+                                 "ATen's scalar kernel here)"
+                               : "float64 reference",
+                           " computed from its own inputs: ", miss->detail);
       return c;
     }
   }
@@ -173,7 +196,11 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   errors(d.value_b, cb.ref_value, &d.ulp_b, &d.rel_b);
 
   const bool tolerance = d.cls == DivergenceClass::kTolerance;
-  if (ca.wrong && cb.wrong) {
+  if (ca.wrong && cb.wrong && ca.used_witness && cb.used_witness) {
+    // Both targets agree with each other against the scalar kernels.
+    d.wrong_side = "undecided";
+    d.reason = absl::StrCat("both sides miss the cpu-scalar witness: ", ca.why, "; ", cb.why);
+  } else if (ca.wrong && cb.wrong) {
     // Both beyond tolerance of their references: only a split blames both.
     d.wrong_side = tolerance ? "undecided" : "both";
     d.reason = absl::StrCat(ca.why, "; ", cb.why);

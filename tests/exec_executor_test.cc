@@ -105,3 +105,49 @@ output %y
 
 }  // namespace
 }  // namespace divfuzz::exec
+
+namespace divfuzz::exec {
+namespace {
+
+TEST(CpuScalar, RunsInAHelperWithAtenScalarKernels) {
+  graph::Program p = testing::MustParse(R"(divfuzz v1
+input %x: f32[3,33] = special(seed=7)
+%y = aten::exp(%x)
+%s = aten::sum.dim_IntList(%y, [1], keepdim=False)
+output %s
+)");
+  ops::TypeEnv types = testing::MustInfer(p);
+  RunResult scalar = exec::Run(p, types, Target::kCpuScalar);
+  ASSERT_TRUE(scalar.setup_error.empty()) << scalar.setup_error;
+  EXPECT_EQ(scalar.target, Target::kCpuScalar);
+  EXPECT_EQ(scalar.cpu_capability, "default");
+  ASSERT_EQ(scalar.nodes.size(), 2u);
+  ASSERT_FALSE(scalar.nodes[0].error);
+  RunResult vectorized = exec::Run(p, types, Target::kCpu);
+  EXPECT_NE(vectorized.cpu_capability, "default") << "this CPU has no vector kernels to compare";
+  // Same shapes and dtypes, and the inputs the helper built are the same bits.
+  EXPECT_EQ(scalar.nodes[1].outputs[0].sizes(), vectorized.nodes[1].outputs[0].sizes());
+  EXPECT_TRUE(scalar.inputs.at("x").view(at::kInt).equal(vectorized.inputs.at("x").view(at::kInt)));
+  // Errors come back structured, and the helper keeps serving afterwards.
+  graph::Program bad = testing::MustParse(
+      "divfuzz v1\ninput %m: f64[2,2] = values(-1.0, 0.0, 0.0, -1.0)\n"
+      "%c = aten::linalg_cholesky(%m)\noutput %c\n");
+  RunResult failed = exec::Run(bad, testing::MustInfer(bad), Target::kCpuScalar);
+  ASSERT_TRUE(failed.nodes[0].error);
+  EXPECT_EQ(failed.nodes[0].error->kind, NodeError::Kind::kRaised);
+  EXPECT_FALSE(exec::Run(p, types, Target::kCpuScalar).nodes[0].error);
+}
+
+TEST(CpuScalar, RunsASingleNodeOnGivenValues) {
+  graph::Program p = testing::MustParse(
+      "divfuzz v1\ninput %x: f32[2] = values(4.0, 9.0)\n%y = aten::sqrt(%x)\noutput %y\n");
+  ops::TypeEnv types = testing::MustInfer(p);
+  RunResult cpu = exec::Run(p, types, Target::kCpu);
+  NodeResult n = RunNode(p.nodes[0], cpu.inputs, types, Target::kCpuScalar);
+  ASSERT_FALSE(n.error) << n.error->message;
+  EXPECT_EQ(n.outputs[0].scalar_type(), at::kFloat);
+  EXPECT_EQ(n.outputs[0][1].item<float>(), 3.0f);
+}
+
+}  // namespace
+}  // namespace divfuzz::exec

@@ -1,0 +1,328 @@
+#include "exec/scalar_helper.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "exec/dtype_convert.h"
+#include "exec/executor.h"
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "ops/infer.h"
+
+namespace divfuzz::exec {
+namespace {
+
+constexpr char kFdEnv[] = "DIVFUZZ_EXEC_HELPER_FD";
+
+// --- framing -------------------------------------------------------------
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteFrame(int fd, const std::string& s) {
+  const uint64_t n = s.size();
+  return WriteAll(fd, &n, sizeof(n)) && WriteAll(fd, s.data(), s.size());
+}
+
+bool ReadFrame(int fd, std::string* s) {
+  uint64_t n = 0;
+  if (!ReadAll(fd, &n, sizeof(n)) || n > (uint64_t{1} << 34)) return false;
+  s->resize(n);
+  return ReadAll(fd, s->data(), n);
+}
+
+// --- RunResult <-> bytes -------------------------------------------------
+
+class Writer {
+ public:
+  template <typename T>
+  void Put(T v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  void Str(const std::string& s) {
+    Put<uint64_t>(s.size());
+    out_ += s;
+  }
+  void Tensor(const at::Tensor& t) {
+    if (!t.defined()) {
+      Put<int8_t>(-1);
+      return;
+    }
+    const at::Tensor c = t.contiguous();
+    Put<int8_t>(static_cast<int8_t>(c.scalar_type()));
+    Put<uint32_t>(static_cast<uint32_t>(c.dim()));
+    for (int64_t s : c.sizes()) Put<int64_t>(s);
+    const size_t bytes = c.numel() * c.element_size();
+    Put<uint64_t>(bytes);
+    out_.append(static_cast<const char*>(c.data_ptr()), bytes);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (pos_ + sizeof(T) > in_.size()) return false;
+    std::memcpy(v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool Str(std::string* s) {
+    uint64_t n = 0;
+    if (!Get(&n) || pos_ + n > in_.size()) return false;
+    *s = in_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool Tensor(at::Tensor* t) {
+    int8_t type = 0;
+    if (!Get(&type)) return false;
+    if (type < 0) {
+      *t = at::Tensor();
+      return true;
+    }
+    uint32_t dim = 0;
+    if (!Get(&dim) || dim > 64) return false;
+    std::vector<int64_t> sizes(dim);
+    for (int64_t& s : sizes) {
+      if (!Get(&s)) return false;
+    }
+    uint64_t bytes = 0;
+    if (!Get(&bytes) || pos_ + bytes > in_.size()) return false;
+    *t = at::empty(sizes, at::TensorOptions().dtype(static_cast<at::ScalarType>(type)));
+    if (bytes != static_cast<uint64_t>(t->numel() * t->element_size())) return false;
+    std::memcpy(t->data_ptr(), in_.data() + pos_, bytes);
+    pos_ += bytes;
+    return true;
+  }
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+std::string Serialize(const RunResult& r) {
+  Writer w;
+  w.Str(r.setup_error);
+  w.Str(r.cpu_capability);
+  w.Put<uint32_t>(static_cast<uint32_t>(r.nodes.size()));
+  for (const NodeResult& n : r.nodes) {
+    w.Put<uint8_t>(n.error.has_value());
+    if (n.error) {
+      w.Put<uint8_t>(static_cast<uint8_t>(n.error->kind));
+      w.Str(n.error->message);
+    }
+    w.Put<uint32_t>(static_cast<uint32_t>(n.outputs.size()));
+    for (const at::Tensor& t : n.outputs) w.Tensor(t);
+  }
+  w.Put<uint32_t>(static_cast<uint32_t>(r.inputs.size()));
+  for (const auto& [name, t] : r.inputs) {
+    w.Str(name);
+    w.Tensor(t);
+  }
+  return w.Take();
+}
+
+bool Deserialize(const std::string& bytes, RunResult* r) {
+  Reader in(bytes);
+  uint32_t nodes = 0, inputs = 0;
+  if (!in.Str(&r->setup_error) || !in.Str(&r->cpu_capability) || !in.Get(&nodes)) return false;
+  for (uint32_t i = 0; i < nodes; ++i) {
+    NodeResult& n = r->nodes.emplace_back();
+    uint8_t has_error = 0;
+    if (!in.Get(&has_error)) return false;
+    if (has_error) {
+      uint8_t kind = 0;
+      NodeError e;
+      if (!in.Get(&kind) || !in.Str(&e.message)) return false;
+      e.kind = static_cast<NodeError::Kind>(kind);
+      n.error = e;
+    }
+    uint32_t outputs = 0;
+    if (!in.Get(&outputs)) return false;
+    for (uint32_t o = 0; o < outputs; ++o) {
+      if (!in.Tensor(&n.outputs.emplace_back())) return false;
+    }
+  }
+  if (!in.Get(&inputs)) return false;
+  for (uint32_t i = 0; i < inputs; ++i) {
+    std::string name;
+    at::Tensor t;
+    if (!in.Str(&name) || !in.Tensor(&t)) return false;
+    r->inputs[name] = t;
+  }
+  return true;
+}
+
+// --- the helper side -----------------------------------------------------
+
+[[noreturn]] void Serve(int fd) {
+  std::string request;
+  while (ReadFrame(fd, &request)) {
+    RunResult result;
+    result.cpu_capability = CpuCapability();
+    absl::StatusOr<graph::Program> program = graph::ParseProgram(request, "<cpu-scalar>");
+    if (!program.ok()) {
+      result.setup_error = std::string(program.status().message());
+    } else {
+      // Only the cpu-f64 target needs types; a program outside the catalogue
+      // still runs through the dispatcher.
+      absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(*program);
+      result = Run(*program, types.ok() ? *types : ops::TypeEnv{}, Target::kCpu);
+      result.target = Target::kCpuScalar;
+    }
+    if (!WriteFrame(fd, Serialize(result))) break;
+  }
+  _exit(0);
+}
+
+// A process started as the helper serves requests and exits before main().
+// libtorch's own static initializers (operator registration) have run by
+// then: shared libraries are initialized before the executable.
+const bool kHelperBoot = [] {
+  if (const char* fd = std::getenv(kFdEnv)) Serve(std::atoi(fd));
+  return true;
+}();
+
+// --- the parent side -----------------------------------------------------
+
+struct Helper {
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+std::mutex helper_mutex;
+Helper helper;
+
+void Stop(Helper& h) {
+  if (h.fd >= 0) close(h.fd);
+  if (h.pid > 0) {
+    kill(h.pid, SIGKILL);
+    waitpid(h.pid, nullptr, 0);
+  }
+  h = Helper{};
+}
+
+bool Start(Helper& h, std::string* error) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    *error = "socketpair failed";
+    return false;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    *error = "fork failed";
+    return false;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const int child_fd = dup(fds[1]);  // without CLOEXEC: it survives exec
+    setenv(kFdEnv, std::to_string(child_fd).c_str(), 1);
+    setenv("ATEN_CPU_CAPABILITY", "default", 1);
+    char name[] = "divfuzz-cpu-scalar-helper";
+    char* argv[] = {name, nullptr};
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  h.pid = pid;
+  h.fd = fds[0];
+  return true;
+}
+
+RunResult Request(const std::string& program_text) {
+  std::lock_guard<std::mutex> lock(helper_mutex);
+  RunResult result;
+  result.target = Target::kCpuScalar;
+  std::string error;
+  if (helper.pid < 0 && !Start(helper, &error)) {
+    result.setup_error = absl::StrCat("cpu-scalar helper: ", error);
+    return result;
+  }
+  std::string reply;
+  if (!WriteFrame(helper.fd, program_text) || !ReadFrame(helper.fd, &reply) ||
+      !Deserialize(reply, &result)) {
+    int status = 0;
+    const pid_t pid = helper.pid;
+    close(helper.fd);
+    const bool exited = waitpid(pid, &status, 0) == pid;
+    helper = Helper{};
+    result = RunResult{};
+    result.target = Target::kCpuScalar;
+    result.setup_error = exited && WIFSIGNALED(status)
+                             ? absl::StrCat("cpu-scalar helper died with signal ", WTERMSIG(status))
+                             : "cpu-scalar helper stopped answering";
+    return result;
+  }
+  result.target = Target::kCpuScalar;
+  return result;
+}
+
+}  // namespace
+
+RunResult RunInScalarHelper(const graph::Program& program) {
+  (void)kHelperBoot;
+  return Request(graph::PrintProgram(program));
+}
+
+NodeResult RunNodeInScalarHelper(const graph::Node& node,
+                                 const std::map<std::string, at::Tensor>& values) {
+  // A one-node program whose inputs hold the values exactly.
+  graph::Program p;
+  for (const auto& [name, t] : values) {
+    if (!t.defined()) continue;
+    graph::Input in;
+    in.name = name;
+    in.type.dtype = FromScalarType(t.scalar_type()).value_or(graph::DType::kF64);
+    in.type.shape = t.sizes().vec();
+    in.payload.kind = graph::Payload::Kind::kValues;
+    const at::Tensor d =
+        (t.is_complex() ? at::view_as_real(t.contiguous()) : t).to(at::kDouble).contiguous();
+    in.payload.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+    p.inputs.push_back(in);
+  }
+  p.nodes.push_back(node);
+  p.outputs = node.results;
+  RunResult r = Request(graph::PrintProgram(p));
+  if (!r.setup_error.empty() || r.nodes.empty()) {
+    return NodeResult{{}, {}, NodeError{NodeError::Kind::kRaised, r.setup_error}};
+  }
+  return r.nodes[0];
+}
+
+}  // namespace divfuzz::exec
