@@ -291,6 +291,7 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     case Rule::kSquareToVector:
     case Rule::kSquareWithInfo:
     case Rule::kEigh:
+    case Rule::kEig:
     case Rule::kSolve: {
       const int64_t n = small();
       std::string a;
@@ -340,6 +341,7 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     }
     case Rule::kQr:
     case Rule::kSvd:
+    case Rule::kLu:
       push(value_or_new(
           Reuse(
               dtype, [](const Shape& s) { return s.size() == 2 && s[0] <= 8 && s[1] <= 8; }, reuse),

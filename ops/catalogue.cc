@@ -195,6 +195,10 @@ std::vector<OpSpec> Build() {
            kDecomposition | kConditioned),
       With(Op("aten::linalg_eigh", "", Rule::kEigh, kF32F64, "decomposition"),
            kDecomposition | kConditioned),
+      With(Op("aten::linalg_eig", "", Rule::kEig, kF32F64, "decomposition"),
+           kDecomposition | kConditioned),
+      With(Op("aten::linalg_lu", "", Rule::kLu, kF32F64, "decomposition"),
+           kDecomposition | kConditioned),
       // Index outputs: ties make the indices free; their selected values are compared.
       With(Op("aten::argmax", "", Rule::kArgReduce, kNum, "indexing"), kIndicesOutput),
       With(Op("aten::argmin", "", Rule::kArgReduce, kNum, "indexing"), kIndicesOutput),

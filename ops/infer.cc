@@ -464,6 +464,23 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
       }
       return std::vector<TensorType>{with({m, k}), with({k}), with({k, n})};
     }
+    case Rule::kEig: {
+      if (auto st = NeedSquare(x); !st.ok()) return st;
+      const DType c = x.dtype == DType::kF64 ? DType::kC128 : DType::kC64;
+      return std::vector<TensorType>{{c, Shape(x.shape.begin(), x.shape.end() - 1)}, {c, x.shape}};
+    }
+    case Rule::kLu: {
+      if (auto st = NeedRank(x, 2, 4, "A"); !st.ok()) return st;
+      const int64_t m = x.shape[x.shape.size() - 2], n = x.shape.back(), k = std::min(m, n);
+      Shape batch(x.shape.begin(), x.shape.end() - 2);
+      auto with = [&](int64_t r, int64_t c) {
+        Shape s = batch;
+        s.push_back(r);
+        s.push_back(c);
+        return TensorType{x.dtype, s};
+      };
+      return std::vector<TensorType>{with(m, m), with(m, k), with(k, n)};
+    }
     case Rule::kEigh: {
       if (auto st = NeedSquare(x); !st.ok()) return st;
       return std::vector<TensorType>{{x.dtype, Shape(x.shape.begin(), x.shape.end() - 1)},

@@ -43,6 +43,8 @@ enum class Rule {
   kQr,                // [...,m,n] -> (Q [...,m,k], R [...,k,n]), k = min(m,n)
   kSvd,               // [...,m,n] -> (U [...,m,k], S [...,k], Vh [...,k,n]), full_matrices=False
   kEigh,              // [...,n,n] -> (w [...,n], V [...,n,n])
+  kEig,               // [...,n,n] -> (w complex [...,n], V complex [...,n,n])
+  kLu,                // [...,m,n] -> (P [...,m,m], L [...,m,k], U [...,k,n])
 };
 
 // What the oracle's expected-by-policy rules need to know about an op.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "graph/printer.h"
 #include "ops/catalogue.h"
@@ -111,7 +112,10 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
       continue;
     }
     const auto dt = types.find(node.results[invariants ? 0 : o]);
-    const DType dtype = dt == types.end() ? DType::kF32 : dt->second.dtype;
+    const DType dtype = invariants
+                            ? exec::FromScalarType(mine[o].scalar_type()).value_or(DType::kF32)
+                        : dt == types.end() ? DType::kF32
+                                            : dt->second.dtype;
     std::optional<Divergence> miss =
         CompareTensors(mine[o], want[o], dtype, policy.For(node.QualifiedName(), dtype));
     if (miss) {

@@ -202,7 +202,9 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
     const std::vector<at::Tensor> cb = Comparable(spec, rb.outputs);
     const bool invariants = spec != nullptr && (spec->hints & ops::kDecomposition);
     for (size_t out = 0; out < ca.size() && out < cb.size(); ++out) {
-      const graph::DType dtype = invariants ? dtype_of(0) : dtype_of(out);
+      const graph::DType dtype =
+          invariants ? exec::FromScalarType(ca[out].scalar_type()).value_or(dtype_of(0))
+                     : dtype_of(out);
       std::optional<Divergence> d =
           CompareTensors(ca[out], cb[out], dtype, policy.For(node.QualifiedName(), dtype));
       if (d) {

@@ -1,5 +1,8 @@
 #include "oracles/invariants.h"
 
+#include <ATen/ops/imag.h>
+#include <ATen/ops/real.h>
+
 namespace divfuzz::oracles {
 
 std::vector<at::Tensor> Comparable(const ops::OpSpec* spec,
@@ -26,6 +29,18 @@ std::vector<at::Tensor> Comparable(const ops::OpSpec* spec,
       const at::Tensor w = f64(outputs[0]), v = f64(outputs[1]);
       inv = {w, v.mul(w.unsqueeze(-2)).matmul(v.mT())};
       break;
+    }
+    case ops::Rule::kLu: {  // P L U = A; pivots may be chosen differently among ties
+      inv = {f64(outputs[0]).matmul(f64(outputs[1])).matmul(f64(outputs[2]))};
+      break;
+    }
+    case ops::Rule::kEig: {  // the spectrum as a multiset: sorted real and imaginary parts
+      const at::Tensor w = outputs[0].to(at::kComplexDouble);
+      inv = {std::get<0>(at::real(w).sort(-1)), std::get<0>(at::imag(w).sort(-1))};
+      for (at::Tensor& t : inv) {
+        t = t.to(dtype == at::kComplexFloat ? at::kFloat : at::kDouble).contiguous();
+      }
+      return inv;
     }
     default:
       return outputs;

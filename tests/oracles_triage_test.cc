@@ -290,6 +290,23 @@ TEST(Invariants, DecompositionsIgnoreSignsButNotMagnitudes) {
   EXPECT_TRUE(Compare(p, t, a, b).Diverged());
 }
 
+TEST(Invariants, EigenvaluesAreAMultisetAndLuIsItsProduct) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %m: f64[4,4] = normal(seed=9, mean=0.0, std=1.0)\n"
+      "%w, %v = aten::linalg_eig(%m)\n%pp, %l, %u = aten::linalg_lu(%m)\noutput %w, %v, %u\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = a;
+  // Another order of the same eigenvalues (and their vectors) is the same answer.
+  b.nodes[0].outputs[0] = a.nodes[0].outputs[0].flip({0}).contiguous();
+  b.nodes[0].outputs[1] = a.nodes[0].outputs[1].flip({1}).contiguous();
+  EXPECT_FALSE(Compare(p, t, a, b).Diverged());
+  b.nodes[0].outputs[0] = a.nodes[0].outputs[0].mul(1.01);
+  EXPECT_TRUE(Compare(p, t, a, b).Diverged());
+  b = a;
+  b.nodes[1].outputs[2] = a.nodes[1].outputs[2].mul(1.01);
+  EXPECT_TRUE(Compare(p, t, a, b).Diverged());
+}
+
 TEST(Policy, ShippedFileIsTheDefaultAndOverridesApply) {
   absl::StatusOr<Policy> shipped =
       LoadPolicy(std::string(DIVFUZZ_SOURCE_DIR) + "/oracles/default_policy.json");
