@@ -1,0 +1,204 @@
+#include "minimize/reducer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <unordered_set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "exec/executor.h"
+#include "graph/printer.h"
+#include "graph/validate.h"
+#include "minimize/pass.h"
+#include "minimize/program_edit.h"
+#include "oracles/compare.h"
+#include "oracles/triage.h"
+
+namespace divfuzz::minimize {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+exec::RunResult RunWith(const Runner& runner, const graph::Program& program,
+                        const ops::TypeEnv& types, exec::Target target) {
+  return runner ? runner(program, types, target) : exec::Run(program, types, target);
+}
+
+// The root to keep: by signature (and tier), else the most severe one.
+std::optional<oracles::Divergence> FindRoot(const oracles::Verdict& verdict,
+                                            const std::string& signature, const std::string& tier) {
+  const oracles::Divergence* best = nullptr;
+  for (const oracles::Divergence* d : verdict.Roots()) {
+    if (!signature.empty()) {
+      if (oracles::Signature(*d) != signature) continue;
+      if (!tier.empty() && d->tier != tier) continue;
+      return *d;
+    }
+    if (best == nullptr || oracles::SeverityRank(*d) < oracles::SeverityRank(*best)) best = d;
+  }
+  if (best == nullptr) return std::nullopt;
+  return *best;
+}
+
+class Reducer : public ReductionContext {
+ public:
+  Reducer(const ReduceOptions& options, Evaluation start, graph::Program program)
+      : options_(options),
+        program_(std::move(program)),
+        eval_(std::move(start)),
+        deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(options.max_seconds))) {
+    signature_ = oracles::Signature(eval_.root);
+    tier_ = options.keep_tier ? eval_.root.tier : "";
+    seen_.insert(graph::PrintProgram(program_));
+  }
+
+  const graph::Program& program() const override { return program_; }
+  const ops::TypeEnv& types() const override { return eval_.types; }
+  const exec::RunResult& run_a() const override { return eval_.a; }
+  const exec::RunResult& run_b() const override { return eval_.b; }
+  const oracles::Divergence& root() const override { return eval_.root; }
+  bool OutOfTime() const override { return Clock::now() >= deadline_; }
+
+  bool Try(const graph::Program& candidate) override {
+    if (OutOfTime()) {
+      out_of_time_ = true;
+      return false;
+    }
+    std::string text = graph::PrintProgram(candidate);
+    if (!seen_.insert(std::move(text)).second) return false;
+    ++tests_;
+    ++current_->tests;
+    if (!graph::ValidateProgram(candidate).ok()) return false;
+    absl::StatusOr<Evaluation> e = Evaluate(candidate, options_, signature_, tier_);
+    if (!e.ok() || !e->found) return false;
+    program_ = candidate;
+    eval_ = std::move(*e);
+    ++current_->accepted;
+    return true;
+  }
+
+  ReduceResult Run(const std::vector<PassInfo>& passes) {
+    ReduceResult result;
+    const auto start = Clock::now();
+    result.nodes_before = static_cast<int>(program_.nodes.size());
+    result.elements_before = InputElements(program_);
+    result.bytes_before = graph::PrintProgram(program_).size();
+    std::vector<PassStats> stats(passes.size());
+    for (size_t i = 0; i < passes.size(); ++i) stats[i].name = passes[i].name;
+    bool progress = true;
+    while (progress && !OutOfTime()) {
+      progress = false;
+      ++result.rounds;
+      for (size_t i = 0; i < passes.size() && !OutOfTime(); ++i) {
+        current_ = &stats[i];
+        const int accepted = stats[i].accepted, tests = stats[i].tests;
+        const int nodes = static_cast<int>(program_.nodes.size());
+        const int64_t elements = InputElements(program_);
+        const size_t bytes = graph::PrintProgram(program_).size();
+        const auto t0 = Clock::now();
+        passes[i].run(*this);
+        const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+        stats[i].seconds += dt;
+        ++stats[i].runs;
+        if (stats[i].accepted > accepted) progress = true;
+        if (options_.log != nullptr) {
+          *options_.log << absl::StrFormat(
+              "reduce: round %d %-10s nodes %d -> %d, elements %d -> %d, bytes %d -> %d "
+              "(%d tests, %d kept, %.2f s)\n",
+              result.rounds, passes[i].name, nodes, program_.nodes.size(), elements,
+              InputElements(program_), bytes, graph::PrintProgram(program_).size(),
+              stats[i].tests - tests, stats[i].accepted - accepted, dt);
+        }
+      }
+    }
+    result.out_of_time = out_of_time_ || (progress && OutOfTime());
+    result.program = program_;
+    result.signature = signature_;
+    result.tier = eval_.root.tier;
+    result.evaluation = eval_;
+    result.nodes_after = static_cast<int>(program_.nodes.size());
+    result.elements_after = InputElements(program_);
+    result.bytes_after = graph::PrintProgram(program_).size();
+    result.tests = tests_;
+    result.passes = std::move(stats);
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (options_.log != nullptr) {
+      *options_.log << absl::StrFormat(
+          "reduce: done: %s; nodes %d -> %d, elements %d -> %d, bytes %d -> %d, %d tests, "
+          "%d rounds, %.2f s%s\n",
+          signature_, result.nodes_before, result.nodes_after, result.elements_before,
+          result.elements_after, result.bytes_before, result.bytes_after, result.tests,
+          result.rounds, result.seconds, result.out_of_time ? " (budget spent)" : "");
+    }
+    return result;
+  }
+
+ private:
+  const ReduceOptions& options_;
+  graph::Program program_;
+  Evaluation eval_;
+  std::string signature_;
+  std::string tier_;
+  Clock::time_point deadline_;
+  std::unordered_set<std::string> seen_;
+  PassStats scratch_;
+  PassStats* current_ = &scratch_;
+  int tests_ = 0;
+  bool out_of_time_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
+                                    const std::string& signature, const std::string& tier) {
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  if (!types.ok()) return types.status();
+  Evaluation e;
+  e.types = std::move(*types);
+  e.a = RunWith(options.runner_a, program, e.types, options.target_a);
+  e.b = RunWith(options.runner_b, program, e.types, options.target_b);
+  e.verdict = oracles::Compare(program, e.types, e.a, e.b, options.policy);
+  oracles::Triage(program, e.types, e.a, e.b, options.policy, e.verdict);
+  if (std::optional<oracles::Divergence> root = FindRoot(e.verdict, signature, tier)) {
+    e.root = *root;
+    e.found = true;
+  }
+  return e;
+}
+
+absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options) {
+  std::vector<PassInfo> passes;
+  for (const PassInfo& p : Passes()) {
+    bool wanted = options.passes.empty();
+    for (const std::string& name : options.passes) wanted = wanted || name == p.name;
+    if (wanted) passes.push_back(p);
+  }
+  for (const std::string& name : options.passes) {
+    bool known = false;
+    for (const PassInfo& p : Passes()) known = known || name == p.name;
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("no reduction pass '", name, "'"));
+  }
+  if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
+  absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature);
+  if (!start.ok()) return start.status();
+  if (!start->found) {
+    return absl::NotFoundError(absl::StrCat(
+        "the program shows no root divergence",
+        options.signature.empty() ? "" : absl::StrCat(" with signature ", options.signature),
+        " on ", exec::TargetName(options.target_a), " vs ", exec::TargetName(options.target_b)));
+  }
+  if (options.log != nullptr) {
+    *options.log << "reduce: keeping " << oracles::Signature(start->root) << " ("
+                 << start->root.tier << ") at node " << start->root.node_index << " on "
+                 << exec::TargetName(options.target_a) << " vs "
+                 << exec::TargetName(options.target_b) << ", budget " << options.max_seconds
+                 << " s\n";
+  }
+  Reducer reducer(options, std::move(*start), program);
+  return reducer.Run(passes);
+}
+
+}  // namespace divfuzz::minimize

@@ -1,0 +1,106 @@
+// The reducer: shrinks a diverging program to a minimal one that still shows
+// the same root divergence. Independent passes (pass.h, passes/passes.def) run
+// to a fixpoint against one interestingness test: the candidate type-checks
+// and, run on the same two targets, compared and triaged, has a root
+// divergence with the same signature (root op | dtype | class | wrong side)
+// and the same tier. Deterministic for a deterministic runner; budgeted.
+//
+//   minimize::ReduceOptions o;
+//   o.target_a = exec::Target::kCpu;  o.target_b = exec::Target::kCuda;
+//   o.signature = oracles::Signature(root);  // or empty: the most severe root
+//   o.max_seconds = 60;  o.log = &std::cerr;
+//   absl::StatusOr<minimize::ReduceResult> r = minimize::Reduce(program, o);
+//   // r->program: the minimal program; r->evaluation.root: its divergence.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "exec/run_result.h"
+#include "exec/target.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/policy.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::minimize {
+
+// Runs a whole program on a target (like fuzz::Runner): exec::Run unless a
+// test swaps in a deliberately faulty target.
+using Runner =
+    std::function<exec::RunResult(const graph::Program&, const ops::TypeEnv&, exec::Target)>;
+
+// How a program is run and judged: the target pair, the runners and the policy.
+struct EvalOptions {
+  exec::Target target_a = exec::Target::kCpu;
+  exec::Target target_b = exec::Target::kCpuF64;
+  oracles::Policy policy = oracles::DefaultPolicy();
+  Runner runner_a;  // empty: exec::Run
+  Runner runner_b;
+};
+
+// A program run on both targets, compared and triaged.
+struct Evaluation {
+  ops::TypeEnv types;
+  exec::RunResult a;
+  exec::RunResult b;
+  oracles::Verdict verdict;
+  // The root divergence chosen (see FindRoot); root.node_index < 0 when none.
+  oracles::Divergence root;
+  bool found = false;
+};
+
+// Type-checks, runs, compares and triages. `signature` picks the root (and
+// `tier`, when not empty, must match too); an empty signature picks the most
+// severe root (oracles::SeverityRank), the first in node order on ties.
+absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
+                                    const std::string& signature = "",
+                                    const std::string& tier = "");
+
+struct ReduceOptions : EvalOptions {
+  double max_seconds = 60;
+  // Bucket signature to keep ("aten::logdet|f32|class_split|cpu"); empty: the
+  // most severe root divergence of the input program.
+  std::string signature;
+  // Also keep the root's tier (so a bug does not turn into expected variance).
+  bool keep_tier = true;
+  // Progress, one line per pass run (pass, nodes, elements, bytes before and
+  // after); nullptr: silent.
+  std::ostream* log = nullptr;
+  // Only these passes (by name), in the table's order; empty: all.
+  std::vector<std::string> passes;
+};
+
+struct PassStats {
+  std::string name;
+  int runs = 0;
+  int tests = 0;     // candidates run (cache hits not counted)
+  int accepted = 0;  // candidates kept
+  double seconds = 0;
+};
+
+struct ReduceResult {
+  graph::Program program;  // the minimal program; its outputs are the diverging value
+  std::string signature;
+  std::string tier;
+  Evaluation evaluation;  // of `program`; evaluation.root is the divergence kept
+  int nodes_before = 0, nodes_after = 0;
+  int64_t elements_before = 0, elements_after = 0;  // input elements
+  size_t bytes_before = 0, bytes_after = 0;         // printed program text
+  int rounds = 0;
+  int tests = 0;
+  double seconds = 0;
+  bool out_of_time = false;  // the budget ran out before a fixpoint
+  std::vector<PassStats> passes;
+};
+
+// Errors: InvalidArgument when the program does not type-check or names an
+// unknown pass; NotFound when it shows no root divergence (with the
+// signature, when one is given) on the target pair.
+absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options);
+
+}  // namespace divfuzz::minimize
