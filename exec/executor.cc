@@ -186,6 +186,11 @@ void SetCudaMathMode(const CudaMathMode& mode) {
 }
 
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target) {
+  return Run(program, types, target, nullptr);
+}
+
+RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
+              const std::function<void(int)>& before_node) {
   if (target == Target::kCpuScalar) return RunInScalarHelper(program);
   RunResult result;
   result.target = target;
@@ -213,6 +218,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
   const auto define = [&env](const std::string& name, const at::Tensor& t) { env[name] = t; };
 
   for (const graph::Node& node : program.nodes) {
+    if (before_node) before_node(static_cast<int>(result.nodes.size()));
     bool skipped = result.cuda_fatal;
     for (const graph::Argument& a : node.args) {
       const auto touches = [&](const graph::Literal& l) {

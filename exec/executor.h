@@ -2,6 +2,7 @@
 // by its schema runs without per-op code. Never throws.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -20,6 +21,11 @@ std::string CpuCapability();
 // `types` are the program's inferred types (ops::InferProgram); the cpu-f64
 // target rounds its results back to them.
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target);
+
+// The same, calling `before_node(i)` before node i runs: how a supervisor
+// learns which node a crash or hang happened in.
+RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
+              const std::function<void(int)>& before_node);
 
 // Runs one node on `target` with the given CPU values for its %refs (moved or
 // upcast as the target needs): the oracle's per-node reference.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -18,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
+#include "fuzz/artifacts.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "nlohmann/json.hpp"
@@ -173,6 +175,7 @@ int RunCampaign(const std::vector<std::string>& args) {
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   int64_t executions = 0;
   int restarts = 0;
+  std::set<std::string> handled_artifacts;
   nlohmann::json totals = {{"roots_by_tier", nlohmann::json::object()}, {"moved_by_rules", 0}};
   for (int worker = 0;; ++worker) {
     const int remaining = budget - static_cast<int>(elapsed());
@@ -220,6 +223,9 @@ int RunCampaign(const std::vector<std::string>& args) {
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
     ++restarts;
+    RecordNewArtifacts(
+        {absl::StrCat(work, "/crashes"), findings, targets, absl::GetFlag(FLAGS_timeout)},
+        &handled_artifacts);
     std::cout << "divfuzz campaign: worker " << worker << " ended with "
               << (WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status))
                                       : absl::StrCat("exit code ", WEXITSTATUS(status)))

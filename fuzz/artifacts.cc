@@ -1,0 +1,147 @@
+#include "fuzz/artifacts.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "fuzz/harness.h"
+#include "graph/printer.h"
+#include "minimize/emit_python.h"
+#include "ops/infer.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Replay {
+  bool hung = false;     // still running at the deadline
+  bool crashed = false;  // died from a signal
+  int signal = 0;
+  std::string target;  // the target and node running last
+  int node = -1;
+  std::string op;
+};
+
+Replay Locate(const ArtifactContext& c, const std::string& artifact) {
+  Replay r;
+  const std::string out = artifact + ".locate.log";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(out.c_str(), "w");
+    if (f != nullptr) {
+      dup2(fileno(f), STDOUT_FILENO);
+      dup2(fileno(f), STDERR_FILENO);
+    }
+    const std::string targets = absl::StrCat("--targets=", c.targets);
+    execl("/proc/self/exe", "divfuzz", "locate", targets.c_str(), artifact.c_str(), nullptr);
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(c.timeout_seconds);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      r.hung = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!r.hung && WIFSIGNALED(status)) {
+    r.crashed = true;
+    r.signal = WTERMSIG(status);
+  }
+  std::ifstream log(out);
+  for (std::string line; std::getline(log, line);) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    if (parts.size() == 4 && parts[0] == "RUN") {
+      r.target = parts[1];
+      r.node = std::atoi(parts[2].c_str());
+      r.op = parts[3];
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen) {
+  std::error_code ec;
+  std::vector<std::string> fresh;
+  for (const auto& entry : fs::directory_iterator(c.crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool artifact = absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
+                          absl::StartsWith(name, "oom-") || absl::StartsWith(name, "slow-unit-");
+    if (!artifact || absl::EndsWith(name, ".log") || seen->count(name)) continue;
+    seen->insert(name);
+    fresh.push_back(entry.path().string());
+  }
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> store =
+      store::FindingsStore::Open(c.findings_dir);
+  if (!store.ok()) return 0;
+  int recorded = 0;
+  for (const std::string& path : fresh) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    const std::string data = bytes.str();
+    const graph::Program program =
+        ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    const Replay r = Locate(c, path);
+    const bool timeout_artifact = absl::StrContains(path, "/timeout-");
+    const bool hang = r.hung || (!r.crashed && timeout_artifact);
+    const bool reproduced = r.hung || r.crashed;
+    store::FindingHit hit;
+    hit.divergence_class = hang ? "hang" : "crash";
+    hit.root_op = r.op.empty() ? "<unknown>" : r.op;
+    hit.wrong_side = r.target.empty() ? "undecided" : r.target;
+    hit.tier = "bug";
+    hit.severity = hit.divergence_class;
+    hit.targets = c.targets;
+    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+    if (types.ok() && r.node >= 0 && static_cast<size_t>(r.node) < program.nodes.size() &&
+        !program.nodes[r.node].results.empty()) {
+      hit.dtype = std::string(graph::DTypeName(types->at(program.nodes[r.node].results[0]).dtype));
+    }
+    hit.signature =
+        absl::StrCat(hit.root_op, "|", hit.dtype, "|", hit.divergence_class, "|", hit.wrong_side);
+    hit.detail = {
+        {"artifact", path},
+        {"node", r.node},
+        {"reproduced", reproduced},
+        {"signal", r.signal},
+        {"summary", absl::StrCat(hit.divergence_class, " in ", hit.root_op, " on ", hit.wrong_side,
+                                 reproduced ? "" : " (did not recur in a fresh process)")}};
+    absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, graph::PrintProgram(program));
+    if (!rec.ok()) continue;
+    ++recorded;
+    std::cout << "divfuzz campaign: " << hit.divergence_class << " in " << hit.root_op << " on "
+              << hit.wrong_side << (reproduced ? "" : " (did not recur)") << " -> " << rec->id
+              << "\n";
+    if (rec->is_new && r.node >= 0) {
+      minimize::ReproSpec spec;
+      std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
+      if (pair.size() == 2) spec.target_a = pair[0], spec.target_b = pair[1];
+      spec.node_index = r.node;
+      spec.title = absl::StrCat(hit.root_op, ": ", hit.divergence_class, " on ", hit.wrong_side);
+      (void)(*store)->WriteArtifact(rec->id, "repro.py", minimize::EmitPython(program, spec),
+                                    "repro_py");
+    }
+  }
+  return recorded;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,64 @@
+// divfuzz locate FILE: replays an input that killed a worker (a libFuzzer
+// crash/timeout artifact: raw bytes, parsed or generated exactly as the
+// fuzzer did) in a fresh process, announcing each node before it runs, so the
+// supervisor can tell which node crashed or hung.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_split.h"
+#include "exec/executor.h"
+#include "fuzz/commands.h"
+#include "fuzz/flags.h"
+#include "fuzz/harness.h"
+#include "ops/infer.h"
+
+namespace divfuzz::fuzz {
+
+int RunLocate(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::cerr << "divfuzz locate: expected one input file\n";
+    return 2;
+  }
+  std::ifstream in(args[0], std::ios::binary);
+  if (!in) {
+    std::cerr << args[0] << ": cannot read the file\n";
+    return 2;
+  }
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string data = bytes.str();
+  const graph::Program program =
+      ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  if (!types.ok()) {
+    std::cerr << types.status().message() << "\n";
+    return 2;
+  }
+  const std::vector<std::string> pair =
+      absl::StrSplit(ResolveTargets(absl::GetFlag(FLAGS_targets)), ',');
+  for (const std::string& name : pair) {
+    absl::StatusOr<exec::Target> target = exec::ParseTarget(name);
+    if (!target.ok()) {
+      std::cerr << target.status().message() << "\n";
+      return 2;
+    }
+    if (*target == exec::Target::kCpuScalar) {
+      // Runs whole in its helper process: the side is known, the node is not.
+      std::printf("RUN %s -1 <program>\n", name.c_str());
+      std::fflush(stdout);
+    }
+    exec::Run(program, *types, *target, [&](int node) {
+      // One line per node, flushed: the last one names the culprit.
+      std::printf("RUN %s %d %s\n", name.c_str(), node,
+                  program.nodes[node].QualifiedName().c_str());
+      std::fflush(stdout);
+    });
+  }
+  std::printf("DONE\n");
+  return 0;
+}
+
+}  // namespace divfuzz::fuzz
