@@ -17,6 +17,8 @@ Commands:
   replay FILE.dfz...  run programs on both targets, print every node's outputs and the verdict
                       (exit 1 when they diverge, 2 on a bad program)
   ops [--json]        list the op catalogue
+  locate FILE         replay a crash/timeout artifact node by node (campaign uses it to name
+                      the node that crashed or hung)
   fuzz LIBFUZZER_ARGS a raw libFuzzer worker (what campaign runs); DIVFUZZ_TARGETS,
                       DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it
 
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   if (command == "campaign") return divfuzz::fuzz::RunCampaign(args);
   if (command == "replay") return divfuzz::fuzz::RunReplay(args);
   if (command == "ops") return divfuzz::fuzz::RunOps(args);
+  if (command == "locate") return divfuzz::fuzz::RunLocate(args);
   std::cerr << "divfuzz: unknown command '" << command << "'\n\n" << kUsage << "\n";
   return 2;
 }
