@@ -88,7 +88,11 @@ std::optional<RuleMatch> ModeValueTies(const Context& c) {
     va = va.unsqueeze(dim);
     vb = vb.unsqueeze(dim);
   }
-  const at::Tensor count_a = x.eq(va).sum(dim), count_b = x.eq(vb).sum(dim);
+  // NaN counts as equal to NaN here: mode groups NaNs together.
+  auto count = [&](const at::Tensor& v) {
+    return at::logical_or(x.eq(v), at::logical_and(at::isnan(x), at::isnan(v))).sum(dim);
+  };
+  const at::Tensor count_a = count(va), count_b = count(vb);
   if (!at::all(count_a.eq(count_b)).item<bool>()) return std::nullopt;
   return RuleMatch{"index_ties",
                    "both modes occur equally often: mode may return any most frequent value"};
