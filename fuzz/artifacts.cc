@@ -78,7 +78,8 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
 
 }  // namespace
 
-int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen) {
+int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
+                       std::set<std::string>* quarantine) {
   std::error_code ec;
   std::vector<std::string> fresh;
   for (const auto& entry : fs::directory_iterator(c.crashes_dir, ec)) {
@@ -125,6 +126,10 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen) {
         {"signal", r.signal},
         {"summary", absl::StrCat(hit.divergence_class, " in ", hit.root_op, " on ", hit.wrong_side,
                                  reproduced ? "" : " (did not recur in a fresh process)")}};
+    if (r.hung && !r.op.empty() && quarantine->insert(r.op).second) {
+      std::cout << "divfuzz campaign: " << r.op
+                << " hangs reproducibly; later workers skip programs that use it\n";
+    }
     absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, graph::PrintProgram(program));
     if (!rec.ok()) continue;
     ++recorded;

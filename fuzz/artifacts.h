@@ -18,6 +18,8 @@ struct ArtifactContext {
 
 // Handles every artifact not in `seen` (and adds it); returns how many became
 // findings. Progress goes to stdout.
-int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen);
+// Ops of reproduced hangs are added to `quarantine`.
+int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
+                       std::set<std::string>* quarantine);
 
 }  // namespace divfuzz::fuzz

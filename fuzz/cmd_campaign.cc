@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "fuzz/artifacts.h"
@@ -175,7 +176,7 @@ int RunCampaign(const std::vector<std::string>& args) {
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   int64_t executions = 0;
   int restarts = 0;
-  std::set<std::string> handled_artifacts;
+  std::set<std::string> handled_artifacts, quarantine;
   nlohmann::json totals = {{"roots_by_tier", nlohmann::json::object()}, {"moved_by_rules", 0}};
   for (int worker = 0;; ++worker) {
     const int remaining = budget - static_cast<int>(elapsed());
@@ -198,7 +199,8 @@ int RunCampaign(const std::vector<std::string>& args) {
                                    {"DIVFUZZ_FINDINGS", findings},
                                    {"DIVFUZZ_STATS", stats},
                                    {"DIVFUZZ_POLICY", absl::GetFlag(FLAGS_policy)},
-                                   {"DIVFUZZ_TF32", absl::GetFlag(FLAGS_tf32) ? "1" : "0"}});
+                                   {"DIVFUZZ_TF32", absl::GetFlag(FLAGS_tf32) ? "1" : "0"},
+                                   {"DIVFUZZ_QUARANTINE", absl::StrJoin(quarantine, ",")}});
     int status = 0;
     auto last_print = Clock::now();
     while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -225,7 +227,7 @@ int RunCampaign(const std::vector<std::string>& args) {
     ++restarts;
     RecordNewArtifacts(
         {absl::StrCat(work, "/crashes"), findings, targets, absl::GetFlag(FLAGS_timeout)},
-        &handled_artifacts);
+        &handled_artifacts, &quarantine);
     std::cout << "divfuzz campaign: worker " << worker << " ended with "
               << (WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status))
                                       : absl::StrCat("exit code ", WEXITSTATUS(status)))

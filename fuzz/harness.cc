@@ -44,12 +44,13 @@ struct Harness::State {
   int64_t executions = 0, parsed = 0, generated = 0, diverged = 0, new_findings = 0;
   std::map<std::string, int64_t> roots_by_tier;  // root divergence hits per tier
   int64_t moved_by_rules = 0;  // roots a side was blamed for that a policy rule explains
+  int64_t quarantined = 0;     // programs skipped for a quarantined op
 
   nlohmann::json Json() const {
-    return {{"executions", executions},        {"parsed", parsed},
-            {"generated", generated},          {"diverged", diverged},
-            {"new_findings", new_findings},    {"roots_by_tier", roots_by_tier},
-            {"moved_by_rules", moved_by_rules}};
+    return {{"executions", executions},         {"parsed", parsed},
+            {"generated", generated},           {"diverged", diverged},
+            {"new_findings", new_findings},     {"roots_by_tier", roots_by_tier},
+            {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined}};
   }
   std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
 };
@@ -85,6 +86,9 @@ HarnessConfig ConfigFromEnvironment() {
   c.policy.cuda_tf32 = Env("DIVFUZZ_TF32") == "1";
   exec::SetCudaMathMode({c.policy.cuda_tf32, c.policy.cuda_tf32});
   c.stats_path = std::string(Env("DIVFUZZ_STATS"));
+  for (absl::string_view op : absl::StrSplit(Env("DIVFUZZ_QUARANTINE"), ',', absl::SkipEmpty())) {
+    c.quarantine.insert(std::string(op));
+  }
   return c;
 }
 
@@ -267,6 +271,13 @@ int Harness::TestOneInput(const uint8_t* data, size_t size) {
   bool parsed = false;
   graph::Program program = ProgramFromBytes(data, size, &parsed);
   ++(parsed ? state_->parsed : state_->generated);
+  for (const graph::Node& n : program.nodes) {
+    if (config_.quarantine.count(n.QualifiedName())) {
+      ++state_->quarantined;
+      BumpCounter(n.QualifiedName(), "", "quarantined");
+      return 0;
+    }
+  }
   RunProgram(program);
   return 0;
 }

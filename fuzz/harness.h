@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "exec/run_result.h"
@@ -27,13 +28,17 @@ struct HarnessConfig {
   exec::Target target_b = exec::Target::kCpuF64;
   std::string findings_dir = "findings";
   std::string stats_path;  // when set, execution counts are written there
+  // Ops whose programs are not run: the campaign quarantines an op once it
+  // has a reproduced hang finding, so workers stop dying on the same hang.
+  std::set<std::string> quarantine;
   oracles::Policy policy = oracles::DefaultPolicy();
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
 };
 
 // From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS, DIVFUZZ_STATS,
-// DIVFUZZ_POLICY (a policy file) and DIVFUZZ_TF32=1 (CUDA with TF32); the
+// DIVFUZZ_POLICY (a policy file), DIVFUZZ_TF32=1 (CUDA with TF32) and
+// DIVFUZZ_QUARANTINE (comma-separated ops not to run); the
 // default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
 // once on stderr).
 HarnessConfig ConfigFromEnvironment();
