@@ -94,3 +94,19 @@ TEST(Harness, MutatorOutputFitsAndParses) {
 
 }  // namespace
 }  // namespace divfuzz::fuzz
+
+namespace divfuzz::fuzz {
+namespace {
+
+TEST(Harness, QuarantinedOpsAreNotRun) {
+  const std::string dir = testing::TempDir("findings");
+  HarnessConfig config = CpuPair(dir);
+  config.quarantine = {"aten::sub.Tensor"};
+  Harness h(config);
+  h.TestOneInput(reinterpret_cast<const uint8_t*>(kDiverging), sizeof(kDiverging) - 1);
+  auto store = store::FindingsStore::Open(dir);
+  EXPECT_TRUE((*store)->Load()->empty());
+}
+
+}  // namespace
+}  // namespace divfuzz::fuzz
