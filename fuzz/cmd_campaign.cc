@@ -115,6 +115,61 @@ void PrintSummary(const std::string& findings_dir, int64_t executions, double se
   std::cout << "findings: " << findings_dir << "/index.jsonl\n";
 }
 
+// One status line for the terminal and one row for stats.csv.
+class StatusReporter {
+ public:
+  StatusReporter(std::string work, std::string findings)
+      : work_(std::move(work)), findings_(std::move(findings)) {
+    csv_path_ = work_ + "/stats.csv";
+    if (!fs::exists(csv_path_)) {
+      std::ofstream(csv_path_) << "elapsed_s,executions,exec_per_s,corpus,buckets,bug,divergence,"
+                                  "expected,dtype_gap\n";
+    }
+  }
+
+  void Report(double elapsed, int64_t executions) {
+    const double rate =
+        elapsed > last_elapsed_ ? (executions - last_executions_) / (elapsed - last_elapsed_) : 0;
+    last_elapsed_ = elapsed;
+    last_executions_ = executions;
+    std::error_code ec;
+    int64_t corpus = 0;
+    for (auto it = fs::directory_iterator(work_ + "/corpus", ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      ++corpus;
+    }
+    std::map<std::string, int> tiers;
+    std::string newest, newest_time;
+    int buckets = 0;
+    if (auto store = store::FindingsStore::Open(findings_); store.ok()) {
+      if (auto index = (*store)->Load(); index.ok()) {
+        for (const nlohmann::json& e : *index) {
+          ++buckets;
+          tiers[e.value("tier", "?")]++;
+          if (e.value("first_seen", "") >= newest_time) {
+            newest_time = e.value("first_seen", "");
+            newest = e.value("id", "");
+          }
+        }
+      }
+    }
+    std::cout << absl::StrFormat(
+                     "[%5.0fs] %d execs (%.0f/s), corpus %d, buckets %d (bug %d, divergence %d, "
+                     "expected %d, gap %d), last new: %s\n",
+                     elapsed, executions, rate, corpus, buckets, tiers["bug"], tiers["divergence"],
+                     tiers["expected"], tiers["dtype_gap"], newest.empty() ? "-" : newest)
+              << std::flush;
+    std::ofstream(csv_path_, std::ios::app) << absl::StrFormat(
+        "%.0f,%d,%.1f,%d,%d,%d,%d,%d,%d\n", elapsed, executions, rate, corpus, buckets,
+        tiers["bug"], tiers["divergence"], tiers["expected"], tiers["dtype_gap"]);
+  }
+
+ private:
+  std::string work_, findings_, csv_path_;
+  double last_elapsed_ = 0;
+  int64_t last_executions_ = 0;
+};
+
 }  // namespace
 
 std::string ResolveTargets(const std::string& flag_value) {
@@ -177,6 +232,7 @@ int RunCampaign(const std::vector<std::string>& args) {
   int64_t executions = 0;
   int restarts = 0;
   std::set<std::string> handled_artifacts, quarantine;
+  StatusReporter status_line(work, findings);
   nlohmann::json totals = {{"roots_by_tier", nlohmann::json::object()}, {"moved_by_rules", 0}};
   for (int worker = 0;; ++worker) {
     const int remaining = budget - static_cast<int>(elapsed());
@@ -205,12 +261,9 @@ int RunCampaign(const std::vector<std::string>& args) {
     auto last_print = Clock::now();
     while (waitpid(pid, &status, WNOHANG) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (Clock::now() - last_print >= std::chrono::seconds(10)) {
+      if (Clock::now() - last_print >= std::chrono::seconds(5)) {
         last_print = Clock::now();
-        const nlohmann::json j = ReadJson(stats);
-        std::cout << absl::StrFormat("[%4.0fs] executions %d, new buckets %d\n", elapsed(),
-                                     executions + Get(j, "executions"), Get(j, "new_findings"))
-                  << std::flush;
+        status_line.Report(elapsed(), executions + Get(ReadJson(stats), "executions"));
       }
       if (elapsed() > budget + 30) kill(pid, SIGKILL);  // libFuzzer missed its deadline
     }
