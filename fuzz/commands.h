@@ -12,6 +12,8 @@ int RunCampaign(const std::vector<std::string>& args);
 int RunReplay(const std::vector<std::string>& args);
 int RunOps(const std::vector<std::string>& args);
 int RunLocate(const std::vector<std::string>& args);
+int RunMinimize(const std::vector<std::string>& args);
+int RunRepro(const std::vector<std::string>& args);
 
 // "cpu,cuda" where CUDA is available, else "cpu,cpu-f64"; a --targets value wins.
 std::string ResolveTargets(const std::string& flag_value);

@@ -19,6 +19,12 @@ Commands:
   ops [--json]        list the op catalogue
   locate FILE         replay a crash/timeout artifact node by node (campaign uses it to name
                       the node that crashed or hung)
+  minimize FILE.dfz   reduce a diverging program to a minimal one with the same root divergence
+                      [--max_seconds=60] [--targets=A,B] [--signature=S] [--out=FILE.min.dfz]
+                      (exit 1 when the program does not diverge)
+  repro FINDING       minimize a finding (findings/<id>/ or a .dfz) and write min.dfz, repro.py,
+                      repro_cpp/ and report.md [--out=DIR] [--minimize=false] [--max_seconds=60]
+                      (exit 1 when the divergence does not reproduce here)
   fuzz LIBFUZZER_ARGS a raw libFuzzer worker (what campaign runs); DIVFUZZ_TARGETS,
                       DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it
 
@@ -43,6 +49,8 @@ int main(int argc, char** argv) {
   if (command == "replay") return divfuzz::fuzz::RunReplay(args);
   if (command == "ops") return divfuzz::fuzz::RunOps(args);
   if (command == "locate") return divfuzz::fuzz::RunLocate(args);
+  if (command == "minimize") return divfuzz::fuzz::RunMinimize(args);
+  if (command == "repro") return divfuzz::fuzz::RunRepro(args);
   std::cerr << "divfuzz: unknown command '" << command << "'\n\n" << kUsage << "\n";
   return 2;
 }

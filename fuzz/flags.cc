@@ -19,3 +19,13 @@ ABSL_FLAG(std::string, policy, "",
 ABSL_FLAG(bool, tf32, false,
           "let CUDA use TF32 and reduced-precision reductions (off by default); their "
           "divergences are then reported as expected");
+ABSL_FLAG(int, max_seconds, 60, "minimize, repro: time budget of the reducer in seconds");
+ABSL_FLAG(std::string, out, "",
+          "minimize: output program (default FILE.min.dfz; - for stdout); repro: output folder "
+          "(default: the finding's folder, or FILE.repro/)");
+ABSL_FLAG(std::string, signature, "",
+          "minimize, repro: the root divergence to keep, op|dtype|class|wrong_side (default: a "
+          "finding's bucket, else the most severe root)");
+ABSL_FLAG(std::string, passes, "",
+          "minimize, repro: comma-separated reduction passes to run (default: all)");
+ABSL_FLAG(bool, minimize, true, "repro: minimize before writing the repros");

@@ -15,3 +15,8 @@ ABSL_DECLARE_FLAG(int, timeout);
 ABSL_DECLARE_FLAG(int, rss_limit_mb);
 ABSL_DECLARE_FLAG(std::string, policy);
 ABSL_DECLARE_FLAG(bool, tf32);
+ABSL_DECLARE_FLAG(int, max_seconds);
+ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(std::string, signature);
+ABSL_DECLARE_FLAG(std::string, passes);
+ABSL_DECLARE_FLAG(bool, minimize);

@@ -369,10 +369,9 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
   return out;
 }
 
-}  // namespace
-
-std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
-  // Resolve the diverging output.
+// The diverging node's index (spec.node_index, or the node defining the first
+// output, or the last node), or an error message.
+int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::string* error) {
   int node_index = spec.node_index;
   if (node_index < 0) {
     node_index = static_cast<int>(program.nodes.size()) - 1;
@@ -384,15 +383,22 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
       }
     }
   }
-  std::string spec_error;
   if (node_index < 0 || node_index >= static_cast<int>(program.nodes.size())) {
-    spec_error = absl::StrCat("the repro names node ", spec.node_index, " of a program of ",
-                              program.nodes.size(), " nodes");
+    *error = absl::StrCat("the repro names node ", spec.node_index, " of a program of ",
+                          program.nodes.size(), " nodes");
   } else if (spec.output_index < 0 ||
              spec.output_index >= static_cast<int>(program.nodes[node_index].results.size())) {
-    spec_error = absl::StrCat("the repro names result ", spec.output_index, " of node ", node_index,
-                              ", which has ", program.nodes[node_index].results.size());
+    *error = absl::StrCat("the repro names result ", spec.output_index, " of node ", node_index,
+                          ", which has ", program.nodes[node_index].results.size());
   }
+  return node_index;
+}
+
+}  // namespace
+
+std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
+  std::string spec_error;
+  const int node_index = ResolveNode(program, spec, &spec_error);
   if (!spec_error.empty()) {
     return absl::StrCat("#!/usr/bin/env python3\n# divfuzz repro: ", CommentText(spec.title),
                         "\nimport sys\n\nprint(", PyStr(spec_error), ")\nsys.exit(2)\n");
@@ -409,7 +415,8 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "NODE = ", node_index, "  # the diverging node\n");
   absl::StrAppend(&out, "OUTPUT = ", spec.output_index, "  # which of its results\n");
   absl::StrAppend(&out, "VALUE = ", PyStr(value), "\n");
-  absl::StrAppend(&out, "OP = ", PyStr(target.QualifiedName()), "\n\n\n");
+  absl::StrAppend(&out, "OP = ", PyStr(target.QualifiedName()), "\n");
+  absl::StrAppend(&out, "SEEN = ", PyStr(spec.seen), "  # what divfuzz saw\n\n\n");
 
   absl::StrAppend(&out,
                   "def make_inputs():\n"
@@ -439,6 +446,44 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   }
   if (program.nodes.empty()) absl::StrAppend(&out, "    pass\n");
   absl::StrAppend(&out, "\n\n", kHarness);
+  return out;
+}
+
+std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& spec) {
+  std::string spec_error;
+  const int node_index = ResolveNode(program, spec, &spec_error);
+  if (!spec_error.empty()) return absl::StrCat("# ", CommentText(spec_error), "\n");
+  const graph::Node& target = program.nodes[node_index];
+  const std::string& value = target.results[spec.output_index];
+  std::string out =
+      "import torch\n\n"
+      "F = float.fromhex  # every number below is exact\n"
+      "aten = torch.ops.aten\n\n\n"
+      "def make_inputs():\n"
+      "    v = {}\n";
+  for (const graph::Input& input : program.inputs) absl::StrAppend(&out, InputStatement(input));
+  absl::StrAppend(&out,
+                  "    return v\n\n\n"
+                  "def run(device, float64=False):\n"
+                  "    v = {}\n"
+                  "    for name, t in make_inputs().items():\n"
+                  "        if float64 and (t.is_floating_point() or t.is_complex()):\n"
+                  "            t = t.to(torch.complex128 if t.is_complex() else torch.float64)\n"
+                  "        v[name] = t.to(device)\n"
+                  "    with torch.no_grad():\n");
+  for (int i = 0; i <= node_index; ++i) {
+    const graph::Node& node = program.nodes[i];
+    std::vector<std::string> lhs;
+    for (const std::string& r : node.results) lhs.push_back(PyValue(r));
+    absl::StrAppend(&out, "        ", absl::StrJoin(lhs, ", "), " = ", CallExpr(node), "\n");
+  }
+  absl::StrAppend(&out, "    return ", PyValue(value), ".cpu()\n\n\n",
+                  "torch.set_printoptions(precision=10)\n"
+                  "print('torch', torch.__version__)\n"
+                  "print('cpu:     ', run('cpu'))\n"
+                  "if torch.cuda.is_available():\n"
+                  "    print('cuda:    ', run('cuda'))\n"
+                  "print('float64: ', run('cpu', float64=True))  # the reference\n");
   return out;
 }
 
@@ -501,9 +546,40 @@ def _upcast(t):
     return t
 
 
+REFERENCES = {}  # target -> the diverging node in float64 from that target's own inputs
+
+
+def _pick(out, results):
+    """The diverging result of a node's return value."""
+    if isinstance(out, Failure) or len(results) == 1:
+        return out
+    values = list(out)
+    if len(values) != len(results):
+        return Failure('returned %d results, the program names %d' % (len(values), len(results)),
+                       NODE)
+    return values[OUTPUT]
+
+
+def _reference(v, results, uses, fn):
+    """The oracle's reference for the diverging node: the node rerun on the CPU
+    in float64 from this side's own inputs (so a side is not blamed for
+    rounding it inherited from earlier nodes)."""
+    saved = {u: v[u] for u in uses}
+    try:
+        for u in uses:
+            if isinstance(v[u], torch.Tensor):
+                v[u] = _upcast(v[u].detach().cpu()).clone()
+        return _snapshot(_pick(fn(), results))
+    except Exception as e:  # noqa: BLE001 -- the reference may raise too
+        return Failure('%s: %s' % (type(e).__name__, str(e).strip()), NODE)
+    finally:
+        v.update(saved)
+
+
 def run(target):
     """Runs the program on one target; returns the diverging output as a CPU
-    tensor, or a Failure when that node (or one it depends on) raised."""
+    tensor, or a Failure when that node (or one it depends on) raised. For cpu
+    and cuda it also records the node's float64 reference in REFERENCES."""
     if target == 'cpu-scalar':
         return _run_in_child('cpu', {'ATEN_CPU_CAPABILITY': 'default'})
     device = 'cuda' if target == 'cuda' else 'cpu'
@@ -518,6 +594,8 @@ def run(target):
         if failed:
             out = failed[0]
         else:
+            if index == NODE and target in ('cpu', 'cuda'):
+                REFERENCES[target] = _reference(v, results, uses, fn)
             try:
                 out = fn()
                 if device == 'cuda':
@@ -614,18 +692,18 @@ def _at(t, flat, part_index):
 
 
 def compare(a, b, name_a, name_b):
-    """The oracle's rules for one output, in order. Returns (class, detail);
-    class None means no divergence."""
+    """The oracle's rules for one output, in order. Returns (class, detail,
+    flat index into the real view or None); class None means no divergence."""
     fa, fb = isinstance(a, Failure), isinstance(b, Failure)
     if fa and fb:
-        return None, 'both targets raised'
+        return None, 'both targets raised', None
     if fa or fb:
         side, f = (name_a, a) if fa else (name_b, b)
         cls = 'dtype_gap' if 'not implemented for' in f.message else 'error_split'
-        return cls, 'only %s raised: %s' % (side, f.message)
+        return cls, 'only %s raised: %s' % (side, f.message), None
     if a.shape != b.shape or a.dtype != b.dtype:
         return 'meta_split', '%s: %s %s, %s: %s %s' % (name_a, a.dtype, list(a.shape), name_b,
-                                                       b.dtype, list(b.shape))
+                                                       b.dtype, list(b.shape)), None
     if a.is_floating_point() or a.is_complex():
         per = 2 if a.is_complex() else 1
         pa, pb = _parts(a), _parts(b)
@@ -634,7 +712,7 @@ def compare(a, b, name_a, name_b):
         if len(differ):
             i = int(differ[0])
             return 'class_split', 'element %d: %s %s, %s %s' % (
-                i // per, name_a, _at(a, i // per, i % per), name_b, _at(b, i // per, i % per))
+                i // per, name_a, _at(a, i // per, i % per), name_b, _at(b, i // per, i % per)), i
         rtol, atol = TOLERANCES[a.dtype]
         finite = ca == 0  # the classes agree: both sides finite there
         err = torch.where(finite, (pa - pb).abs(), torch.zeros_like(pa))
@@ -645,14 +723,14 @@ def compare(a, b, name_a, name_b):
             return 'tolerance', ('element %d: %s %s, %s %s, |a-b| = %r > %r = atol %r + rtol %r * |b|'
                                  % (i // per, name_a, _at(a, i // per, i % per), name_b,
                                     _at(b, i // per, i % per), err[i].item(), allowed[i].item(),
-                                    atol, rtol))
+                                    atol, rtol)), i
         return None, 'equal within rtol %r, atol %r (max |a-b| = %r)' % (
-            rtol, atol, err.max().item() if err.numel() else 0.0)
+            rtol, atol, err.max().item() if err.numel() else 0.0), None
     if not torch.equal(a, b):
         i = int((a.reshape(-1) != b.reshape(-1)).nonzero()[0])
         return 'exact_mismatch', 'element %d: %s %s, %s %s' % (i, name_a, _at(a, i, 0), name_b,
-                                                               _at(b, i, 0))
-    return None, 'exactly equal'
+                                                               _at(b, i, 0)), i
+    return None, 'exactly equal', None
 
 
 def _cpu_name():
@@ -666,19 +744,81 @@ def _cpu_name():
     return platform.processor() or platform.machine()
 
 
+def _cuda_library_versions():
+    """cuBLAS and cuSOLVER as loaded (asked through their GetProperty calls),
+    and the driver: (cublas, cusolver, driver), each None when unknown."""
+    import ctypes
+    found = {}
+    try:
+        with open('/proc/self/maps') as f:
+            for line in f:
+                path = line.split()[-1]
+                base = os.path.basename(path)
+                for lib in ('libcublas.so', 'libcusolver.so'):
+                    if base.startswith(lib):
+                        found.setdefault(lib, path)
+    except OSError:
+        pass
+    if 'libcusolver.so' not in found and 'libcublas.so' in found:
+        d = os.path.dirname(found['libcublas.so'])
+        for name in sorted(os.listdir(d)):
+            if name.startswith('libcusolver.so'):
+                found['libcusolver.so'] = os.path.join(d, name)
+                break
+
+    def version(lib, symbol):
+        try:
+            fn = getattr(ctypes.CDLL(found[lib]), symbol)
+            parts = []
+            for kind in range(3):
+                x = ctypes.c_int()
+                if fn(kind, ctypes.byref(x)) != 0:
+                    return None
+                parts.append(str(x.value))
+            return '.'.join(parts)
+        except (KeyError, OSError, AttributeError):
+            return None
+
+    driver = None
+    try:
+        with open('/sys/module/nvidia/version') as f:
+            driver = f.read().strip()
+    except OSError:
+        pass
+    return (version('libcublas.so', 'cublasGetProperty'),
+            version('libcusolver.so', 'cusolverGetProperty'), driver)
+
+
 def print_environment():
     print('torch %s, python %s, %s' % (torch.__version__, platform.python_version(),
                                         platform.platform()))
     capability = getattr(torch.backends.cpu, 'get_cpu_capability', lambda: '?')()
-    print('CPU: %s (%d cores), ATen CPU capability %s, %d threads' % (
-        _cpu_name(), os.cpu_count() or 0, capability, torch.get_num_threads()))
+    forced = os.environ.get('ATEN_CPU_CAPABILITY')
+    print('CPU: %s (%d cores), ATen CPU capability %s%s, %d threads' % (
+        _cpu_name(), os.cpu_count() or 0, capability,
+        ' (ATEN_CPU_CAPABILITY=%s)' % forced if forced else '', torch.get_num_threads()))
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
-        print('CUDA runtime %s, GPU: %s (sm_%d%d), cuDNN %s, TF32 matmul %s, TF32 cuDNN %s' % (
-            torch.version.cuda, p.name, p.major, p.minor, torch.backends.cudnn.version(),
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32))
+        cublas, cusolver, driver = _cuda_library_versions()
+        print('CUDA runtime %s, GPU: %s (sm_%d%d), driver %s, cuBLAS %s, cuSOLVER %s, cuDNN %s, '
+              'TF32 matmul %s, TF32 cuDNN %s' % (
+                  torch.version.cuda, p.name, p.major, p.minor, driver, cublas, cusolver,
+                  torch.backends.cudnn.version(), torch.backends.cuda.matmul.allow_tf32,
+                  torch.backends.cudnn.allow_tf32))
     else:
         print('CUDA: not available (torch built with CUDA %s)' % torch.version.cuda)
+
+
+def exact(t, limit=64):
+    """The first elements exactly: hex floats (complex: re, im), integers."""
+    flat = t.reshape(-1)[:limit]
+    if t.is_complex():
+        vals = [x.hex() for p in flat.to(torch.complex128).tolist() for x in (p.real, p.imag)]
+    elif t.is_floating_point():
+        vals = [x.hex() for x in flat.to(torch.float64).tolist()]
+    else:
+        vals = [str(int(x)) for x in flat.to(torch.int64).tolist()]
+    return ' '.join(vals) + (' ...' if t.numel() > limit else '')
 
 
 def show(name, r):
@@ -687,6 +827,49 @@ def show(name, r):
     else:
         print('%s: dtype %s, shape %s' % (name, r.dtype, list(r.shape)))
         print(r)
+        print('  exact: %s' % exact(r))
+
+
+_MANTISSA = {torch.float16: 10, torch.bfloat16: 7, torch.float32: 23, torch.float64: 52,
+             torch.complex64: 23, torch.complex128: 52}
+
+
+def ulps(value, reference, dtype):
+    """|value - reference| in units in the last place of dtype at the reference."""
+    if dtype not in _MANTISSA or not (math.isfinite(value) and math.isfinite(reference)):
+        return None
+    real = {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+    info = torch.finfo(real)
+    tiny = info.tiny * info.eps  # the smallest subnormal
+    spacing = tiny if reference == 0 else max(
+        math.ldexp(1.0, math.frexp(abs(reference))[1] - 1 - _MANTISSA[dtype]), tiny)
+    return abs(value - reference) / spacing
+
+
+def element(t, flat):
+    """Element `flat` of the real view (complex: re, im interleaved) as a float."""
+    return float(_parts(t)[flat])
+
+
+def check_side(name, value, reference):
+    """Whether a side misses the float64 reference computed from its own inputs,
+    and why (None, None when there is no reference to judge it by)."""
+    if reference is None:
+        return None, None
+    if isinstance(reference, Failure):
+        if isinstance(value, Failure):
+            return False, '%s raises, and so does the float64 reference' % name
+        return True, 'the float64 reference raises (%s) but %s returns values' % (
+            reference.message, name)
+    if isinstance(value, Failure):
+        return True, '%s raises (%s) where the float64 reference computes a value' % (
+            name, value.message)
+    ref = reference.to(value.dtype) if reference.dtype != value.dtype else reference
+    cls, detail, _ = compare(value, ref, name, 'reference')
+    if cls is None:
+        return False, '%s matches the float64 reference computed from its own inputs' % name
+    return True, '%s misses the float64 reference computed from its own inputs: %s: %s' % (
+        name, cls, detail)
 
 
 def dump_inputs():
@@ -717,37 +900,77 @@ def main():
     torch.set_printoptions(precision=10, threshold=sys.maxsize)
     targets = [args.target_a, args.target_b]
     print('divfuzz repro: %s' % TITLE)
+    if SEEN:
+        print('divfuzz saw: %s' % SEEN)
     print_environment()
-    if 'cuda' in targets and not torch.cuda.is_available():
-        print('CUDA not available: skipping (compare other targets with --target-a/--target-b, '
-              'e.g. --target-a cpu --target-b cpu-f64)')
-        return 0
-    for t in targets:
-        if t not in TARGETS:
-            print('unknown target %r (known: %s)' % (t, ', '.join(TARGETS)))
-            return 2
-    # Without the float64 reference among the targets, run it too: it says
-    # which side is wrong (informational; the verdict compares the two).
-    runs = targets + ([] if 'cpu-f64' in targets else ['cpu-f64'])
+    cuda = torch.cuda.is_available()
+    # CPU, CUDA and the float64 reference always (CUDA skipped when absent),
+    # and whatever else the two targets name.
+    runs = []
+    for t in ['cpu', 'cuda', 'cpu-f64'] + targets:
+        if t not in runs:
+            runs.append(t)
     results = {}
     for t in runs:
+        if t == 'cuda' and not cuda:
+            continue
         results[t] = run(t)
-    _cast_back(results, runs)
+    _cast_back(results, list(results))
     print()
     print('Output %%%s: result %d of node %d, %s' % (VALUE, OUTPUT, NODE, OP))
     for t in runs:
+        if t not in results:
+            print('%s: skipped (CUDA not available)' % t)
+            continue
         show(t, results[t])
+        if t in REFERENCES:
+            ref = REFERENCES[t]
+            if isinstance(ref, Failure):
+                print('  float64 reference from %s\'s own inputs: %s' % (t, ref))
+            else:
+                print('  float64 reference from %s\'s own inputs: %s' % (t, exact(ref)))
     print()
-    if 'cpu-f64' not in targets:
-        for t in targets:
-            cls, detail = compare(results[t], results['cpu-f64'], t, 'cpu-f64')
-            print('reference: %s vs cpu-f64: %s: %s' % (t, cls or 'agrees', detail))
+    if 'cuda' in targets and not cuda:
+        print('CUDA not available: skipping the verdict (compare other targets with '
+              '--target-a/--target-b, e.g. --target-a cpu --target-b cpu-f64)')
+        return 0
     a, b = targets
-    cls, detail = compare(results[a], results[b], a, b)
+    cls, detail, flat = compare(results[a], results[b], a, b)
     if cls is None:
         print('VERDICT: no divergence (%s vs %s): %s' % (a, b, detail))
         return 0
     print('VERDICT: divergence reproduces (%s vs %s): %s: %s' % (a, b, cls, detail))
+    # Who is wrong: each side against the float64 reference of the node
+    # computed from its own inputs (cpu-f64 is the reference itself).
+    wrong = {}
+    for t in targets:
+        if t == 'cpu-f64':
+            print('  %s: the reference itself' % t)
+            continue
+        miss, why = check_side(t, results[t], REFERENCES.get(t))
+        if miss is None:
+            print('  %s: no per-node reference (runs in a child process)' % t)
+            continue
+        wrong[t] = miss
+        print('  %s' % why)
+        value, ref = results[t], REFERENCES.get(t)
+        if (flat is not None and isinstance(value, torch.Tensor) and
+                isinstance(ref, torch.Tensor) and (value.is_floating_point() or value.is_complex())):
+            try:
+                x, r = element(value, flat), element(ref, flat)
+                u = ulps(x, r, value.dtype)
+                print('    at that element: %s %r, float64 reference %r%s' % (
+                    t, x, r, '' if u is None else ', error %.4g ULPs' % u))
+            except (IndexError, RuntimeError, TypeError):
+                pass
+    blamed = [t for t in targets if wrong.get(t)]
+    if len(blamed) == 2:
+        side = 'undecided' if cls == 'tolerance' else 'both'
+    elif len(blamed) == 1:
+        side = blamed[0]
+    else:
+        side = 'undecided'
+    print('WRONG SIDE: %s' % side)
     return 1
 
 

@@ -1,8 +1,12 @@
 // The standalone Python repro: a script that needs only torch, rebuilds every
-// input bit-exactly, runs the program's nodes through torch.ops.aten on two
-// targets, prints the environment and both values of the diverging output,
-// judges them with the oracle's rules and exits 1 when the divergence
-// reproduces (0 when it does not, 2 when the script itself fails).
+// input bit-exactly, runs the program's nodes through torch.ops.aten on the
+// CPU, on CUDA (skipped with a message when absent) and on the float64
+// reference, prints the environment and the three values of the diverging
+// output (and their exact bits), each side's float64 reference of the
+// diverging node computed from its own inputs with the error in ULPs, judges
+// the two targets with the oracle's rules, says which side is wrong, and
+// exits 1 when the divergence reproduces (0 when it does not, 2 when the
+// script itself fails), so it can drive `git bisect run`.
 #pragma once
 
 #include <string>
@@ -24,10 +28,19 @@ struct ReproSpec {
   int node_index = -1;
   int output_index = 0;
   std::string title;  // one line, e.g. "aten::logdet: -inf on cpu, finite on cpu-f64"
+  // What the fuzzer saw, one line the script prints (informational), e.g.
+  // "class_split, wrong side cpu: cpu -inf, cpu-f64 -4.605170249938965".
+  std::string seen;
 };
 
 // The script's text. Never fails: a spec that names no node of the program
 // yields a script that says so and exits 2.
 std::string EmitPython(const graph::Program& program, const ReproSpec& spec);
+
+// A short script for pasting into an issue: the inputs (bit-exact), the
+// program's nodes up to the diverging one, and the diverging output printed
+// on the CPU, on CUDA when available, and in float64 (every floating input
+// upcast). No verdict logic; EmitPython's script has that.
+std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& spec);
 
 }  // namespace divfuzz::minimize

@@ -1,0 +1,174 @@
+// divfuzz repro FINDING: minimize a finding (a findings folder <store>/<id>/ or
+// a program file) and write min.dfz, repro.py, repro_cpp/ and report.md
+// (minimize/repro.h). In a findings store the index's fields are updated.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "exec/executor.h"
+#include "fuzz/commands.h"
+#include "fuzz/flags.h"
+#include "graph/parser.h"
+#include "minimize/repro.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+bool IsDir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsFile(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream s;
+  s << in.rdbuf();
+  *out = s.str();
+  return true;
+}
+
+// A finding folder: its store (the parent folder, when it has an index) and
+// index entry.
+struct Finding {
+  std::string dir;
+  std::string id;
+  std::unique_ptr<store::FindingsStore> store;
+  nlohmann::json entry;
+};
+
+Finding OpenFinding(std::string dir) {
+  Finding f;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  f.dir = dir;
+  const size_t slash = dir.rfind('/');
+  f.id = slash == std::string::npos ? dir : dir.substr(slash + 1);
+  const std::string parent = slash == std::string::npos ? "." : dir.substr(0, slash);
+  if (!IsFile(parent + "/index.jsonl")) return f;
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> s = store::FindingsStore::Open(parent);
+  if (!s.ok()) return f;
+  absl::StatusOr<std::vector<nlohmann::json>> index = (*s)->Load();
+  if (!index.ok()) return f;
+  for (const nlohmann::json& e : *index) {
+    if (e.value("id", "") == f.id) {
+      f.entry = e;
+      f.store = std::move(*s);
+      break;
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+int RunRepro(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::cerr << "divfuzz repro: expected one finding folder or program file (.dfz)\n";
+    return 2;
+  }
+  const std::string& arg = args[0];
+  minimize::ReproOptions options;
+  Finding finding;
+  std::string program_path = arg;
+  std::string out_dir = absl::GetFlag(FLAGS_out);
+  std::string targets_flag = absl::GetFlag(FLAGS_targets);
+  if (IsDir(arg)) {
+    finding = OpenFinding(arg);
+    program_path = finding.dir + "/program.dfz";
+    if (out_dir.empty()) out_dir = finding.dir;
+    options.finding_id = finding.id;
+    if (!finding.entry.is_null()) {
+      options.signature = finding.entry.value("signature", "");
+      // "cpu vs cuda" -> "cpu,cuda" unless --targets says otherwise.
+      const std::string stored = finding.entry.value("targets", "");
+      if (targets_flag.empty() && absl::StrContains(stored, " vs ")) {
+        targets_flag = absl::StrReplaceAll(stored, {{" vs ", ","}});
+      }
+      const nlohmann::json detail = finding.entry.value("detail", nlohmann::json::object());
+      options.node_index = detail.value("node", -1);
+      options.output_index = detail.value("output", 0);
+      if (detail.contains("summary")) {
+        options.seen =
+            absl::StrCat(finding.entry.value("class", ""), ", tier ",
+                         finding.entry.value("tier", ""), ", wrong side ",
+                         finding.entry.value("wrong_side", ""), ": ", detail.value("summary", ""));
+      }
+    }
+  } else if (out_dir.empty()) {
+    out_dir =
+        absl::EndsWith(arg, ".dfz") ? arg.substr(0, arg.size() - 4) + ".repro" : arg + ".repro";
+  }
+  std::string text;
+  if (!ReadFile(program_path, &text)) {
+    std::cerr << program_path << ": cannot read the file\n";
+    return 2;
+  }
+  absl::StatusOr<graph::Program> program = graph::ParseProgram(text, program_path);
+  if (!program.ok()) {
+    std::cerr << program.status().message() << "\n";
+    return 2;
+  }
+  const std::string targets = ResolveTargets(targets_flag);
+  std::vector<std::string> pair = absl::StrSplit(targets, ',');
+  absl::StatusOr<exec::Target> ta = exec::ParseTarget(pair.empty() ? "" : pair[0]);
+  absl::StatusOr<exec::Target> tb = exec::ParseTarget(pair.size() < 2 ? "" : pair[1]);
+  if (pair.size() != 2 || !ta.ok() || !tb.ok()) {
+    std::cerr << "divfuzz: targets " << targets << ": expected two of cpu, cuda, cpu-f64\n";
+    return 2;
+  }
+  options.target_a = *ta;
+  options.target_b = *tb;
+  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
+    absl::StatusOr<oracles::Policy> loaded = oracles::LoadPolicy(p);
+    if (!loaded.ok()) {
+      std::cerr << loaded.status().message() << "\n";
+      return 2;
+    }
+    options.policy = *loaded;
+  }
+  options.policy.cuda_tf32 = absl::GetFlag(FLAGS_tf32);
+  exec::SetCudaMathMode({absl::GetFlag(FLAGS_tf32), absl::GetFlag(FLAGS_tf32)});
+  options.max_seconds = absl::GetFlag(FLAGS_max_seconds);
+  if (const std::string sig = absl::GetFlag(FLAGS_signature); !sig.empty()) options.signature = sig;
+  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_passes), ',', absl::SkipEmpty())) {
+    options.passes.emplace_back(p);
+  }
+  options.minimize = absl::GetFlag(FLAGS_minimize);
+  options.log = &std::cerr;
+
+  absl::StatusOr<minimize::ReproFiles> files = minimize::MakeRepro(*program, options);
+  if (!files.ok()) {
+    std::cerr << program_path << ": " << files.status().message() << "\n";
+    return 2;
+  }
+  absl::Status written;
+  if (finding.store != nullptr && out_dir == finding.dir) {
+    written = minimize::WriteReproToStore(*finding.store, finding.id, *files);
+  } else {
+    written = minimize::WriteReproToDir(out_dir, *files);
+  }
+  if (!written.ok()) {
+    std::cerr << written.message() << "\n";
+    return 2;
+  }
+  std::cerr << "divfuzz repro: wrote " << out_dir << "/{"
+            << (files->min_dfz.empty() ? "" : "min.dfz, ") << "repro.py, repro_cpp/, report.md}"
+            << (files->reproduced ? "" : " (did not reproduce here: " + files->note + ")") << "\n";
+  return files->reproduced ? 0 : 1;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,416 @@
+#include "minimize/emit_report.h"
+
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/linalg_svdvals.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "exec/format.h"
+#include "graph/printer.h"
+#include "ops/catalogue.h"
+#include "oracles/attribution.h"
+#include "oracles/expected_rules.h"
+
+namespace divfuzz::minimize {
+namespace {
+
+using oracles::Divergence;
+using oracles::DivergenceClass;
+
+const char* const kRules[] = {
+    "info_gated", "index_ties", "float_to_int_casts", "ill_conditioned", "cancelling_reductions",
+    "tf32"};
+
+// What each rule covers, for readers who do not know the policy.
+std::string RuleMeaning(const std::string& rule) {
+  if (rule == "info_gated")
+    return "outputs of a `*_ex` factorization that reports failure (info != 0)";
+  if (rule == "index_ties") return "indices that select equal values (ties may break either way)";
+  if (rule == "float_to_int_casts") return "casts of non-finite or out-of-range floats to integers";
+  if (rule == "ill_conditioned") {
+    return "linear algebra on a matrix whose condition number exceeds 1/eps of the dtype";
+  }
+  if (rule == "cancelling_reductions") {
+    return "sums and dot products within the summation-order bound 2·n·eps·sum|terms|, or whose "
+           "sum|terms| overflows";
+  }
+  if (rule == "tf32") return "CUDA running with TF32 / reduced-precision reductions";
+  return rule;
+}
+
+oracles::Policy OnlyRule(const oracles::Policy& policy, const std::string& rule) {
+  oracles::Policy p = policy;
+  oracles::Policy::Rules& r = p.rules;
+  r.info_gated = rule == "info_gated";
+  r.index_ties = rule == "index_ties";
+  r.float_to_int_casts = rule == "float_to_int_casts";
+  r.ill_conditioned = rule == "ill_conditioned";
+  r.cancelling_reductions = rule == "cancelling_reductions";
+  r.tf32 = rule == "tf32";
+  return p;
+}
+
+bool RuleEnabled(const oracles::Policy& policy, const std::string& rule) {
+  const oracles::Policy::Rules& r = policy.rules;
+  if (rule == "info_gated") return r.info_gated;
+  if (rule == "index_ties") return r.index_ties;
+  if (rule == "float_to_int_casts") return r.float_to_int_casts;
+  if (rule == "ill_conditioned") return r.ill_conditioned;
+  if (rule == "cancelling_reductions") return r.cancelling_reductions;
+  if (rule == "tf32") return r.tf32;
+  return false;
+}
+
+std::string ConditionEvidence(const graph::Program& program, const Evaluation& e,
+                              const Divergence& d) {
+  const graph::Node& node = program.nodes[d.node_index];
+  if (node.args.empty() || node.args[0].value.kind != graph::Literal::Kind::kValue) return "";
+  const auto inputs = oracles::NodeInputs(program, d.node_index, e.a);
+  auto it = inputs.find(node.args[0].value.s);
+  if (it == inputs.end() || !it->second.defined() || it->second.dim() < 2) return "";
+  try {
+    const at::Tensor x = it->second.to(at::kDouble);
+    if (!at::isfinite(x).all().item<bool>()) return "";
+    const at::Tensor s = at::linalg_svdvals(x);
+    const double cond = s.select(-1, 0).div(s.select(-1, s.size(-1) - 1)).max().item<double>();
+    const auto t = e.types.find(node.args[0].value.s);
+    const graph::DType dt = t == e.types.end() ? graph::DType::kF32 : t->second.dtype;
+    return absl::StrCat("condition number ", graph::FormatFloat(cond), " <= 1/eps(",
+                        std::string(graph::DTypeName(dt)),
+                        ") = ", graph::FormatFloat(1.0 / graph::Epsilon(dt)));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+RuleCheck CheckRule(const std::string& rule, const graph::Program& program, const Evaluation& e,
+                    const EvalOptions& options, const Divergence& d) {
+  RuleCheck c{rule, "", ""};
+  if (!RuleEnabled(options.policy, rule)) {
+    c.status = "disabled";
+    c.evidence = "switched off in the tolerance policy";
+    return c;
+  }
+  const std::optional<oracles::RuleMatch> m =
+      oracles::MatchExpectedRule(program, e.types, e.a, e.b, OnlyRule(options.policy, rule), d);
+  if (m) {
+    c.status = "applies";
+    c.evidence = m->reason;
+    return c;
+  }
+  const graph::Node& node = program.nodes[d.node_index];
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  const uint32_t hints = spec == nullptr ? 0 : spec->hints;
+  const std::string op = node.QualifiedName();
+  c.status = "not applicable";
+  if (rule == "info_gated") {
+    if (hints & ops::kInfoGated) {
+      c.status = "does not apply";
+      c.evidence = "the factorization reports success (info == 0) on both sides";
+    } else {
+      c.evidence = absl::StrCat(op, " has no info output");
+    }
+  } else if (rule == "index_ties") {
+    if ((hints & ops::kIndicesOutput) || node.op == "aten::mode") {
+      c.status = "does not apply";
+      c.evidence = d.output_index == 0 && !(node.op == "aten::mode")
+                       ? "the divergence is in the values, not the indices"
+                       : "the two sides' indices select different values: not a tie";
+    } else {
+      c.evidence = absl::StrCat(op, " returns no indices");
+    }
+  } else if (rule == "float_to_int_casts") {
+    if (spec != nullptr && spec->rule == ops::Rule::kCast) {
+      c.status = "does not apply";
+      c.evidence = "not a cast of non-finite or out-of-range floats to an integer type";
+    } else {
+      c.evidence = absl::StrCat(op, " is not a cast");
+    }
+  } else if (rule == "ill_conditioned") {
+    if (hints & ops::kConditioned) {
+      c.status = "does not apply";
+      const std::string cond = ConditionEvidence(program, e, d);
+      c.evidence = cond.empty() ? "the input is not ill-conditioned" : cond;
+    } else {
+      c.evidence = absl::StrCat(op, "'s accuracy does not hinge on a condition number");
+    }
+  } else if (rule == "cancelling_reductions") {
+    if (hints & (ops::kCancellingReduction | ops::kCancellingMatmul)) {
+      c.status = "does not apply";
+      c.evidence = d.cls == DivergenceClass::kTolerance
+                       ? "|A - B| exceeds 2·n·eps·sum|terms|, the rounding bound of any "
+                         "summation order"
+                       : "sum|terms| is within the dtype's range: no order-dependent overflow";
+    } else {
+      c.evidence = absl::StrCat(op, " is not a sum or dot product");
+    }
+  } else if (rule == "tf32") {
+    const bool cuda =
+        options.target_a == exec::Target::kCuda || options.target_b == exec::Target::kCuda;
+    if (cuda && (hints & ops::kTf32Sensitive)) {
+      c.status = "does not apply";
+      c.evidence = "CUDA ran with TF32 and reduced-precision reductions off";
+    } else {
+      c.evidence = cuda ? absl::StrCat(op, " does not use TF32") : "no CUDA target";
+    }
+  }
+  return c;
+}
+
+std::string Md(const std::string& s) {  // inline text in a table cell
+  return absl::StrReplaceAll(s, {{"|", "\\|"}, {"\n", " "}});
+}
+
+std::string Code(const std::string& s) {
+  if (s.empty()) return "";
+  return absl::StrCat("`", absl::StrReplaceAll(s, {{"`", "'"}, {"\n", " "}}), "`");
+}
+
+bool IsReference(const std::string& target) { return target == "cpu-f64"; }
+
+std::string SideValue(const Divergence& d, bool a) { return a ? d.value_a : d.value_b; }
+
+std::string Ulps(double ulp, double rel, const std::string& value, const std::string& ref) {
+  if (ref.empty()) return "";
+  if (ulp == 0 && rel == 0) {
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    const double r = std::strtod(ref.c_str(), nullptr);
+    if (end != value.c_str() && (std::isfinite(v) != std::isfinite(r) || std::isnan(v))) {
+      return "not finite vs finite (class differs)";
+    }
+    if (end == value.c_str()) return "";
+    return "0 ULPs";
+  }
+  return absl::StrFormat("%.4g ULPs (relative %.3g)", ulp, rel);
+}
+
+}  // namespace
+
+std::string ReportTitle(const Divergence& d, const std::string& target_a,
+                        const std::string& target_b) {
+  const std::string head = absl::StrCat(d.op, " (", d.dtype, ")");
+  const bool a_wrong = d.wrong_side == target_a;
+  const bool b_wrong = d.wrong_side == target_b;
+  switch (d.cls) {
+    case DivergenceClass::kClassSplit:
+      if (a_wrong || b_wrong) {
+        const std::string& side = a_wrong ? target_a : target_b;
+        const std::string& value = a_wrong ? d.value_a : d.value_b;
+        const std::string& ref = a_wrong ? d.reference_a : d.reference_b;
+        return absl::StrCat(
+            head, ": ", side, " returns ", value,
+            ref.empty() ? "" : absl::StrCat(" where the float64 reference is ", ref));
+      }
+      return absl::StrCat(head, ": ", target_a, " returns ", d.value_a, ", ", target_b, " ",
+                          d.value_b);
+    case DivergenceClass::kTolerance:
+      if (a_wrong || b_wrong) {
+        return absl::StrFormat("%s: %s is off by %.3g ULPs from the float64 reference", head,
+                               a_wrong ? target_a : target_b, a_wrong ? d.ulp_a : d.ulp_b);
+      }
+      return absl::StrCat(head, ": ", target_a, " and ", target_b, " differ beyond tolerance");
+    case DivergenceClass::kErrorSplit:
+    case DivergenceClass::kDtypeGap: {
+      const bool a_raises = d.value_a != "ok";
+      return absl::StrCat(head, ": raises on ", a_raises ? target_a : target_b, " but not on ",
+                          a_raises ? target_b : target_a);
+    }
+    default:
+      return absl::StrCat(head, ": ", oracles::ClassName(d.cls), " between ", target_a, " and ",
+                          target_b);
+  }
+}
+
+std::string EmitReport(const ReportInput& in) {
+  const Divergence& d = in.root;
+  const std::string& ta = in.spec.target_a;
+  const std::string& tb = in.spec.target_b;
+  std::string out;
+  absl::StrAppend(&out, "# ", ReportTitle(d, ta, tb), "\n\n");
+
+  // Summary.
+  int applied = 0;
+  std::vector<std::string> checked;
+  for (const RuleCheck& r : in.rules) {
+    if (r.status == "applies") ++applied;
+    if (r.status != "disabled") checked.push_back(r.rule);
+  }
+  std::string summary = absl::StrCat(
+      "Running `", d.op, "` on ", in.input_summary.empty() ? "its input" : in.input_summary, ", ",
+      ta, " and ", tb, " disagree (", oracles::ClassName(d.cls), ")");
+  if (d.element >= 0) absl::StrAppend(&summary, " at element ", d.element);
+  absl::StrAppend(&summary, ": ", ta, " gives ", Code(d.value_a), ", ", tb, " gives ",
+                  Code(d.value_b), ". ");
+  if (!d.reference_a.empty() && !d.reference_b.empty() && d.reference_a != d.reference_b) {
+    absl::StrAppend(&summary, "A float64 reference of the same op gives ", Code(d.reference_a),
+                    " from ", ta, "'s inputs and ", Code(d.reference_b), " from ", tb, "'s. ");
+  } else if (!d.reference_a.empty() || !d.reference_b.empty()) {
+    absl::StrAppend(&summary,
+                    "A float64 reference of the same op, computed from each side's own "
+                    "inputs, gives ",
+                    Code(!d.reference_a.empty() ? d.reference_a : d.reference_b), ". ");
+  }
+  if (d.wrong_side == "undecided") {
+    absl::StrAppend(&summary,
+                    "The reference does not single out a wrong side (each side computes this op "
+                    "as well as its own inputs allow), so this is a divergence, not a proven "
+                    "bug. ");
+  } else {
+    absl::StrAppend(&summary, "This shows that **", d.wrong_side, "** is wrong. ");
+  }
+  if (d.tier == "expected") {
+    absl::StrAppend(&summary, "The divergence matches the documented expected-variance rule `",
+                    d.expected_rule, "`, so it may well be expected behaviour. ");
+  } else if (!checked.empty() && d.wrong_side != "undecided") {
+    absl::StrAppend(&summary,
+                    "None of PyTorch's documented reasons for expected variance applies (",
+                    checked.size(),
+                    " rules checked on this op's own inputs, below), and the "
+                    "difference exceeds `torch.testing.assert_close`'s default tolerance. ");
+  }
+  if (in.reduction != nullptr) {
+    absl::StrAppend(&summary, "divfuzz found it in a ", in.reduction->nodes_before,
+                    "-op program and reduced it to ", in.reduction->nodes_after, " op",
+                    in.reduction->nodes_after == 1 ? "" : "s", " on ", in.reduction->elements_after,
+                    " input element", in.reduction->elements_after == 1 ? "" : "s", ".");
+  }
+  absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
+
+  // Repro.
+  absl::StrAppend(&out, "## Minimal repro\n\n```python\n", in.python_snippet,
+                  "```\n\n"
+                  "Every input is given exactly (hex floats). The attached `repro.py` (torch only) "
+                  "and `repro_cpp/` (libtorch, `cmake -DCMAKE_PREFIX_PATH=<torch cmake folder>`) "
+                  "run the same program on ",
+                  ta, ", ", tb,
+                  " and the float64 reference, print the verdict, and exit 1 when the divergence "
+                  "reproduces (0 when not), so they can drive `git bisect run`.\n\n");
+
+  // Expected vs actual.
+  absl::StrAppend(&out, "## Expected (float64) vs actual\n\n");
+  if (d.element >= 0) absl::StrAppend(&out, "At element ", d.element, " of `%", d.value, "`:\n\n");
+  absl::StrAppend(&out,
+                  "| side | value | float64 reference from this side's inputs | error |\n"
+                  "|---|---|---|---|\n");
+  for (bool a : {true, false}) {
+    const std::string& side = a ? ta : tb;
+    const std::string& ref = a ? d.reference_a : d.reference_b;
+    const std::string err = IsReference(side) ? "(this side is the reference)"
+                                              : Ulps(a ? d.ulp_a : d.ulp_b, a ? d.rel_a : d.rel_b,
+                                                     SideValue(d, a), ref);
+    absl::StrAppend(&out, "| ", side, " | ", Md(Code(SideValue(d, a))), " | ", Md(Code(ref)), " | ",
+                    Md(err), " |\n");
+  }
+  absl::StrAppend(&out, "\n", Md(d.detail), "\n\n");
+  if (!in.output_a.empty() || !in.output_b.empty()) {
+    absl::StrAppend(&out, "Whole output:\n\n```\n", ta, ": ", in.output_a, "\n", tb, ": ",
+                    in.output_b, "\n```\n\n");
+  }
+
+  // Why not expected variance.
+  absl::StrAppend(&out, "## Why this is not expected variance\n\n");
+  absl::StrAppend(&out, "- Attribution: ", Md(d.reason), "\n");
+  if (d.cls == DivergenceClass::kTolerance) {
+    absl::StrAppend(&out, "- Tolerance: `torch.testing.assert_close`'s default for ", d.dtype,
+                    " (rtol ", in.tolerance.rtol, ", atol ", in.tolerance.atol,
+                    "): |a - b| <= atol + rtol·|b|, with ", tb, " as the expected side.\n");
+  } else if (d.cls == DivergenceClass::kClassSplit) {
+    absl::StrAppend(&out,
+                    "- The sides differ in kind (finite / inf / NaN), not in rounding: no "
+                    "tolerance covers that.\n");
+  }
+  absl::StrAppend(&out,
+                  "- Documented expected-variance rules, each checked on the op's own "
+                  "inputs:\n\n| rule | covers | verdict | evidence |\n|---|---|---|---|\n");
+  for (const RuleCheck& r : in.rules) {
+    absl::StrAppend(&out, "| `", r.rule, "` | ", Md(RuleMeaning(r.rule)), " | ", r.status, " | ",
+                    Md(r.evidence), " |\n");
+  }
+  if (applied > 0) {
+    absl::StrAppend(&out,
+                    "\nA rule applies: divfuzz files this under tier `expected`; report it "
+                    "only with an argument beyond the numbers above.\n");
+  }
+  absl::StrAppend(&out, "\n");
+
+  // Environment.
+  absl::StrAppend(&out, "## Environment\n\n");
+  for (const auto& [label, value] : in.environment.Items()) {
+    absl::StrAppend(&out, "- ", label, ": ", Md(value), "\n");
+  }
+  absl::StrAppend(&out, "\n");
+
+  // The program.
+  absl::StrAppend(&out, "<details><summary>The program (divfuzz .dfz",
+                  in.finding_id.empty() ? "" : ", finding ", in.finding_id, ")</summary>\n\n```\n",
+                  graph::PrintProgram(in.program), "```\n\nTier `", d.tier, "`, severity `",
+                  oracles::SeverityName(oracles::SeverityRank(d)), "`, signature `",
+                  oracles::Signature(d), "`.");
+  if (in.reduction != nullptr) {
+    absl::StrAppendFormat(&out,
+                          " Reduced from %d to %d ops and %d to %d input elements in %.1f s "
+                          "(%d candidates tried).",
+                          in.reduction->nodes_before, in.reduction->nodes_after,
+                          in.reduction->elements_before, in.reduction->elements_after,
+                          in.reduction->seconds, in.reduction->tests);
+  }
+  absl::StrAppend(&out, "\n</details>\n");
+  return out;
+}
+
+ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluation,
+                        const EvalOptions& options, const ReproSpec& spec) {
+  ReportInput in;
+  in.program = program;
+  in.spec = spec;
+  in.root = evaluation.root;
+  in.environment = CurrentEnvironment();
+  const Divergence& d = evaluation.root;
+  in.spec.node_index = d.node_index;
+  in.spec.output_index = d.output_index;
+  if (in.spec.title.empty()) in.spec.title = ReportTitle(d, spec.target_a, spec.target_b);
+  if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= program.nodes.size()) return in;
+  const graph::Node& node = program.nodes[d.node_index];
+  in.tolerance = options.policy.For(node.QualifiedName(),
+                                    graph::ParseDType(d.dtype).value_or(graph::DType::kF32));
+  for (const char* rule : kRules)
+    in.rules.push_back(CheckRule(rule, program, evaluation, options, d));
+  // The root's tensor inputs, as the program states them.
+  std::vector<std::string> parts;
+  for (const graph::Argument& a : node.args) {
+    if (a.value.kind != graph::Literal::Kind::kValue) continue;
+    const graph::Input* input = nullptr;
+    for (const graph::Input& i : program.inputs) {
+      if (i.name == a.value.s) input = &i;
+    }
+    if (input != nullptr) {
+      parts.push_back(absl::StrCat("`", graph::PrintType(input->type), " = ",
+                                   input->payload.kind == graph::Payload::Kind::kValues
+                                       ? "values(...)"
+                                       : graph::PrintPayload(input->payload, input->type.dtype),
+                                   "`"));
+    } else if (auto t = evaluation.types.find(a.value.s); t != evaluation.types.end()) {
+      parts.push_back(absl::StrCat("a computed `", graph::PrintType(t->second), "`"));
+    }
+  }
+  in.input_summary = absl::StrJoin(parts, " and ");
+  const auto output = [&](const exec::RunResult& r) -> std::string {
+    if (static_cast<size_t>(d.node_index) >= r.nodes.size()) return "not run";
+    const exec::NodeResult& n = r.nodes[d.node_index];
+    if (n.error) return absl::StrCat("raised: ", n.error->message);
+    if (static_cast<size_t>(d.output_index) >= n.outputs.size()) return "";
+    return exec::FormatTensor(n.outputs[d.output_index], 32);
+  };
+  in.output_a = output(evaluation.a);
+  in.output_b = output(evaluation.b);
+  in.python_snippet = EmitPythonSnippet(program, in.spec);
+  return in;
+}
+
+}  // namespace divfuzz::minimize

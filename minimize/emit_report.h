@@ -1,0 +1,59 @@
+// report.md: a bug report ready to paste into a PyTorch issue. Title, a
+// one-paragraph summary, the minimal Python repro inline, expected (float64)
+// vs actual on each side with errors in ULPs, why this is not expected
+// variance (every expected-by-policy rule, checked on the root's own inputs,
+// and the tolerance used), and the environment.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/program.h"
+#include "minimize/emit_python.h"
+#include "minimize/environment.h"
+#include "minimize/reducer.h"
+#include "oracles/tolerance.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::minimize {
+
+// One expected-by-policy rule as judged for the report.
+struct RuleCheck {
+  std::string rule;      // info_gated, index_ties, float_to_int_casts, ill_conditioned,
+                         // cancelling_reductions, tf32
+  std::string status;    // "applies", "does not apply", "not applicable", "disabled"
+  std::string evidence;  // one line
+};
+
+// Everything the report says; EmitReport only formats it.
+struct ReportInput {
+  graph::Program program;  // the (minimal) program
+  ReproSpec spec;          // targets, diverging node and output, title
+  oracles::Divergence root;
+  oracles::Tolerance tolerance;  // the policy's tolerance at the root
+  std::vector<RuleCheck> rules;
+  std::string input_summary;  // "f32[2,2] = fill(1.0)" of the root's tensor inputs
+  std::string output_a;       // the root output on each side (exec::FormatTensor)
+  std::string output_b;
+  std::string python_snippet;  // EmitPythonSnippet
+  Environment environment;
+  // Provenance (optional): reduction statistics, the finding's id.
+  const ReduceResult* reduction = nullptr;
+  std::string finding_id;
+};
+
+// A one-line issue title, e.g. "aten::logdet (f32): cpu returns -inf where
+// the float64 reference is -4.605170249938965".
+std::string ReportTitle(const oracles::Divergence& d, const std::string& target_a,
+                        const std::string& target_b);
+
+std::string EmitReport(const ReportInput& input);
+
+// Fills a ReportInput for the evaluation's root: rule checks (each rule alone
+// against the root's own inputs, with evidence where it does not apply), the
+// outputs, the snippet and this process's environment. The spec's node and
+// output are set from the root.
+ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluation,
+                        const EvalOptions& options, const ReproSpec& spec);
+
+}  // namespace divfuzz::minimize

@@ -1,0 +1,149 @@
+#include "minimize/repro.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "exec/target.h"
+#include "graph/printer.h"
+#include "graph/validate.h"
+#include "minimize/emit_cpp.h"
+#include "minimize/emit_python.h"
+#include "minimize/emit_report.h"
+
+namespace divfuzz::minimize {
+namespace {
+
+// One line: what the oracle concluded about the root.
+std::string Seen(const oracles::Divergence& d, const std::string& ta, const std::string& tb) {
+  std::string s = absl::StrCat(oracles::ClassName(d.cls), ", tier ", d.tier, ", wrong side ",
+                               d.wrong_side, ": ", ta, " ", d.value_a, ", ", tb, " ", d.value_b);
+  if (d.element >= 0) absl::StrAppend(&s, " (element ", d.element, ")");
+  return s;
+}
+
+std::string NotReproducedReport(const graph::Program& program, const ReproOptions& o,
+                                const ReproSpec& spec, const std::string& note) {
+  std::string out = absl::StrCat("# ", spec.title.empty() ? "divfuzz finding" : spec.title,
+                                 "\n\n**Did not reproduce on this machine**: ", note, "\n\n");
+  if (!o.seen.empty()) absl::StrAppend(&out, "divfuzz saw: ", o.seen, "\n\n");
+  absl::StrAppend(&out,
+                  "Run `repro.py` (or `repro_cpp/`) where it was found; they exit 1 when the "
+                  "divergence reproduces.\n\n## Minimal repro (unreduced)\n\n```python\n",
+                  EmitPythonSnippet(program, spec), "```\n\n## Environment (this machine)\n\n");
+  for (const auto& [label, value] : CurrentEnvironment().Items()) {
+    absl::StrAppend(&out, "- ", label, ": ", value, "\n");
+  }
+  absl::StrAppend(&out, "\n<details><summary>The program (divfuzz .dfz)</summary>\n\n```\n",
+                  graph::PrintProgram(program), "```\n</details>\n");
+  return out;
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  std::string prefix;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') continue;
+    prefix = path.substr(0, i);
+    if (prefix.empty()) continue;
+    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) {
+      return absl::InternalError(
+          absl::StrCat("cannot create ", prefix, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproOptions& options) {
+  if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
+  absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature);
+  if (!start.ok()) return start.status();
+  const std::string ta(exec::TargetName(options.target_a));
+  const std::string tb(exec::TargetName(options.target_b));
+  ReproFiles files;
+  ReproSpec spec;
+  spec.target_a = ta;
+  spec.target_b = tb;
+  if (!start->found) {
+    files.note = absl::StrCat(
+        "no root divergence",
+        options.signature.empty() ? "" : absl::StrCat(" with signature ", options.signature),
+        " on ", ta, " vs ", tb, " here");
+    spec.node_index = options.node_index;
+    spec.output_index = options.output_index;
+    spec.seen = options.seen;
+    spec.title = options.signature.empty() ? "divfuzz finding" : options.signature;
+    files.signature = options.signature;
+    files.repro_py = EmitPython(program, spec);
+    const CppRepro cpp = EmitCpp(program, spec);
+    files.main_cpp = cpp.main_cpp;
+    files.cmake_lists = cpp.cmake_lists;
+    files.report_md = NotReproducedReport(program, options, spec, files.note);
+    return files;
+  }
+  files.reproduced = true;
+  graph::Program final_program = program;
+  Evaluation eval = std::move(*start);
+  if (options.minimize) {
+    ReduceOptions ro = options;
+    ro.signature = oracles::Signature(eval.root);
+    absl::StatusOr<ReduceResult> r = Reduce(program, ro);
+    if (!r.ok()) return r.status();
+    final_program = r->program;
+    eval = r->evaluation;
+    files.min_dfz = graph::PrintProgram(final_program);
+    files.reduction = std::move(*r);
+  }
+  const oracles::Divergence& d = eval.root;
+  files.signature = oracles::Signature(d);
+  spec.node_index = d.node_index;
+  spec.output_index = d.output_index;
+  spec.title = ReportTitle(d, ta, tb);
+  spec.seen = options.seen.empty() ? Seen(d, ta, tb) : options.seen;
+  files.repro_py = EmitPython(final_program, spec);
+  const CppRepro cpp = EmitCpp(final_program, spec);
+  files.main_cpp = cpp.main_cpp;
+  files.cmake_lists = cpp.cmake_lists;
+  ReportInput report = BuildReport(final_program, eval, options, spec);
+  report.finding_id = options.finding_id;
+  report.reduction = files.reduction ? &*files.reduction : nullptr;
+  files.report_md = EmitReport(report);
+  return files;
+}
+
+absl::Status WriteReproToDir(const std::string& dir, const ReproFiles& files) {
+  if (absl::Status s = MakeDirs(dir + "/repro_cpp"); !s.ok()) return s;
+  const std::pair<std::string, const std::string*> outputs[] = {
+      {"min.dfz", &files.min_dfz},
+      {"repro.py", &files.repro_py},
+      {"repro_cpp/main.cpp", &files.main_cpp},
+      {"repro_cpp/CMakeLists.txt", &files.cmake_lists},
+      {"report.md", &files.report_md},
+  };
+  for (const auto& [name, content] : outputs) {
+    if (content->empty()) continue;
+    if (absl::Status s = store::WriteFileAtomically(dir + "/" + name, *content); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteReproToStore(store::FindingsStore& store, const std::string& id,
+                               const ReproFiles& files) {
+  const std::tuple<std::string, const std::string*, std::string> outputs[] = {
+      {"min.dfz", &files.min_dfz, "minimized"},
+      {"repro.py", &files.repro_py, "repro_py"},
+      {"repro_cpp/CMakeLists.txt", &files.cmake_lists, ""},
+      {"repro_cpp/main.cpp", &files.main_cpp, "repro_cpp"},
+      {"report.md", &files.report_md, "report_md"},
+  };
+  for (const auto& [name, content, field] : outputs) {
+    if (content->empty()) continue;
+    if (absl::Status s = store.WriteArtifact(id, name, *content, field); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace divfuzz::minimize

@@ -1,0 +1,58 @@
+// One call from a diverging program to everything a bug report needs: the
+// minimal program (reducer.h), repro.py, repro_cpp/{main.cpp,CMakeLists.txt}
+// and report.md. `divfuzz repro` and `divfuzz minimize` are thin wrappers.
+//
+//   minimize::ReproOptions o;            // targets, runners, policy, budget ...
+//   o.target_a = exec::Target::kCpu;  o.target_b = exec::Target::kCuda;
+//   o.signature = finding_signature;     // keep that bucket (empty: most severe root)
+//   absl::StatusOr<minimize::ReproFiles> f = minimize::MakeRepro(program, o);
+//   minimize::WriteReproToStore(store, id, *f);   // or WriteReproToDir(dir, *f)
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/program.h"
+#include "minimize/reducer.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::minimize {
+
+struct ReproOptions : ReduceOptions {
+  bool minimize = true;    // reduce first (else the repros run the program as given)
+  std::string finding_id;  // named in the report
+  // Where the repros point when the divergence does not show here (a GPU
+  // finding replayed without a GPU): result `output_index` of node
+  // `node_index` (-1: the node of the program's first output).
+  int node_index = -1;
+  int output_index = 0;
+  std::string seen;  // what the fuzzer saw, one line (printed by the repros)
+};
+
+struct ReproFiles {
+  std::string min_dfz;  // empty unless minimized
+  std::string repro_py;
+  std::string main_cpp;
+  std::string cmake_lists;
+  std::string report_md;
+  bool reproduced = false;  // the divergence showed on this machine
+  std::string note;         // why not, when not
+  std::optional<ReduceResult> reduction;
+  std::string signature;  // of the divergence the files reproduce
+};
+
+// Errors: InvalidArgument for a program that does not type-check.
+absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproOptions& options);
+
+// <dir>/min.dfz (when minimized), repro.py, repro_cpp/main.cpp,
+// repro_cpp/CMakeLists.txt, report.md; folders created, files atomic.
+absl::Status WriteReproToDir(const std::string& dir, const ReproFiles& files);
+
+// The same files in a finding's folder, with the index fields minimized,
+// repro_py, repro_cpp and report_md set.
+absl::Status WriteReproToStore(store::FindingsStore& store, const std::string& id,
+                               const ReproFiles& files);
+
+}  // namespace divfuzz::minimize
