@@ -179,6 +179,10 @@ std::string ResolveTargets(const std::string& flag_value) {
   return "cpu,cpu-f64";
 }
 
+int RunLibFuzzer(int argc, char** argv) {
+  return LLVMFuzzerRunDriver(&argc, &argv, LLVMFuzzerTestOneInput);
+}
+
 int RunFuzzWorker(int argc, char** argv) {
   // argv[0] is the tool, argv[1] "fuzz": libFuzzer sees the rest.
   int n = argc - 1;

@@ -8,6 +8,8 @@ namespace divfuzz::fuzz {
 
 // A libFuzzer worker: argv is passed to LLVMFuzzerRunDriver as is.
 int RunFuzzWorker(int argc, char** argv);
+// The same for argv that is libFuzzer's entirely (its -merge/-fork children).
+int RunLibFuzzer(int argc, char** argv);
 int RunCampaign(const std::vector<std::string>& args);
 int RunReplay(const std::vector<std::string>& args);
 int RunOps(const std::vector<std::string>& args);

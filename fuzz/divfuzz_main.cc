@@ -1,4 +1,5 @@
 // divfuzz: a differential fuzzer for libtorch. See README.md.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -35,7 +36,13 @@ Run 'divfuzz --help' for every flag.)";
 int main(int argc, char** argv) {
   // libFuzzer parses its own -flags: hand them over before Abseil sees them.
   if (argc >= 2 && std::strcmp(argv[1], "fuzz") == 0) {
+    // libFuzzer re-executes argv without "fuzz" for -merge and -fork
+    // children; the variable marks those as workers too.
+    setenv("DIVFUZZ_FUZZ_WORKER", "1", 1);
     return divfuzz::fuzz::RunFuzzWorker(argc, argv);
+  }
+  if (std::getenv("DIVFUZZ_FUZZ_WORKER") != nullptr) {
+    return divfuzz::fuzz::RunLibFuzzer(argc, argv);
   }
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
