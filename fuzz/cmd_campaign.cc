@@ -115,6 +115,75 @@ void PrintSummary(const std::string& findings_dir, int64_t executions, double se
   std::cout << "findings: " << findings_dir << "/index.jsonl\n";
 }
 
+// Minimizes new buckets and writes their repros while fuzzing goes on: one
+// `divfuzz repro` process at a time, beside the workers.
+class ReproQueue {
+ public:
+  ReproQueue(std::string findings, std::string work, int max_seconds)
+      : findings_(std::move(findings)), work_(std::move(work)), max_seconds_(max_seconds) {}
+
+  // Starts a job for the next bucket without a minimized program, if none runs.
+  void Poll() {
+    if (pid_ > 0) {
+      if (waitpid(pid_, nullptr, WNOHANG) == 0) return;
+      pid_ = -1;
+      ++done_;
+    }
+    auto store = store::FindingsStore::Open(findings_);
+    if (!store.ok()) return;
+    auto index = (*store)->Load();
+    if (!index.ok()) return;
+    for (const nlohmann::json& e : *index) {
+      const std::string id = e.value("id", "");
+      const std::string cls = e.value("class", "");
+      // Crashes and hangs would take the reducer down with them.
+      if (id.empty() || !e.value("minimized", "").empty() || cls == "crash" || cls == "hang" ||
+          !tried_.insert(id).second) {
+        continue;
+      }
+      Start(id);
+      return;
+    }
+  }
+
+  // Waits for the running job up to `seconds`, then stops it.
+  void Finish(int seconds) {
+    if (pid_ <= 0) return;
+    for (int i = 0; i < seconds * 10 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  int done() const { return done_; }
+
+ private:
+  void Start(const std::string& id) {
+    const std::string log = absl::StrCat(work_, "/logs/repro-", id, ".log");
+    pid_ = fork();
+    if (pid_ != 0) return;
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f != nullptr) {
+      dup2(fileno(f), STDOUT_FILENO);
+      dup2(fileno(f), STDERR_FILENO);
+    }
+    const std::string dir = absl::StrCat(findings_, "/", id);
+    const std::string budget = absl::StrCat("--max_seconds=", max_seconds_);
+    const std::string policy = absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy));
+    execl("/proc/self/exe", "divfuzz", "repro", budget.c_str(), policy.c_str(), dir.c_str(),
+          nullptr);
+    _exit(127);
+  }
+
+  std::string findings_, work_;
+  int max_seconds_;
+  pid_t pid_ = -1;
+  int done_ = 0;
+  std::set<std::string> tried_;
+};
+
 // One status line for the terminal and one row for stats.csv.
 class StatusReporter {
  public:
@@ -237,6 +306,8 @@ int RunCampaign(const std::vector<std::string>& args) {
   int restarts = 0;
   std::set<std::string> handled_artifacts, quarantine;
   StatusReporter status_line(work, findings);
+  ReproQueue repros(findings, work, absl::GetFlag(FLAGS_repro_seconds));
+  const bool minimize_new = absl::GetFlag(FLAGS_repro_seconds) > 0;
   nlohmann::json totals = {{"roots_by_tier", nlohmann::json::object()}, {"moved_by_rules", 0}};
   for (int worker = 0;; ++worker) {
     const int remaining = budget - static_cast<int>(elapsed());
@@ -265,6 +336,7 @@ int RunCampaign(const std::vector<std::string>& args) {
     auto last_print = Clock::now();
     while (waitpid(pid, &status, WNOHANG) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (minimize_new) repros.Poll();
       if (Clock::now() - last_print >= std::chrono::seconds(5)) {
         last_print = Clock::now();
         status_line.Report(elapsed(), executions + Get(ReadJson(stats), "executions"));
@@ -290,6 +362,9 @@ int RunCampaign(const std::vector<std::string>& args) {
                                       : absl::StrCat("exit code ", WEXITSTATUS(status)))
               << " (log: " << log << "); starting a new one\n";
   }
+  repros.Finish(30);
+  if (minimize_new)
+    std::cout << "divfuzz campaign: buckets minimized with repros: " << repros.done() << "\n";
   PrintSummary(findings, executions, elapsed(), restarts, totals);
   return 0;
 }

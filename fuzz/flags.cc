@@ -16,6 +16,9 @@ ABSL_FLAG(int, timeout, 20, "campaign: seconds one input may run before it count
 ABSL_FLAG(int, rss_limit_mb, 8192, "campaign: memory limit of a worker in MiB");
 ABSL_FLAG(std::string, policy, "",
           "tolerance policy file (JSON; see oracles/default_policy.json); default: built in");
+ABSL_FLAG(int, repro_seconds, 30,
+          "campaign: reducer budget for each new bucket, minimized (with repro.py, repro_cpp and "
+          "report.md) beside the fuzzing; 0 turns it off");
 ABSL_FLAG(bool, tf32, false,
           "let CUDA use TF32 and reduced-precision reductions (off by default); their "
           "divergences are then reported as expected");
