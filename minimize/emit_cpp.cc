@@ -243,6 +243,7 @@ CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
 //   to float64 on the CPU, results rounded back to the program's dtype), cpu-scalar (ATen's
 //   scalar CPU kernels: the program reruns itself with ATEN_CPU_CAPABILITY=default).
 // Exit status: 1 if the divergence reproduces, 0 if it does not, 2 if the program fails.
+// ./build/repro --dump-inputs prints every input exactly.
 // Every input is rebuilt bit-exactly from hex-float literals; every node is called through
 // the c10 dispatcher by its schema name.
 //
@@ -348,786 +349,787 @@ target_link_libraries(repro PRIVATE "${TORCH_LIBRARIES}" ${CMAKE_DL_LIBS})
 // The generic part of every C++ repro. The program-specific constants come
 // before it; MakeInputs() and Program() after it (declared here).
 const char kCppHarness[] =
-    R"CPP(// ------------------------------------------------------------------------
-          // The harness below is the same in every divfuzz C++ repro; the program is at the end.
+    R"HARNESS(// ------------------------------------------------------------------------
+// The harness below is the same in every divfuzz C++ repro; the program is at the end.
 
-          // A node argument as the program writes it.
-          struct Lit {
-            enum Kind { kNone, kBool, kInt, kFloat, kString, kDType, kValue, kList } kind = kNone;
-            bool b = false;
-            int64_t i = 0;
-            double f = 0;
-            std::string s;
-            at::ScalarType dtype = at::kFloat;
-            std::vector<Lit> list;
-          };
-          Lit N() { return Lit{}; }
-          Lit B(bool v) {
-            Lit l;
-            l.kind = Lit::kBool;
-            l.b = v;
-            return l;
-          }
-          Lit I(int64_t v) {
-            Lit l;
-            l.kind = Lit::kInt;
-            l.i = v;
-            return l;
-          }
-          Lit D(double v) {
-            Lit l;
-            l.kind = Lit::kFloat;
-            l.f = v;
-            return l;
-          }
-          Lit S(std::string v) {
-            Lit l;
-            l.kind = Lit::kString;
-            l.s = std::move(v);
-            return l;
-          }
-          Lit T(at::ScalarType v) {
-            Lit l;
-            l.kind = Lit::kDType;
-            l.dtype = v;
-            return l;
-          }
-          Lit V(std::string v) {
-            Lit l;
-            l.kind = Lit::kValue;
-            l.s = std::move(v);
-            return l;
-          }
-          Lit L(std::vector<Lit> v) {
-            Lit l;
-            l.kind = Lit::kList;
-            l.list = std::move(v);
-            return l;
-          }
+// A node argument as the program writes it.
+struct Lit {
+  enum Kind { kNone, kBool, kInt, kFloat, kString, kDType, kValue, kList } kind = kNone;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<Lit> list;
+};
+Lit N() { return Lit{}; }
+Lit B(bool v) {
+  Lit l;
+  l.kind = Lit::kBool;
+  l.b = v;
+  return l;
+}
+Lit I(int64_t v) {
+  Lit l;
+  l.kind = Lit::kInt;
+  l.i = v;
+  return l;
+}
+Lit D(double v) {
+  Lit l;
+  l.kind = Lit::kFloat;
+  l.f = v;
+  return l;
+}
+Lit S(std::string v) {
+  Lit l;
+  l.kind = Lit::kString;
+  l.s = std::move(v);
+  return l;
+}
+Lit T(at::ScalarType v) {
+  Lit l;
+  l.kind = Lit::kDType;
+  l.dtype = v;
+  return l;
+}
+Lit V(std::string v) {
+  Lit l;
+  l.kind = Lit::kValue;
+  l.s = std::move(v);
+  return l;
+}
+Lit L(std::vector<Lit> v) {
+  Lit l;
+  l.kind = Lit::kList;
+  l.list = std::move(v);
+  return l;
+}
 
-          struct Arg {
-            std::string name;  // empty: positional
-            Lit value;
-          };
+struct Arg {
+  std::string name;  // empty: positional
+  Lit value;
+};
 
-          struct Node {
-            std::vector<std::string> results;
-            std::string op;        // "aten::add"
-            std::string overload;  // "Tensor", or empty
-            std::vector<Arg> args;
-          };
+struct Node {
+  std::vector<std::string> results;
+  std::string op;        // "aten::add"
+  std::string overload;  // "Tensor", or empty
+  std::vector<Arg> args;
+};
 
-          std::map<std::string, at::Tensor> MakeInputs();
-          std::vector<Node> Program();
+std::map<std::string, at::Tensor> MakeInputs();
+std::vector<Node> Program();
 
-          at::Tensor Values(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
-            const int64_t n = static_cast<int64_t>(v.size());
-            return at::from_blob(v.data(), {n}, at::kDouble).clone().to(t).reshape(shape).contiguous();
-          }
-          at::Tensor Fill(double x, std::vector<int64_t> shape, at::ScalarType t) {
-            return at::full(shape, x, at::TensorOptions().dtype(at::kDouble)).to(t).contiguous();
-          }
-          at::Tensor ComplexValues(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
-            const int64_t n = static_cast<int64_t>(v.size()) / 2;
-            at::Tensor parts = at::from_blob(v.data(), {n, 2}, at::kDouble).clone();
-            return at::view_as_complex(parts).to(t).reshape(shape).contiguous();
-          }
-          at::Tensor ComplexFill(double re, double im, std::vector<int64_t> shape, at::ScalarType t) {
-            std::vector<double> v;
-            int64_t n = 1;
-            for (int64_t d : shape) n *= d;
-            for (int64_t k = 0; k < n; ++k) {
-              v.push_back(re);
-              v.push_back(im);
-            }
-            return ComplexValues(v, shape, t);
-          }
+at::Tensor Values(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return at::from_blob(v.data(), {n}, at::kDouble).clone().to(t).reshape(shape).contiguous();
+}
+at::Tensor Fill(double x, std::vector<int64_t> shape, at::ScalarType t) {
+  return at::full(shape, x, at::TensorOptions().dtype(at::kDouble)).to(t).contiguous();
+}
+at::Tensor ComplexValues(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
+  const int64_t n = static_cast<int64_t>(v.size()) / 2;
+  at::Tensor parts = at::from_blob(v.data(), {n, 2}, at::kDouble).clone();
+  return at::view_as_complex(parts).to(t).reshape(shape).contiguous();
+}
+at::Tensor ComplexFill(double re, double im, std::vector<int64_t> shape, at::ScalarType t) {
+  std::vector<double> v;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  for (int64_t k = 0; k < n; ++k) {
+    v.push_back(re);
+    v.push_back(im);
+  }
+  return ComplexValues(v, shape, t);
+}
 
-          struct Failure {
-            std::string message;
-            int node = -1;
-          };
+struct Failure {
+  std::string message;
+  int node = -1;
+};
 
-          // A target's diverging output: a CPU tensor, or the failure of its node (or
-          // of one it depends on).
-          struct Result {
-            at::Tensor value;
-            std::optional<Failure> failure;
-          };
+// A target's diverging output: a CPU tensor, or the failure of its node (or
+// of one it depends on).
+struct Result {
+  at::Tensor value;
+  std::optional<Failure> failure;
+};
 
-          std::string FirstLine(std::string s) {
-            const size_t nl = s.find('\n');
-            if (nl != std::string::npos) s.resize(nl);
-            return s;
-          }
+std::string FirstLine(std::string s) {
+  const size_t nl = s.find('\n');
+  if (nl != std::string::npos) s.resize(nl);
+  return s;
+}
 
-          at::Tensor Upcast(const at::Tensor& t) {
-            if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
-            if (at::isFloatingType(t.scalar_type())) return t.to(at::kDouble);
-            return t;
-          }
+at::Tensor Upcast(const at::Tensor& t) {
+  if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
+  if (at::isFloatingType(t.scalar_type())) return t.to(at::kDouble);
+  return t;
+}
 
-          using Lookup = std::function<at::Tensor(const std::string&)>;
+using Lookup = std::function<at::Tensor(const std::string&)>;
 
-          [[noreturn]] void Mismatch(const c10::Argument& arg, const std::string& expected) {
-            throw std::invalid_argument("argument '" + arg.name() + "' expects " + expected);
-          }
+[[noreturn]] void Mismatch(const c10::Argument& arg, const std::string& expected) {
+  throw std::invalid_argument("argument '" + arg.name() + "' expects " + expected);
+}
 
-          at::Tensor TensorOf(const c10::Argument& arg, const Lit& lit, const Lookup& lookup) {
-            if (lit.kind != Lit::kValue) Mismatch(arg, "a tensor value");
-            at::Tensor t = lookup(lit.s);
-            if (!t.defined()) Mismatch(arg, "a defined value, %" + lit.s + " is not");
-            return t;
-          }
+at::Tensor TensorOf(const c10::Argument& arg, const Lit& lit, const Lookup& lookup) {
+  if (lit.kind != Lit::kValue) Mismatch(arg, "a tensor value");
+  at::Tensor t = lookup(lit.s);
+  if (!t.defined()) Mismatch(arg, "a defined value, %" + lit.s + " is not");
+  return t;
+}
 
-          // A literal as the schema's argument type wants it (as divfuzz's executor does).
-          c10::IValue Convert(const c10::Argument& arg, const c10::TypePtr& type, const Lit& lit,
-                              const Lookup& lookup) {
-            using K = c10::TypeKind;
-            switch (type->kind()) {
-              case K::OptionalType:
-                if (lit.kind == Lit::kNone) return c10::IValue();
-                return Convert(arg, type->castRaw<c10::OptionalType>()->getElementType(), lit, lookup);
-              case K::TensorType:
-                return c10::IValue(TensorOf(arg, lit, lookup));
-              case K::IntType:
-              case K::SymIntType:
-                if (lit.kind == Lit::kInt) return c10::IValue(lit.i);
-                if (lit.kind == Lit::kBool) return c10::IValue(static_cast<int64_t>(lit.b));
-                Mismatch(arg, "an int");
-              case K::FloatType:
-              case K::SymFloatType:
-                if (lit.kind == Lit::kFloat) return c10::IValue(lit.f);
-                if (lit.kind == Lit::kInt) return c10::IValue(static_cast<double>(lit.i));
-                Mismatch(arg, "a float");
-              case K::BoolType:
-              case K::SymBoolType:
-                if (lit.kind == Lit::kBool) return c10::IValue(lit.b);
-                Mismatch(arg, "a bool");
-              case K::NumberType:
-                if (lit.kind == Lit::kInt) return c10::IValue(c10::Scalar(lit.i));
-                if (lit.kind == Lit::kFloat) return c10::IValue(c10::Scalar(lit.f));
-                if (lit.kind == Lit::kBool) return c10::IValue(c10::Scalar(lit.b));
-                Mismatch(arg, "a number");
-              case K::ScalarTypeType:
-                if (lit.kind == Lit::kDType) return c10::IValue(lit.dtype);
-                Mismatch(arg, "a dtype");
-              case K::StringType:
-                if (lit.kind == Lit::kString) return c10::IValue(lit.s);
-                Mismatch(arg, "a string");
-              case K::ListType: {
-                const c10::TypePtr elem = type->castRaw<c10::ListType>()->getElementType();
-                const bool ints = elem->kind() == K::IntType || elem->kind() == K::SymIntType;
-                if (lit.kind != Lit::kList && !ints) Mismatch(arg, "a list");
-                const std::vector<Lit> items = lit.kind == Lit::kList ? lit.list : std::vector<Lit>{lit};
-                if (ints) {
-                  std::vector<int64_t> v;
-                  for (const Lit& i : items) {
-                    if (i.kind != Lit::kInt) Mismatch(arg, "a list of ints");
-                    v.push_back(i.i);
-                  }
-                  return c10::IValue(v);
-                }
-                if (elem->kind() == K::FloatType) {
-                  std::vector<double> v;
-                  for (const Lit& i : items) {
-                    if (i.kind != Lit::kFloat && i.kind != Lit::kInt) Mismatch(arg, "a list of "
-                                                                                    "floats");
-                    v.push_back(i.kind == Lit::kInt ? static_cast<double>(i.i) : i.f);
-                  }
-                  return c10::IValue(v);
-                }
-                if (elem->kind() == K::BoolType) {
-                  c10::List<bool> v;
-                  for (const Lit& i : items) {
-                    if (i.kind != Lit::kBool) Mismatch(arg, "a list of bools");
-                    v.push_back(i.b);
-                  }
-                  return c10::IValue(v);
-                }
-                if (elem->kind() == K::TensorType) {
-                  c10::List<at::Tensor> v;
-                  for (const Lit& i : items) v.push_back(TensorOf(arg, i, lookup));
-                  return c10::IValue(v);
-                }
-                Mismatch(arg, "a " + type->str());
-              }
-              default:
-                if (lit.kind == Lit::kNone) return c10::IValue();
-                Mismatch(arg, "a " + type->str() + "; only None is supported");
-            }
-          }
+// A literal as the schema's argument type wants it (as divfuzz's executor does).
+c10::IValue Convert(const c10::Argument& arg, const c10::TypePtr& type, const Lit& lit,
+                    const Lookup& lookup) {
+  using K = c10::TypeKind;
+  switch (type->kind()) {
+    case K::OptionalType:
+      if (lit.kind == Lit::kNone) return c10::IValue();
+      return Convert(arg, type->castRaw<c10::OptionalType>()->getElementType(), lit, lookup);
+    case K::TensorType:
+      return c10::IValue(TensorOf(arg, lit, lookup));
+    case K::IntType:
+    case K::SymIntType:
+      if (lit.kind == Lit::kInt) return c10::IValue(lit.i);
+      if (lit.kind == Lit::kBool) return c10::IValue(static_cast<int64_t>(lit.b));
+      Mismatch(arg, "an int");
+    case K::FloatType:
+    case K::SymFloatType:
+      if (lit.kind == Lit::kFloat) return c10::IValue(lit.f);
+      if (lit.kind == Lit::kInt) return c10::IValue(static_cast<double>(lit.i));
+      Mismatch(arg, "a float");
+    case K::BoolType:
+    case K::SymBoolType:
+      if (lit.kind == Lit::kBool) return c10::IValue(lit.b);
+      Mismatch(arg, "a bool");
+    case K::NumberType:
+      if (lit.kind == Lit::kInt) return c10::IValue(c10::Scalar(lit.i));
+      if (lit.kind == Lit::kFloat) return c10::IValue(c10::Scalar(lit.f));
+      if (lit.kind == Lit::kBool) return c10::IValue(c10::Scalar(lit.b));
+      Mismatch(arg, "a number");
+    case K::ScalarTypeType:
+      if (lit.kind == Lit::kDType) return c10::IValue(lit.dtype);
+      Mismatch(arg, "a dtype");
+    case K::StringType:
+      if (lit.kind == Lit::kString) return c10::IValue(lit.s);
+      Mismatch(arg, "a string");
+    case K::ListType: {
+      const c10::TypePtr elem = type->castRaw<c10::ListType>()->getElementType();
+      const bool ints = elem->kind() == K::IntType || elem->kind() == K::SymIntType;
+      if (lit.kind != Lit::kList && !ints) Mismatch(arg, "a list");
+      const std::vector<Lit> items = lit.kind == Lit::kList ? lit.list : std::vector<Lit>{lit};
+      if (ints) {
+        std::vector<int64_t> v;
+        for (const Lit& i : items) {
+          if (i.kind != Lit::kInt) Mismatch(arg, "a list of ints");
+          v.push_back(i.i);
+        }
+        return c10::IValue(v);
+      }
+      if (elem->kind() == K::FloatType) {
+        std::vector<double> v;
+        for (const Lit& i : items) {
+          if (i.kind != Lit::kFloat && i.kind != Lit::kInt)
+            Mismatch(arg,
+                     "a list of "
+                     "floats");
+          v.push_back(i.kind == Lit::kInt ? static_cast<double>(i.i) : i.f);
+        }
+        return c10::IValue(v);
+      }
+      if (elem->kind() == K::BoolType) {
+        c10::List<bool> v;
+        for (const Lit& i : items) {
+          if (i.kind != Lit::kBool) Mismatch(arg, "a list of bools");
+          v.push_back(i.b);
+        }
+        return c10::IValue(v);
+      }
+      if (elem->kind() == K::TensorType) {
+        c10::List<at::Tensor> v;
+        for (const Lit& i : items) v.push_back(TensorOf(arg, i, lookup));
+        return c10::IValue(v);
+      }
+      Mismatch(arg, "a " + type->str());
+    }
+    default:
+      if (lit.kind == Lit::kNone) return c10::IValue();
+      Mismatch(arg, "a " + type->str() + "; only None is supported");
+  }
+}
 
-          // Positional arguments in order, name=value by name, schema defaults for the rest.
-          torch::jit::Stack BuildStack(const c10::FunctionSchema& schema, const Node& node,
-                                       const Lookup& lookup) {
-            const std::vector<c10::Argument>& params = schema.arguments();
-            std::vector<const Lit*> bound(params.size(), nullptr);
-            size_t next = 0;
-            for (const Arg& a : node.args) {
-              if (a.name.empty()) {
-                if (next >= params.size() || params[next].kwarg_only()) {
-                  throw std::invalid_argument("too many positional arguments for " + schema.name());
-                }
-                bound[next++] = &a.value;
-                continue;
-              }
-              size_t i = 0;
-              while (i < params.size() && params[i].name() != a.name) ++i;
-              if (i == params.size()) {
-                throw std::invalid_argument(schema.name() + " has no argument named '" + a.name + "'");
-              }
-              bound[i] = &a.value;
-            }
-            torch::jit::Stack stack;
-            for (size_t i = 0; i < params.size(); ++i) {
-              if (bound[i] == nullptr) {
-                if (!params[i].default_value().has_value()) {
-                  throw std::invalid_argument("missing argument '" + params[i].name() + "'");
-                }
-                stack.push_back(*params[i].default_value());
-              } else {
-                stack.push_back(Convert(params[i], params[i].real_type(), *bound[i], lookup));
-              }
-            }
-            return stack;
-          }
+// Positional arguments in order, name=value by name, schema defaults for the rest.
+torch::jit::Stack BuildStack(const c10::FunctionSchema& schema, const Node& node,
+                             const Lookup& lookup) {
+  const std::vector<c10::Argument>& params = schema.arguments();
+  std::vector<const Lit*> bound(params.size(), nullptr);
+  size_t next = 0;
+  for (const Arg& a : node.args) {
+    if (a.name.empty()) {
+      if (next >= params.size() || params[next].kwarg_only()) {
+        throw std::invalid_argument("too many positional arguments for " + schema.name());
+      }
+      bound[next++] = &a.value;
+      continue;
+    }
+    size_t i = 0;
+    while (i < params.size() && params[i].name() != a.name) ++i;
+    if (i == params.size()) {
+      throw std::invalid_argument(schema.name() + " has no argument named '" + a.name + "'");
+    }
+    bound[i] = &a.value;
+  }
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (bound[i] == nullptr) {
+      if (!params[i].default_value().has_value()) {
+        throw std::invalid_argument("missing argument '" + params[i].name() + "'");
+      }
+      stack.push_back(*params[i].default_value());
+    } else {
+      stack.push_back(Convert(params[i], params[i].real_type(), *bound[i], lookup));
+    }
+  }
+  return stack;
+}
 
-          std::vector<std::string> Uses(const Node& node) {
-            std::vector<std::string> uses;
-            std::function<void(const Lit&)> visit = [&](const Lit& l) {
-              if (l.kind == Lit::kValue) uses.push_back(l.s);
-              for (const Lit& item : l.list) visit(item);
-            };
-            for (const Arg& a : node.args) visit(a.value);
-            return uses;
-          }
+std::vector<std::string> Uses(const Node& node) {
+  std::vector<std::string> uses;
+  std::function<void(const Lit&)> visit = [&](const Lit& l) {
+    if (l.kind == Lit::kValue) uses.push_back(l.s);
+    for (const Lit& item : l.list) visit(item);
+  };
+  for (const Arg& a : node.args) visit(a.value);
+  return uses;
+}
 
-          at::Tensor Snapshot(const c10::IValue& v) {
-            if (v.isTensor()) {
-              const at::Tensor& t = v.toTensor();
-              return t.defined() ? t.detach()
-                                       .to(at::kCPU, /*non_blocking=*/false, /*copy=*/true)
-                                       .contiguous()
-                                 : t;
-            }
-            if (v.isScalar()) return at::scalar_tensor(v.toScalar(), at::TensorOptions().dtype(at::kDouble));
-            return at::Tensor();
-          }
+at::Tensor Snapshot(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    return t.defined() ? t.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous()
+                       : t;
+  }
+  if (v.isScalar()) return at::scalar_tensor(v.toScalar(), at::TensorOptions().dtype(at::kDouble));
+  return at::Tensor();
+}
 
-          // Calls one node through the c10 dispatcher; throws on any failure.
-          torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
-            auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
-            if (!handle.has_value()) {
-              throw std::invalid_argument("no ATen operator named " + node.op + "." + node.overload);
-            }
-            torch::jit::Stack stack = BuildStack(handle->schema(), node, lookup);
-            handle->callBoxed(&stack);
-            if (stack.size() != node.results.size()) {
-              throw std::runtime_error(node.op + " returned " + std::to_string(stack.size()) +
-                                       " values; the program names " +
-                                       std::to_string(node.results.size()));
-            }
-            return stack;
-          }
+// Calls one node through the c10 dispatcher; throws on any failure.
+torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
+  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle.has_value()) {
+    throw std::invalid_argument("no ATen operator named " + node.op + "." + node.overload);
+  }
+  torch::jit::Stack stack = BuildStack(handle->schema(), node, lookup);
+  handle->callBoxed(&stack);
+  if (stack.size() != node.results.size()) {
+    throw std::runtime_error(node.op + " returned " + std::to_string(stack.size()) +
+                             " values; the program names " + std::to_string(node.results.size()));
+  }
+  return stack;
+}
 
-          // Runs the program on a target and returns the diverging output. On cpu and
-          // cuda, `reference` receives the diverging node rerun on the CPU in float64
-          // from this side's own inputs: the oracle's per-node reference.
-          Result Run(const std::string& target, std::optional<Result>* reference) {
-            const bool cuda = target == "cuda";
-            const bool f64 = target == "cpu-f64";
-            std::map<std::string, at::Tensor> env;
-            std::map<std::string, Failure> failed;
-            for (auto& [name, t] : MakeInputs()) {
-              at::Tensor x = f64 ? Upcast(t) : t;
-              env[name] = cuda ? x.to(at::kCUDA) : x;
-            }
-            const Lookup lookup = [&env](const std::string& n) {
-              auto it = env.find(n);
-              return it == env.end() ? at::Tensor() : it->second;
-            };
-            const std::vector<Node> nodes = Program();
-            Result result;
-            result.failure = Failure{"the node did not run", kNode};
-            at::NoGradGuard no_grad;
-            for (int i = 0; i < static_cast<int>(nodes.size()) && i <= kNode; ++i) {
-              const Node& node = nodes[i];
-              std::optional<Failure> failure;
-              for (const std::string& u : Uses(node)) {
-                auto it = failed.find(u);
-                if (it != failed.end()) failure = it->second;
-              }
-              if (!failure && i == kNode && reference != nullptr && (target == "cpu" || cuda)) {
-                std::map<std::string, at::Tensor> up;
-                for (const std::string& u : Uses(node)) {
-                  if (env.count(u)) up[u] = Upcast(env[u].detach().to(at::kCPU)).clone();
-                }
-                const Lookup up_lookup = [&up](const std::string& n) {
-                  auto it = up.find(n);
-                  return it == up.end() ? at::Tensor() : it->second;
-                };
-                Result ref;
-                try {
-                  ref.value = Snapshot(Call(node, up_lookup)[kOutput]);
-                } catch (const std::exception& e) {
-                  ref.failure = Failure{FirstLine(e.what()), i};
-                }
-                *reference = ref;
-              }
-              if (!failure) {
-                try {
-                  torch::jit::Stack stack = Call(node, lookup);
-                  if (cuda) at::detail::getCUDAHooks().deviceSynchronize(0);
-                  for (size_t k = 0; k < stack.size(); ++k) {
-                    if (stack[k].isTensor()) env[node.results[k]] = stack[k].toTensor();
-                  }
-                  if (i == kNode) {
-                    result.value = Snapshot(stack[kOutput]);
-                    result.failure.reset();
-                  }
-                } catch (const std::exception& e) {
-                  failure = Failure{FirstLine(e.what()), i};
-                }
-              }
-              if (failure) {
-                for (const std::string& r : node.results) failed[r] = *failure;
-                if (i == kNode) result.failure = failure;
-              }
-            }
-            return result;
-          }
+// Runs the program on a target and returns the diverging output. On cpu and
+// cuda, `reference` receives the diverging node rerun on the CPU in float64
+// from this side's own inputs: the oracle's per-node reference.
+Result Run(const std::string& target, std::optional<Result>* reference) {
+  const bool cuda = target == "cuda";
+  const bool f64 = target == "cpu-f64";
+  std::map<std::string, at::Tensor> env;
+  std::map<std::string, Failure> failed;
+  for (auto& [name, t] : MakeInputs()) {
+    at::Tensor x = f64 ? Upcast(t) : t;
+    env[name] = cuda ? x.to(at::kCUDA) : x;
+  }
+  const Lookup lookup = [&env](const std::string& n) {
+    auto it = env.find(n);
+    return it == env.end() ? at::Tensor() : it->second;
+  };
+  const std::vector<Node> nodes = Program();
+  Result result;
+  result.failure = Failure{"the node did not run", kNode};
+  at::NoGradGuard no_grad;
+  for (int i = 0; i < static_cast<int>(nodes.size()) && i <= kNode; ++i) {
+    const Node& node = nodes[i];
+    std::optional<Failure> failure;
+    for (const std::string& u : Uses(node)) {
+      auto it = failed.find(u);
+      if (it != failed.end()) failure = it->second;
+    }
+    if (!failure && i == kNode && reference != nullptr && (target == "cpu" || cuda)) {
+      std::map<std::string, at::Tensor> up;
+      for (const std::string& u : Uses(node)) {
+        if (env.count(u)) up[u] = Upcast(env[u].detach().to(at::kCPU)).clone();
+      }
+      const Lookup up_lookup = [&up](const std::string& n) {
+        auto it = up.find(n);
+        return it == up.end() ? at::Tensor() : it->second;
+      };
+      Result ref;
+      try {
+        ref.value = Snapshot(Call(node, up_lookup)[kOutput]);
+      } catch (const std::exception& e) {
+        ref.failure = Failure{FirstLine(e.what()), i};
+      }
+      *reference = ref;
+    }
+    if (!failure) {
+      try {
+        torch::jit::Stack stack = Call(node, lookup);
+        if (cuda) at::detail::getCUDAHooks().deviceSynchronize(0);
+        for (size_t k = 0; k < stack.size(); ++k) {
+          if (stack[k].isTensor()) env[node.results[k]] = stack[k].toTensor();
+        }
+        if (i == kNode) {
+          result.value = Snapshot(stack[kOutput]);
+          result.failure.reset();
+        }
+      } catch (const std::exception& e) {
+        failure = Failure{FirstLine(e.what()), i};
+      }
+    }
+    if (failure) {
+      for (const std::string& r : node.results) failed[r] = *failure;
+      if (i == kNode) result.failure = failure;
+    }
+  }
+  return result;
+}
 
-          // ---- the oracle's rules for one output --------------------------------
+// ---- the oracle's rules for one output --------------------------------
 
-          struct Tol {
-            double rtol, atol;
-          };
+struct Tol {
+  double rtol, atol;
+};
 
-          Tol Tolerance(at::ScalarType t) {  // torch.testing.assert_close's defaults
-            switch (t) {
-              case at::kHalf:
-                return {1e-3, 1e-5};
-              case at::kBFloat16:
-                return {1.6e-2, 1e-5};
-              case at::kDouble:
-              case at::kComplexDouble:
-                return {1e-7, 1e-7};
-              default:
-                return {1.3e-6, 1e-5};
-            }
-          }
+Tol Tolerance(at::ScalarType t) {  // torch.testing.assert_close's defaults
+  switch (t) {
+    case at::kHalf:
+      return {1e-3, 1e-5};
+    case at::kBFloat16:
+      return {1.6e-2, 1e-5};
+    case at::kDouble:
+    case at::kComplexDouble:
+      return {1e-7, 1e-7};
+    default:
+      return {1.3e-6, 1e-5};
+  }
+}
 
-          // Real view in float64: complex tensors as (re, im) pairs.
-          std::vector<double> Parts(const at::Tensor& t) {
-            at::Tensor d = at::isComplexType(t.scalar_type())
-                               ? at::view_as_real(t.resolve_conj().to(at::kComplexDouble))
-                               : t.to(at::kDouble);
-            d = d.contiguous().reshape({-1});
-            return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
-          }
+// Real view in float64: complex tensors as (re, im) pairs.
+std::vector<double> Parts(const at::Tensor& t) {
+  at::Tensor d = at::isComplexType(t.scalar_type())
+                     ? at::view_as_real(t.resolve_conj().to(at::kComplexDouble))
+                     : t.to(at::kDouble);
+  d = d.contiguous().reshape({-1});
+  return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+}
 
-          int ClassOf(double x) { return std::isnan(x) ? 3 : std::isinf(x) ? (x > 0 ? 1 : 2) : 0; }
+int ClassOf(double x) { return std::isnan(x) ? 3 : std::isinf(x) ? (x > 0 ? 1 : 2) : 0; }
 
-          std::string Hex(double x) {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%a", x);
-            return buf;
-          }
+std::string Hex(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", x);
+  return buf;
+}
 
-          std::string Num(double x) {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%.17g (%a)", x, x);
-            return buf;
-          }
+std::string Num(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g (%a)", x, x);
+  return buf;
+}
 
-          struct Verdict {
-            std::string cls;  // empty: no divergence
-            std::string detail;
-            int64_t flat = -1;  // into the real view
-          };
+struct Verdict {
+  std::string cls;  // empty: no divergence
+  std::string detail;
+  int64_t flat = -1;  // into the real view
+};
 
-          Verdict Compare(const Result& a, const Result& b, const std::string& na, const std::string& nb) {
-            if (a.failure && b.failure) return {"", "both targets raised", -1};
-            if (a.failure || b.failure) {
-              const std::string& side = a.failure ? na : nb;
-              const std::string& msg = a.failure ? a.failure->message : b.failure->message;
-              const bool gap = msg.find("not implemented for") != std::string::npos;
-              return {gap ? "dtype_gap" : "error_split", "only " + side + " raised: " + msg, -1};
-            }
-            const at::Tensor& x = a.value;
-            const at::Tensor& y = b.value;
-            if (x.defined() != y.defined() ||
-                (x.defined() && (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()))) {
-              std::ostringstream m;
-              m << na << ": "
-                << (x.defined() ? std::string(c10::toString(x.scalar_type())) : "undefined") << " "
-                << (x.defined() ? x.sizes() : at::IntArrayRef{}) << ", " << nb << ": "
-                << (y.defined() ? std::string(c10::toString(y.scalar_type())) : "undefined") << " "
-                << (y.defined() ? y.sizes() : at::IntArrayRef{});
-              return {"meta_split", m.str(), -1};
-            }
-            if (!x.defined() || x.numel() == 0) return {"", "both empty", -1};
-            const bool complex = at::isComplexType(x.scalar_type());
-            const size_t per = complex ? 2 : 1;
-            if (at::isFloatingType(x.scalar_type()) || complex) {
-              const std::vector<double> pa = Parts(x), pb = Parts(y);
-              for (size_t i = 0; i < pa.size(); ++i) {
-                if (ClassOf(pa[i]) != ClassOf(pb[i])) {
-                  return {"class_split",
-                          "element " + std::to_string(i / per) + ": " + na + " " + Num(pa[i]) +
-                              ", " + nb + " " + Num(pb[i]),
-                          static_cast<int64_t>(i)};
-                }
-              }
-              const Tol tol = Tolerance(x.scalar_type());
-              double worst = 0;
-              for (size_t i = 0; i < pa.size(); ++i) {
-                if (ClassOf(pa[i]) != 0) continue;
-                const double err = std::fabs(pa[i] - pb[i]);
-                const double allowed = tol.atol + tol.rtol * std::fabs(pb[i]);
-                worst = std::max(worst, err);
-                if (err > allowed) {
-                  std::ostringstream m;
-                  m << "element " << i / per << ": " << na << " " << Num(pa[i]) << ", " << nb << " "
-                    << Num(pb[i]) << ", |a-b| = " << err << " > " << allowed << " = atol "
-                    << tol.atol << " + rtol " << tol.rtol << " * |b|";
-                  return {"tolerance", m.str(), static_cast<int64_t>(i)};
-                }
-              }
-              std::ostringstream m;
-              m << "equal within rtol " << tol.rtol << ", atol " << tol.atol
-                << " (max |a-b| = " << worst << ")";
-              return {"", m.str(), -1};
-            }
-            const at::Tensor ia = x.to(at::kLong).contiguous().reshape({-1});
-            const at::Tensor ib = y.to(at::kLong).contiguous().reshape({-1});
-            for (int64_t i = 0; i < ia.numel(); ++i) {
-              const int64_t u = ia.data_ptr<int64_t>()[i], w = ib.data_ptr<int64_t>()[i];
-              if (u != w) {
-                return {"exact_mismatch",
-                        "element " + std::to_string(i) + ": " + na + " " + std::to_string(u) +
-                            ", " + nb + " " + std::to_string(w),
-                        i};
-              }
-            }
-            return {"", "exactly equal", -1};
-          }
+Verdict Compare(const Result& a, const Result& b, const std::string& na, const std::string& nb) {
+  if (a.failure && b.failure) return {"", "both targets raised", -1};
+  if (a.failure || b.failure) {
+    const std::string& side = a.failure ? na : nb;
+    const std::string& msg = a.failure ? a.failure->message : b.failure->message;
+    const bool gap = msg.find("not implemented for") != std::string::npos;
+    return {gap ? "dtype_gap" : "error_split", "only " + side + " raised: " + msg, -1};
+  }
+  const at::Tensor& x = a.value;
+  const at::Tensor& y = b.value;
+  if (x.defined() != y.defined() ||
+      (x.defined() && (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()))) {
+    std::ostringstream m;
+    m << na << ": " << (x.defined() ? std::string(c10::toString(x.scalar_type())) : "undefined")
+      << " " << (x.defined() ? x.sizes() : at::IntArrayRef{}) << ", " << nb << ": "
+      << (y.defined() ? std::string(c10::toString(y.scalar_type())) : "undefined") << " "
+      << (y.defined() ? y.sizes() : at::IntArrayRef{});
+    return {"meta_split", m.str(), -1};
+  }
+  if (!x.defined() || x.numel() == 0) return {"", "both empty", -1};
+  const bool complex = at::isComplexType(x.scalar_type());
+  const size_t per = complex ? 2 : 1;
+  if (at::isFloatingType(x.scalar_type()) || complex) {
+    const std::vector<double> pa = Parts(x), pb = Parts(y);
+    for (size_t i = 0; i < pa.size(); ++i) {
+      if (ClassOf(pa[i]) != ClassOf(pb[i])) {
+        return {"class_split",
+                "element " + std::to_string(i / per) + ": " + na + " " + Num(pa[i]) + ", " + nb +
+                    " " + Num(pb[i]),
+                static_cast<int64_t>(i)};
+      }
+    }
+    const Tol tol = Tolerance(x.scalar_type());
+    double worst = 0;
+    for (size_t i = 0; i < pa.size(); ++i) {
+      if (ClassOf(pa[i]) != 0) continue;
+      const double err = std::fabs(pa[i] - pb[i]);
+      const double allowed = tol.atol + tol.rtol * std::fabs(pb[i]);
+      worst = std::max(worst, err);
+      if (err > allowed) {
+        std::ostringstream m;
+        m << "element " << i / per << ": " << na << " " << Num(pa[i]) << ", " << nb << " "
+          << Num(pb[i]) << ", |a-b| = " << err << " > " << allowed << " = atol " << tol.atol
+          << " + rtol " << tol.rtol << " * |b|";
+        return {"tolerance", m.str(), static_cast<int64_t>(i)};
+      }
+    }
+    std::ostringstream m;
+    m << "equal within rtol " << tol.rtol << ", atol " << tol.atol << " (max |a-b| = " << worst
+      << ")";
+    return {"", m.str(), -1};
+  }
+  const at::Tensor ia = x.to(at::kLong).contiguous().reshape({-1});
+  const at::Tensor ib = y.to(at::kLong).contiguous().reshape({-1});
+  for (int64_t i = 0; i < ia.numel(); ++i) {
+    const int64_t u = ia.data_ptr<int64_t>()[i], w = ib.data_ptr<int64_t>()[i];
+    if (u != w) {
+      return {"exact_mismatch",
+              "element " + std::to_string(i) + ": " + na + " " + std::to_string(u) + ", " + nb +
+                  " " + std::to_string(w),
+              i};
+    }
+  }
+  return {"", "exactly equal", -1};
+}
 
-          int MantissaBits(at::ScalarType t) {
-            switch (t) {
-              case at::kHalf:
-                return 10;
-              case at::kBFloat16:
-                return 7;
-              case at::kDouble:
-              case at::kComplexDouble:
-                return 52;
-              default:
-                return 23;
-            }
-          }
+int MantissaBits(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf:
+      return 10;
+    case at::kBFloat16:
+      return 7;
+    case at::kDouble:
+    case at::kComplexDouble:
+      return 52;
+    default:
+      return 23;
+  }
+}
 
-          double SmallestSubnormal(at::ScalarType t) {
-            switch (t) {
-              case at::kHalf:
-                return std::ldexp(1.0, -24);
-              case at::kBFloat16:
-                return std::ldexp(1.0, -133);
-              case at::kDouble:
-              case at::kComplexDouble:
-                return std::ldexp(1.0, -1074);
-              default:
-                return std::ldexp(1.0, -149);
-            }
-          }
+double SmallestSubnormal(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf:
+      return std::ldexp(1.0, -24);
+    case at::kBFloat16:
+      return std::ldexp(1.0, -133);
+    case at::kDouble:
+    case at::kComplexDouble:
+      return std::ldexp(1.0, -1074);
+    default:
+      return std::ldexp(1.0, -149);
+  }
+}
 
-          // |value - reference| in units in the last place of the dtype at the reference.
-          double Ulps(double value, double reference, at::ScalarType t) {
-            if (!std::isfinite(value) || !std::isfinite(reference)) return NAN;
-            const double tiny = SmallestSubnormal(t);
-            const double spacing =
-                reference == 0
-                    ? tiny
-                    : std::max(std::ldexp(1.0, std::ilogb(reference) - MantissaBits(t)), tiny);
-            return std::fabs(value - reference) / spacing;
-          }
+// |value - reference| in units in the last place of the dtype at the reference.
+double Ulps(double value, double reference, at::ScalarType t) {
+  if (!std::isfinite(value) || !std::isfinite(reference)) return NAN;
+  const double tiny = SmallestSubnormal(t);
+  const double spacing =
+      reference == 0 ? tiny
+                     : std::max(std::ldexp(1.0, std::ilogb(reference) - MantissaBits(t)), tiny);
+  return std::fabs(value - reference) / spacing;
+}
 
-          std::string Exact(const at::Tensor& t, int64_t limit = 64) {
-            std::string out;
-            if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) {
-              const std::vector<double> p = Parts(t);
-              const size_t per = at::isComplexType(t.scalar_type()) ? 2 : 1;
-              for (size_t i = 0; i < p.size() && i < static_cast<size_t>(limit) * per; ++i) {
-                out += (i ? " " : "") + Hex(p[i]);
-              }
-            } else {
-              const at::Tensor l = t.to(at::kLong).contiguous().reshape({-1});
-              for (int64_t i = 0; i < l.numel() && i < limit; ++i) {
-                out += (i ? " " : "") + std::to_string(l.data_ptr<int64_t>()[i]);
-              }
-            }
-            if (t.numel() > limit) out += " ...";
-            return out;
-          }
+std::string Exact(const at::Tensor& t, int64_t limit = 64) {
+  std::string out;
+  if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) {
+    const std::vector<double> p = Parts(t);
+    const size_t per = at::isComplexType(t.scalar_type()) ? 2 : 1;
+    for (size_t i = 0; i < p.size() && i < static_cast<size_t>(limit) * per; ++i) {
+      out += (i ? " " : "") + Hex(p[i]);
+    }
+  } else {
+    const at::Tensor l = t.to(at::kLong).contiguous().reshape({-1});
+    for (int64_t i = 0; i < l.numel() && i < limit; ++i) {
+      out += (i ? " " : "") + std::to_string(l.data_ptr<int64_t>()[i]);
+    }
+  }
+  if (t.numel() > limit) out += " ...";
+  return out;
+}
 
-          void Show(const std::string& name, const Result& r) {
-            if (r.failure) {
-              std::cout << name << ": raised at node " << r.failure->node << ": "
-                        << r.failure->message << "\n";
-              return;
-            }
-            std::cout << name << ": dtype " << c10::toString(r.value.scalar_type()) << ", shape "
-                      << r.value.sizes() << "\n"
-                      << r.value << "\n  exact: " << Exact(r.value) << "\n";
-          }
+void Show(const std::string& name, const Result& r) {
+  if (r.failure) {
+    std::cout << name << ": raised at node " << r.failure->node << ": " << r.failure->message
+              << "\n";
+    return;
+  }
+  std::cout << name << ": dtype " << c10::toString(r.value.scalar_type()) << ", shape "
+            << r.value.sizes() << "\n"
+            << r.value << "\n  exact: " << Exact(r.value) << "\n";
+}
 
-          // ---- the environment ---------------------------------------------------------
+// ---- the environment ---------------------------------------------------------
 
-          std::string FileValue(const std::string& path, const std::string& key, char sep) {
-            std::ifstream in(path);
-            std::string line;
-            while (std::getline(in, line)) {
-              if (line.rfind(key, 0) != 0) continue;
-              const size_t at = line.find(sep);
-              if (at == std::string::npos) continue;
-              std::string v = line.substr(at + 1);
-              while (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.front() == '"')) v.erase(0, 1);
-              while (!v.empty() && (v.back() == ' ' || v.back() == '"')) v.pop_back();
-              return v;
-            }
-            return "?";
-          }
+std::string FileValue(const std::string& path, const std::string& key, char sep) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const size_t at = line.find(sep);
+    if (at == std::string::npos) continue;
+    std::string v = line.substr(at + 1);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.front() == '"')) v.erase(0, 1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '"')) v.pop_back();
+    return v;
+  }
+  return "?";
+}
 
-          std::string Loaded(const std::string& prefix) {
-            std::ifstream maps("/proc/self/maps");
-            std::string line;
-            while (std::getline(maps, line)) {
-              const size_t slash = line.rfind('/');
-              if (slash != std::string::npos && line.compare(slash + 1, prefix.size(), prefix) == 0) {
-                return line.substr(line.find('/'));
-              }
-            }
-            return "";
-          }
+std::string Loaded(const std::string& prefix) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const size_t slash = line.rfind('/');
+    if (slash != std::string::npos && line.compare(slash + 1, prefix.size(), prefix) == 0) {
+      return line.substr(line.find('/'));
+    }
+  }
+  return "";
+}
 
-          std::string Sibling(const std::string& loaded, const std::string& prefix) {
-            const size_t slash = loaded.rfind('/');
-            if (slash == std::string::npos) return "";
-            DIR* d = opendir(loaded.substr(0, slash).c_str());
-            if (d == nullptr) return "";
-            std::string found;
-            while (dirent* e = readdir(d)) {
-              if (std::string(e->d_name).rfind(prefix, 0) == 0) {
-                found = loaded.substr(0, slash + 1) + e->d_name;
-                break;
-              }
-            }
-            closedir(d);
-            return found;
-          }
+std::string Sibling(const std::string& loaded, const std::string& prefix) {
+  const size_t slash = loaded.rfind('/');
+  if (slash == std::string::npos) return "";
+  DIR* d = opendir(loaded.substr(0, slash).c_str());
+  if (d == nullptr) return "";
+  std::string found;
+  while (dirent* e = readdir(d)) {
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) {
+      found = loaded.substr(0, slash + 1) + e->d_name;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
 
-          std::string LibraryVersion(const std::string& path, const char* symbol) {
-            if (path.empty()) return "?";
-            void* h = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
-            if (h == nullptr) return "?";
-            auto fn = reinterpret_cast<int (*)(int, int*)>(dlsym(h, symbol));
-            int v[3] = {0, 0, 0};
-            std::string out = "?";
-            if (fn != nullptr && fn(0, &v[0]) == 0 && fn(1, &v[1]) == 0 && fn(2, &v[2]) == 0) {
-              out = std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
-            }
-            dlclose(h);
-            return out;
-          }
+std::string LibraryVersion(const std::string& path, const char* symbol) {
+  if (path.empty()) return "?";
+  void* h = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (h == nullptr) return "?";
+  auto fn = reinterpret_cast<int (*)(int, int*)>(dlsym(h, symbol));
+  int v[3] = {0, 0, 0};
+  std::string out = "?";
+  if (fn != nullptr && fn(0, &v[0]) == 0 && fn(1, &v[1]) == 0 && fn(2, &v[2]) == 0) {
+    out = std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+  }
+  dlclose(h);
+  return out;
+}
 
-          std::string GpuName() {
-            void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-            if (h == nullptr) return "?";
-            auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(h, "cuInit"));
-            auto get = reinterpret_cast<int (*)(int*, int)>(dlsym(h, "cuDeviceGet"));
-            auto name = reinterpret_cast<int (*)(char*, int, int)>(dlsym(h, "cuDeviceGetName"));
-            auto attr = reinterpret_cast<int (*)(int*, int, int)>(dlsym(h, "cuDeviceGetAttribute"));
-            int dev = 0, major = 0, minor = 0;
-            char buf[256] = {0};
-            if (init == nullptr || get == nullptr || name == nullptr || init(0) != 0 ||
-                get(&dev, 0) != 0 || name(buf, sizeof buf - 1, dev) != 0) {
-              return "?";
-            }
-            std::string out = buf;
-            if (attr != nullptr && attr(&major, 75, dev) == 0 && attr(&minor, 76, dev) == 0) {
-              out += " (sm_" + std::to_string(major) + std::to_string(minor) + ")";
-            }
-            return out;
-          }
+std::string GpuName() {
+  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (h == nullptr) return "?";
+  auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(h, "cuInit"));
+  auto get = reinterpret_cast<int (*)(int*, int)>(dlsym(h, "cuDeviceGet"));
+  auto name = reinterpret_cast<int (*)(char*, int, int)>(dlsym(h, "cuDeviceGetName"));
+  auto attr = reinterpret_cast<int (*)(int*, int, int)>(dlsym(h, "cuDeviceGetAttribute"));
+  int dev = 0, major = 0, minor = 0;
+  char buf[256] = {0};
+  if (init == nullptr || get == nullptr || name == nullptr || init(0) != 0 || get(&dev, 0) != 0 ||
+      name(buf, sizeof buf - 1, dev) != 0) {
+    return "?";
+  }
+  std::string out = buf;
+  if (attr != nullptr && attr(&major, 75, dev) == 0 && attr(&minor, 76, dev) == 0) {
+    out += " (sm_" + std::to_string(major) + std::to_string(minor) + ")";
+  }
+  return out;
+}
 
-          void PrintEnvironment() {
-            const char* forced = std::getenv("ATEN_CPU_CAPABILITY");
-            std::cout << "torch " << TORCH_VERSION << " (libtorch), ATen CPU capability "
-                      << at::get_cpu_capability()
-                      << (forced != nullptr ? std::string(" (ATEN_CPU_CAPABILITY=") + forced + ")"
-                                            : "")
-                      << ", " << at::get_num_threads() << " threads\n";
-            std::cout << "CPU: " << FileValue("/proc/cpuinfo", "model name", ':') << " ("
-                      << sysconf(_SC_NPROCESSORS_ONLN)
-                      << " cores), OS: " << FileValue("/etc/os-release", "PRETTY_NAME", '=')
-                      << "\n";
-            if (at::hasCUDA()) {
-              const long rt = at::detail::getCUDAHooks().versionCUDART();
-              const std::string cublas = Loaded("libcublas.so");
-              std::string cusolver = Loaded("libcusolver.so");
-              if (cusolver.empty()) cusolver = Sibling(cublas, "libcusolver.so");
-              std::cout << "CUDA runtime " << rt / 1000 << "." << (rt % 1000) / 10
-                        << ", GPU: " << GpuName() << ", driver "
-                        << FileValue("/sys/module/nvidia/version", "", '\n') << ", cuBLAS "
-                        << LibraryVersion(cublas, "cublasGetProperty") << ", cuSOLVER "
-                        << LibraryVersion(cusolver, "cusolverGetProperty") << "\n";
-            } else {
-              std::cout << "CUDA: not available\n";
-            }
-          }
+void PrintEnvironment() {
+  const char* forced = std::getenv("ATEN_CPU_CAPABILITY");
+  std::cout << "torch " << TORCH_VERSION << " (libtorch), ATen CPU capability "
+            << at::get_cpu_capability()
+            << (forced != nullptr ? std::string(" (ATEN_CPU_CAPABILITY=") + forced + ")" : "")
+            << ", " << at::get_num_threads() << " threads\n";
+  std::cout << "CPU: " << FileValue("/proc/cpuinfo", "model name", ':') << " ("
+            << sysconf(_SC_NPROCESSORS_ONLN)
+            << " cores), OS: " << FileValue("/etc/os-release", "PRETTY_NAME", '=') << "\n";
+  if (at::hasCUDA()) {
+    const long rt = at::detail::getCUDAHooks().versionCUDART();
+    const std::string cublas = Loaded("libcublas.so");
+    std::string cusolver = Loaded("libcusolver.so");
+    if (cusolver.empty()) cusolver = Sibling(cublas, "libcusolver.so");
+    std::cout << "CUDA runtime " << rt / 1000 << "." << (rt % 1000) / 10 << ", GPU: " << GpuName()
+              << ", driver " << FileValue("/sys/module/nvidia/version", "", '\n') << ", cuBLAS "
+              << LibraryVersion(cublas, "cublasGetProperty") << ", cuSOLVER "
+              << LibraryVersion(cusolver, "cusolverGetProperty") << "\n";
+  } else {
+    std::cout << "CUDA: not available\n";
+  }
+}
 
-          bool KnownTarget(const std::string& t) {
-            return t == "cpu" || t == "cuda" || t == "cpu-f64" || t == "cpu-scalar";
-          }
+bool KnownTarget(const std::string& t) {
+  return t == "cpu" || t == "cuda" || t == "cpu-f64" || t == "cpu-scalar";
+}
 
-          int Main(int argc, char** argv) {
-            std::string ta = kTargetA, tb = kTargetB;
-            if (argc == 3) {
-              ta = argv[1];
-              tb = argv[2];
-            } else if (argc != 1) {
-              std::cout << "usage: " << argv[0] << " [TARGET_A TARGET_B]  (cpu, cuda, cpu-f64, cpu-scalar)\n";
-              return 2;
-            }
-            if (!KnownTarget(ta) || !KnownTarget(tb)) {
-              std::cout << "unknown target (known: cpu, cuda, cpu-f64, cpu-scalar)\n";
-              return 2;
-            }
-            if (ta == "cpu-scalar" || tb == "cpu-scalar") {
-              // ATen picks its kernels at start-up: rerun this program with the scalar ones.
-              const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
-              if (cap == nullptr || std::string(cap) != "default") {
-                setenv("ATEN_CPU_CAPABILITY", "default", 1);
-                execv("/proc/self/exe", argv);
-                std::cout << "cannot rerun with ATEN_CPU_CAPABILITY=default\n";
-                return 2;
-              }
-              if (ta == "cpu" || tb == "cpu") {
-                std::cout
-                    << "cpu-scalar replaces cpu's kernels in this process: compare it with cpu-f64 "
-                       "or cuda\n";
-                return 2;
-              }
-            }
-            std::cout << "divfuzz repro: " << kTitle << "\n";
-            if (*kSeen != '\0') std::cout << "divfuzz saw: " << kSeen << "\n";
-            PrintEnvironment();
-            const bool cuda = at::hasCUDA();
-            const bool scalar = ta == "cpu-scalar" || tb == "cpu-scalar";
-            // CPU, CUDA and the float64 reference always (CUDA skipped when absent),
-            // and whatever else the two targets name; cpu-scalar stands in for cpu.
-            std::vector<std::string> runs;
-            for (const std::string& t : {std::string(scalar ? "cpu-scalar" : "cpu"),
-                                         std::string("cuda"), std::string("cpu-f64"), ta, tb}) {
-              bool seen = false;
-              for (const std::string& r : runs) seen = seen || r == t;
-              if (!seen) runs.push_back(t);
-            }
-            std::map<std::string, Result> results;
-            std::map<std::string, std::optional<Result>> refs;
-            for (const std::string& t : runs) {
-              if (t == "cuda" && !cuda) continue;
-              results[t] = Run(t == "cpu-scalar" ? "cpu" : t, &refs[t]);
-            }
-            // cpu-f64 rounds back to the program's dtype.
-            Result& f64 = results["cpu-f64"];
-            if (!f64.failure && f64.value.defined()) {
-              std::optional<at::ScalarType> want = kValueDType;
-              if (!want && !results[runs[0]].failure) want = results[runs[0]].value.scalar_type();
-              if (want) f64.value = f64.value.to(*want);
-            }
-            std::cout << "\nOutput %" << kValue << ": result " << kOutput << " of node " << kNode
-                      << ", " << kOp << "\n";
-            for (const std::string& t : runs) {
-              if (!results.count(t)) {
-                std::cout << t << ": skipped (CUDA not available)\n";
-                continue;
-              }
-              Show(t, results[t]);
-              if (refs[t]) {
-                std::cout << "  float64 reference from " << t << "'s own inputs: "
-                          << (refs[t]->failure ? "raised: " + refs[t]->failure->message
-                                               : Exact(refs[t]->value))
-                          << "\n";
-              }
-            }
-            std::cout << "\n";
-            if ((ta == "cuda" || tb == "cuda") && !cuda) {
-              std::cout << "CUDA not available: skipping the verdict (compare other targets: "
-                        << argv[0] << " cpu cpu-f64)\n";
-              return 0;
-            }
-            const Verdict v = Compare(results[ta], results[tb], ta, tb);
-            if (v.cls.empty()) {
-              std::cout << "VERDICT: no divergence (" << ta << " vs " << tb << "): " << v.detail << "\n";
-              return 0;
-            }
-            std::cout << "VERDICT: divergence reproduces (" << ta << " vs " << tb << "): " << v.cls
-                      << ": " << v.detail << "\n";
-            // Who is wrong: each side against the float64 reference of the node
-            // computed from its own inputs (cpu-f64 is the reference itself).
-            std::vector<std::string> blamed;
-            for (const std::string& t : {ta, tb}) {
-              if (t == "cpu-f64") {
-                std::cout << "  " << t << ": the reference itself\n";
-                continue;
-              }
-              const Result& r = results[t];
-              const std::optional<Result>& ref = refs[t];
-              if (!ref) continue;
-              bool miss = false;
-              std::string why;
-              if (ref->failure) {
-                miss = !r.failure;
-                why = miss ? "the float64 reference raises (" + ref->failure->message + ") but " +
-                                 t + " returns values"
-                           : t + " raises, and so does the float64 reference";
-              } else if (r.failure) {
-                miss = true;
-                why = t + " raises (" + r.failure->message + ") where the float64 reference computes a value";
-              } else {
-                Result rounded = *ref;
-                rounded.value = ref->value.to(r.value.scalar_type());
-                const Verdict own = Compare(r, rounded, t, "reference");
-                miss = !own.cls.empty();
-                why = miss ? t + " misses the float64 reference computed from its own inputs: " +
-                                 own.cls + ": " + own.detail
-                           : t + " matches the float64 reference computed from its own inputs";
-                if (v.flat >= 0 && (at::isFloatingType(r.value.scalar_type()) ||
-                                    at::isComplexType(r.value.scalar_type()))) {
-                  const std::vector<double> pv = Parts(r.value), pr = Parts(ref->value);
-                  if (static_cast<size_t>(v.flat) < pv.size() && static_cast<size_t>(v.flat) < pr.size()) {
-                    const double u = Ulps(pv[v.flat], pr[v.flat], r.value.scalar_type());
-                    std::ostringstream m;
-                    m << "\n    at that element: " << t << " " << Num(pv[v.flat])
-                      << ", float64 reference " << Num(pr[v.flat]);
-                    if (!std::isnan(u)) m << ", error " << u << " ULPs";
-                    why += m.str();
-                  }
-                }
-              }
-              std::cout << "  " << why << "\n";
-              if (miss) blamed.push_back(t);
-            }
-            const std::string side = blamed.size() == 2
-                                         ? (v.cls == "tolerance" ? "undecided" : "both")
-                                     : blamed.size() == 1 ? blamed[0]
-                                                          : "undecided";
-            std::cout << "WRONG SIDE: " << side << "\n";
-            return 1;
-          }
-)CPP";
+int Main(int argc, char** argv) {
+  std::string ta = kTargetA, tb = kTargetB;
+  if (argc == 2 && std::string(argv[1]) == "--dump-inputs") {
+    // Every input exactly: hex floats (complex: re, im), integers.
+    for (const auto& [name, t] : MakeInputs()) {
+      std::cout << name << " " << c10::toString(t.scalar_type()) << " " << t.sizes() << ": "
+                << Exact(t, t.numel()) << "\n";
+    }
+    return 0;
+  }
+  if (argc == 3) {
+    ta = argv[1];
+    tb = argv[2];
+  } else if (argc != 1) {
+    std::cout << "usage: " << argv[0]
+              << " [TARGET_A TARGET_B | --dump-inputs]  (cpu, cuda, cpu-f64, cpu-scalar)\n";
+    return 2;
+  }
+  if (!KnownTarget(ta) || !KnownTarget(tb)) {
+    std::cout << "unknown target (known: cpu, cuda, cpu-f64, cpu-scalar)\n";
+    return 2;
+  }
+  if (ta == "cpu-scalar" || tb == "cpu-scalar") {
+    // ATen picks its kernels at start-up: rerun this program with the scalar ones.
+    const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
+    if (cap == nullptr || std::string(cap) != "default") {
+      setenv("ATEN_CPU_CAPABILITY", "default", 1);
+      execv("/proc/self/exe", argv);
+      std::cout << "cannot rerun with ATEN_CPU_CAPABILITY=default\n";
+      return 2;
+    }
+    if (ta == "cpu" || tb == "cpu") {
+      std::cout << "cpu-scalar replaces cpu's kernels in this process: compare it with cpu-f64 "
+                   "or cuda\n";
+      return 2;
+    }
+  }
+  std::cout << "divfuzz repro: " << kTitle << "\n";
+  if (*kSeen != '\0') std::cout << "divfuzz saw: " << kSeen << "\n";
+  PrintEnvironment();
+  const bool cuda = at::hasCUDA();
+  const bool scalar = ta == "cpu-scalar" || tb == "cpu-scalar";
+  // CPU, CUDA and the float64 reference always (CUDA skipped when absent),
+  // and whatever else the two targets name; cpu-scalar stands in for cpu.
+  std::vector<std::string> runs;
+  for (const std::string& t : {std::string(scalar ? "cpu-scalar" : "cpu"), std::string("cuda"),
+                               std::string("cpu-f64"), ta, tb}) {
+    bool seen = false;
+    for (const std::string& r : runs) seen = seen || r == t;
+    if (!seen) runs.push_back(t);
+  }
+  std::map<std::string, Result> results;
+  std::map<std::string, std::optional<Result>> refs;
+  for (const std::string& t : runs) {
+    if (t == "cuda" && !cuda) continue;
+    results[t] = Run(t == "cpu-scalar" ? "cpu" : t, &refs[t]);
+  }
+  // cpu-f64 rounds back to the program's dtype.
+  Result& f64 = results["cpu-f64"];
+  if (!f64.failure && f64.value.defined()) {
+    std::optional<at::ScalarType> want = kValueDType;
+    if (!want && !results[runs[0]].failure) want = results[runs[0]].value.scalar_type();
+    if (want) f64.value = f64.value.to(*want);
+  }
+  std::cout << "\nOutput %" << kValue << ": result " << kOutput << " of node " << kNode << ", "
+            << kOp << "\n";
+  for (const std::string& t : runs) {
+    if (!results.count(t)) {
+      std::cout << t << ": skipped (CUDA not available)\n";
+      continue;
+    }
+    Show(t, results[t]);
+    if (refs[t]) {
+      std::cout << "  float64 reference from " << t << "'s own inputs: "
+                << (refs[t]->failure ? "raised: " + refs[t]->failure->message
+                                     : Exact(refs[t]->value))
+                << "\n";
+    }
+  }
+  std::cout << "\n";
+  if ((ta == "cuda" || tb == "cuda") && !cuda) {
+    std::cout << "CUDA not available: skipping the verdict (compare other targets: " << argv[0]
+              << " cpu cpu-f64)\n";
+    return 0;
+  }
+  const Verdict v = Compare(results[ta], results[tb], ta, tb);
+  if (v.cls.empty()) {
+    std::cout << "VERDICT: no divergence (" << ta << " vs " << tb << "): " << v.detail << "\n";
+    return 0;
+  }
+  std::cout << "VERDICT: divergence reproduces (" << ta << " vs " << tb << "): " << v.cls << ": "
+            << v.detail << "\n";
+  // Who is wrong: each side against the float64 reference of the node
+  // computed from its own inputs (cpu-f64 is the reference itself).
+  std::vector<std::string> blamed;
+  for (const std::string& t : {ta, tb}) {
+    if (t == "cpu-f64") {
+      std::cout << "  " << t << ": the reference itself\n";
+      continue;
+    }
+    const Result& r = results[t];
+    const std::optional<Result>& ref = refs[t];
+    if (!ref) continue;
+    bool miss = false;
+    std::string why;
+    if (ref->failure) {
+      miss = !r.failure;
+      why = miss ? "the float64 reference raises (" + ref->failure->message + ") but " + t +
+                       " returns values"
+                 : t + " raises, and so does the float64 reference";
+    } else if (r.failure) {
+      miss = true;
+      why = t + " raises (" + r.failure->message + ") where the float64 reference computes a value";
+    } else {
+      Result rounded = *ref;
+      rounded.value = ref->value.to(r.value.scalar_type());
+      const Verdict own = Compare(r, rounded, t, "reference");
+      miss = !own.cls.empty();
+      why = miss ? t + " misses the float64 reference computed from its own inputs: " + own.cls +
+                       ": " + own.detail
+                 : t + " matches the float64 reference computed from its own inputs";
+      if (v.flat >= 0 &&
+          (at::isFloatingType(r.value.scalar_type()) || at::isComplexType(r.value.scalar_type()))) {
+        const std::vector<double> pv = Parts(r.value), pr = Parts(ref->value);
+        if (static_cast<size_t>(v.flat) < pv.size() && static_cast<size_t>(v.flat) < pr.size()) {
+          const double u = Ulps(pv[v.flat], pr[v.flat], r.value.scalar_type());
+          std::ostringstream m;
+          m << "\n    at that element: " << t << " " << Num(pv[v.flat]) << ", float64 reference "
+            << Num(pr[v.flat]);
+          if (!std::isnan(u)) m << ", error " << u << " ULPs";
+          why += m.str();
+        }
+      }
+    }
+    std::cout << "  " << why << "\n";
+    if (miss) blamed.push_back(t);
+  }
+  const std::string side = blamed.size() == 2   ? (v.cls == "tolerance" ? "undecided" : "both")
+                           : blamed.size() == 1 ? blamed[0]
+                                                : "undecided";
+  std::cout << "WRONG SIDE: " << side << "\n";
+  return 1;
+}
+)HARNESS";
 
 }  // namespace
 

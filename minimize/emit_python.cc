@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -458,10 +459,34 @@ std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& sp
   std::string out =
       "import torch\n\n"
       "F = float.fromhex  # every number below is exact\n"
-      "aten = torch.ops.aten\n\n\n"
-      "def make_inputs():\n"
-      "    v = {}\n";
-  for (const graph::Input& input : program.inputs) absl::StrAppend(&out, InputStatement(input));
+      "aten = torch.ops.aten\n\n\n";
+  // The builders the input statements use, as in the full script.
+  std::string builders;
+  for (const graph::Input& input : program.inputs)
+    absl::StrAppend(&builders, InputStatement(input));
+  if (absl::StrContains(builders, "_floats(")) {
+    absl::StrAppend(&out,
+                    "def _floats(hexes, shape, dtype):\n"
+                    "    return torch.tensor([F(h) for h in hexes], "
+                    "dtype=torch.float64).to(dtype).reshape(shape)\n\n\n");
+  }
+  if (absl::StrContains(builders, "_ints(")) {
+    absl::StrAppend(&out,
+                    "def _ints(values, shape, dtype):\n"
+                    "    return torch.tensor(values, dtype=torch.int64).to(dtype).reshape(shape)"
+                    "\n\n\n");
+  }
+  if (absl::StrContains(builders, "_complex(")) {
+    absl::StrAppend(&out,
+                    "def _complex(hexes, shape, dtype):\n"
+                    "    parts = torch.tensor([F(h) for h in hexes], "
+                    "dtype=torch.float64).reshape(-1, 2)\n"
+                    "    return torch.view_as_complex(parts).to(dtype).reshape(shape)\n\n\n");
+  }
+  absl::StrAppend(&out,
+                  "def make_inputs():\n"
+                  "    v = {}\n");
+  absl::StrAppend(&out, builders);
   absl::StrAppend(&out,
                   "    return v\n\n\n"
                   "def run(device, float64=False):\n"

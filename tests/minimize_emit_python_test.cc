@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "exec/executor.h"
 #include "gmock/gmock.h"
 #include "graph/materialize.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
 #include "minimize/emit_python.h"
+#include "ops/infer.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -340,6 +342,61 @@ TEST(EmitPython, BadSpecExitsTwo) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   run = RunScript(EmitPython(Parse(kCancellation), Spec(0, 1)));
   EXPECT_EQ(run.exit_code, 2) << run.output;
+}
+
+// The values the script prints for each side are the executor's, bit for
+// bit; it shows each side's float64 reference and says which side is wrong.
+TEST(EmitPython, PrintsTheValuesTheExecutorSaw) {
+  graph::Program p = Parse(R"(divfuzz v1
+input %a: f32[2,3] = values(100000000.0, 0.5, -2.0, 0.1, 3.0, -0.0)
+input %b: f32[2,3] = uniform(seed=4, low=0.0, high=2.0)
+%c = aten::add.Tensor(%a, %b, alpha=3)
+%d = aten::sub.Tensor(%c, %a)
+output %d
+)");
+  ReproSpec spec = Spec(1);
+  spec.seen = "tolerance at element 0";
+  ScriptRun run = RunScript(EmitPython(p, spec));
+  ASSERT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("divfuzz saw: tolerance at element 0"));
+  EXPECT_THAT(run.output, HasSubstr("float64 reference from cpu's own inputs: "));
+  EXPECT_THAT(run.output, HasSubstr("cpu matches the float64 reference computed from its own"));
+  EXPECT_THAT(run.output, HasSubstr("error 0 ULPs"));
+  EXPECT_THAT(run.output, HasSubstr("WRONG SIDE: undecided"));
+  const auto types = ops::InferProgram(p);
+  ASSERT_TRUE(types.ok());
+  for (exec::Target t : {exec::Target::kCpu, exec::Target::kCpuF64}) {
+    const exec::RunResult r = exec::Run(p, *types, t);
+    const at::Tensor want = r.nodes[1].outputs[0].to(at::kDouble).contiguous().reshape({-1});
+    const std::string side(exec::TargetName(t));
+    std::istringstream lines(run.output);
+    std::string line;
+    bool in_side = false;
+    std::vector<double> got;
+    while (std::getline(lines, line)) {
+      if (line.rfind(side + ": dtype", 0) == 0) in_side = true;
+      if (in_side && line.rfind("  exact: ", 0) == 0) {
+        std::istringstream values(line.substr(9));
+        std::string v;
+        while (values >> v) got.push_back(std::strtod(v.c_str(), nullptr));
+        break;
+      }
+    }
+    ASSERT_EQ(got.size(), static_cast<size_t>(want.numel())) << side << "\n" << run.output;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      EXPECT_TRUE(SameBits(got[i], want.data_ptr<double>()[i])) << side << "[" << i << "]";
+    }
+  }
+}
+
+TEST(EmitPython, SnippetRunsOnItsOwn) {
+  ReproSpec spec = Spec(1);
+  std::string snippet = EmitPythonSnippet(Parse(kCancellation), spec);
+  EXPECT_THAT(snippet, Not(HasSubstr("def main")));
+  ScriptRun run = RunScript(snippet);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("cpu:      tensor([0.])"));
+  EXPECT_THAT(run.output, HasSubstr("float64:  tensor([1.], dtype=torch.float64)"));
 }
 
 // The seed case runs end to end. Its verdict depends on the CPU (see

@@ -1,0 +1,318 @@
+// report.md, MakeRepro, the findings store's artifacts, and the divfuzz
+// minimize / repro commands, on real libtorch (faulty targets where a side
+// must be wrong).
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "gmock/gmock.h"
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "gtest/gtest.h"
+#include "minimize/emit_report.h"
+#include "minimize/environment.h"
+#include "minimize/repro.h"
+#include "oracles/verdict.h"
+#include "store/findings_store.h"
+#include "tests/faulty_targets.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::minimize {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MustParse;
+using ::testing::Not;
+
+struct CommandRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+CommandRun Sh(const std::string& cmd) {
+  CommandRun run;
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+std::string Python() {
+  const char* py = std::getenv("DIVFUZZ_PYTHON");
+  return py != nullptr && *py != '\0' ? py : "python3";
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A well-conditioned 4x4 matrix with a tiny determinant behind a short chain
+// and an unrelated branch: the faulty target's logdet gives -inf on cpu.
+constexpr char kFaultyLogdet[] = R"(divfuzz v1
+input %m: f32[4,4] = values(0.01, 0, 0, 0, 0, 0.01, 0, 0, 0, 0, 0.01, 0, 0, 0, 0, 0.01)
+input %x: f32[3] = fill(0.5)
+%a = aten::abs(%m)
+%b = aten::mul.Scalar(%a, 1.0)
+%l = aten::logdet(%b)
+%e = aten::exp(%x)
+output %l, %e
+)";
+
+ReproOptions FaultyOptions() {
+  ReproOptions o;
+  o.target_a = exec::Target::kCpu;
+  o.target_b = exec::Target::kCpuF64;
+  o.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::FaultyLogdetRun(p, t, target);
+  };
+  o.max_seconds = 30;
+  return o;
+}
+
+TEST(Environment, NamesTorchTheCpuAndTheOs) {
+  const Environment& env = CurrentEnvironment();
+  EXPECT_FALSE(env.torch_version.empty());
+  EXPECT_FALSE(env.cpu_capability.empty());
+  EXPECT_FALSE(env.os.empty());
+  EXPECT_GT(env.cpu_cores, 0);
+  std::set<std::string> labels;
+  for (const auto& [label, value] : env.Items()) {
+    labels.insert(label);
+    EXPECT_FALSE(value.empty()) << label;
+  }
+  for (const char* want : {"torch", "CUDA runtime", "cuBLAS", "cuSOLVER", "GPU", "GPU driver",
+                           "CPU", "CPU vector ISA (ATen dispatch)", "OS"}) {
+    EXPECT_TRUE(labels.count(want)) << want;
+  }
+  if (exec::CudaAvailable()) {
+    EXPECT_FALSE(env.gpu.empty());
+    EXPECT_FALSE(env.cuda_runtime.empty());
+  }
+}
+
+TEST(Report, FaultyLogdetIsArguedAsABug) {
+  absl::StatusOr<ReproFiles> f = MakeRepro(MustParse(kFaultyLogdet), FaultyOptions());
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->reproduced) << f->note;
+  EXPECT_EQ(f->signature, "aten::logdet|f32|class_split|cpu");
+  ASSERT_TRUE(f->reduction.has_value());
+  EXPECT_EQ(f->reduction->nodes_after, 1);
+  const std::string& md = f->report_md;
+  EXPECT_THAT(md, HasSubstr("# aten::logdet (f32): cpu returns -inf where the float64 reference "
+                            "is -1"));
+  EXPECT_THAT(md, HasSubstr("## Summary"));
+  EXPECT_THAT(md, HasSubstr("This shows that **cpu** is wrong."));
+  EXPECT_THAT(md, HasSubstr("None of PyTorch's documented reasons for expected variance applies"));
+  EXPECT_THAT(md, HasSubstr("```python\nimport torch"));
+  EXPECT_THAT(md, HasSubstr("| cpu | `-inf` |"));
+  EXPECT_THAT(md, HasSubstr("not finite vs finite"));
+  EXPECT_THAT(md, HasSubstr("| `ill_conditioned` |"));
+  EXPECT_THAT(md, HasSubstr("| does not apply | condition number 1.0 <= 1/eps(f32)"));
+  EXPECT_THAT(md, HasSubstr("| `info_gated` |"));
+  EXPECT_THAT(md, HasSubstr("| not applicable | aten::logdet has no info output |"));
+  EXPECT_THAT(md, Not(HasSubstr("| applies |")));
+  EXPECT_THAT(md, HasSubstr("## Environment"));
+  EXPECT_THAT(md, HasSubstr("- CPU vector ISA (ATen dispatch): "));
+  EXPECT_THAT(md, HasSubstr("- cuSOLVER: "));
+  EXPECT_THAT(md, HasSubstr("signature `aten::logdet|f32|class_split|cpu`"));
+  EXPECT_THAT(md, HasSubstr("Reduced from 4 to 1 ops"));
+  // The inline snippet is a working script on its own (real torch: no fault).
+  const size_t begin = md.find("```python\n") + 10;
+  const std::string snippet = md.substr(begin, md.find("```", begin) - begin);
+  const std::string dir = testing::TempDir("snippet");
+  std::ofstream(dir + "/snippet.py") << snippet;
+  CommandRun r = Sh(Python() + " " + dir + "/snippet.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("float64: "));
+  // The other files are there, for the minimal program.
+  EXPECT_THAT(f->repro_py, HasSubstr("aten.logdet.default"));
+  EXPECT_THAT(f->main_cpp, HasSubstr("\"aten::logdet\""));
+  EXPECT_THAT(f->min_dfz, HasSubstr("aten::logdet"));
+  EXPECT_THAT(f->min_dfz, Not(HasSubstr("aten::exp")));
+}
+
+TEST(Report, ExpectedVarianceSaysWhichRuleApplies) {
+  // A singular matrix: -inf on cpu (faulty and real), finite on a side that
+  // adds rounding noise; the ill-conditioned rule explains it.
+  ReproOptions o = FaultyOptions();
+  o.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
+    exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
+    r.target = exec::Target::kCuda;
+    for (exec::NodeResult& n : r.nodes) {
+      if (!n.error && n.outputs[0].dim() == 0) n.outputs[0] = n.outputs[0].clamp_min(-100.0);
+    }
+    return r;
+  };
+  o.target_b = exec::Target::kCuda;
+  o.minimize = false;
+  absl::StatusOr<ReproFiles> f = MakeRepro(MustParse(R"(divfuzz v1
+input %m: f32[2,2] = fill(1.0)
+%l = aten::logdet(%m)
+output %l
+)"),
+                                           o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->reproduced) << f->note;
+  EXPECT_TRUE(f->min_dfz.empty());
+  EXPECT_THAT(f->report_md, HasSubstr("matches the documented expected-variance rule "
+                                      "`ill_conditioned`"));
+  EXPECT_THAT(f->report_md, HasSubstr("| `ill_conditioned` |"));
+  EXPECT_THAT(f->report_md, HasSubstr("| applies |"));
+  EXPECT_THAT(f->report_md, HasSubstr("tier `expected`"));
+  EXPECT_THAT(f->report_md, HasSubstr("| `tf32` |"));
+}
+
+TEST(Report, TitlesByClass) {
+  oracles::Divergence d;
+  d.op = "aten::sin";
+  d.dtype = "f32";
+  d.cls = oracles::DivergenceClass::kTolerance;
+  d.wrong_side = "cuda";
+  d.ulp_b = 1234;
+  EXPECT_EQ(ReportTitle(d, "cpu", "cuda"),
+            "aten::sin (f32): cuda is off by 1.23e+03 ULPs from the float64 reference");
+  d.wrong_side = "undecided";
+  EXPECT_EQ(ReportTitle(d, "cpu", "cuda"), "aten::sin (f32): cpu and cuda differ beyond tolerance");
+  d.cls = oracles::DivergenceClass::kErrorSplit;
+  d.value_a = "ok";
+  d.value_b = "raised: boom";
+  EXPECT_EQ(ReportTitle(d, "cpu", "cuda"), "aten::sin (f32): raises on cuda but not on cpu");
+}
+
+TEST(Repro, WritesArtifactsIntoTheFindingsStore) {
+  const std::string dir = testing::TempDir("findings");
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  store::FindingHit hit;
+  hit.signature = "aten::logdet|f32|class_split|cpu";
+  hit.root_op = "aten::logdet";
+  hit.dtype = "f32";
+  hit.divergence_class = "class_split";
+  hit.wrong_side = "cpu";
+  hit.tier = "bug";
+  hit.targets = "cpu vs cpu-f64";
+  absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kFaultyLogdet);
+  ASSERT_TRUE(rec.ok());
+  ReproOptions o = FaultyOptions();
+  o.signature = hit.signature;
+  o.finding_id = rec->id;
+  absl::StatusOr<ReproFiles> f = MakeRepro(MustParse(kFaultyLogdet), o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(WriteReproToStore(**store, rec->id, *f).ok());
+  auto index = (*store)->Load();
+  ASSERT_TRUE(index.ok());
+  ASSERT_EQ(index->size(), 1u);
+  const nlohmann::json& e = (*index)[0];
+  for (const char* field : {"minimized", "repro_py", "repro_cpp", "report_md"}) {
+    ASSERT_TRUE(e.contains(field) && e[field].is_string()) << field << ": " << e.dump();
+    EXPECT_TRUE(Exists(dir + "/" + e[field].get<std::string>())) << field;
+  }
+  EXPECT_TRUE(Exists(dir + "/" + rec->id + "/repro_cpp/CMakeLists.txt"));
+  EXPECT_THAT(Read(dir + "/" + rec->id + "/report.md"), HasSubstr(rec->id));
+  // min.dfz parses back to the minimal program.
+  EXPECT_TRUE(graph::ParseProgram(Read(dir + "/" + rec->id + "/min.dfz")).ok());
+}
+
+TEST(Repro, NotReproducedHereStillWritesRunnableRepros) {
+  ReproOptions o;
+  o.signature = "aten::exp|f32|class_split|cpu";  // nothing like it here
+  o.seen = "class_split on the GPU host";
+  absl::StatusOr<ReproFiles> f = MakeRepro(MustParse(kFaultyLogdet), o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_FALSE(f->reproduced);
+  EXPECT_THAT(f->note,
+              HasSubstr("no root divergence with signature aten::exp|f32|class_split|cpu"));
+  EXPECT_TRUE(f->min_dfz.empty());
+  EXPECT_THAT(f->report_md, HasSubstr("Did not reproduce on this machine"));
+  EXPECT_THAT(f->repro_py, HasSubstr("SEEN = 'class_split on the GPU host'"));
+  EXPECT_THAT(f->main_cpp, HasSubstr("int main"));
+}
+
+// ----- the divfuzz commands --------------------------------------------
+
+const std::string kTool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
+
+// (1e8 + 1) - 1e8: 0 in float32, 1 in float64, behind noise.
+constexpr char kCancellation[] = R"(divfuzz v1
+input %a: f32[3] = values(100000000.0, 200000000.0, 5.0)
+input %b: f32[3] = fill(1.0)
+input %n: f32[2,2] = uniform(seed=2, low=0.5, high=1.5)
+%x = aten::exp(%n)
+%y = aten::sin(%x)
+%c = aten::add.Tensor(%a, %b)
+%d = aten::sub.Tensor(%c, %a)
+%e = aten::abs(%d)
+output %e, %y
+)";
+
+TEST(Commands, MinimizeWritesTheMinimalProgram) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("minimize");
+  std::ofstream(dir + "/p.dfz") << kCancellation;
+  CommandRun r = Sh(kTool + " minimize --targets=cpu,cpu-f64 --max_seconds=30 " + dir + "/p.dfz");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("reduce: round 1 slice"));
+  EXPECT_THAT(r.output, HasSubstr("reduce: done: aten::sub.Tensor|f32|tolerance|undecided"));
+  absl::StatusOr<graph::Program> p = graph::ParseProgram(Read(dir + "/p.min.dfz"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->nodes.size(), 2u) << graph::PrintProgram(*p);
+  EXPECT_LE(p->inputs.size(), 2u);
+  // A program that does not diverge: exit 1.
+  std::ofstream(dir + "/ok.dfz") << "divfuzz v1\ninput %x: f32[2] = fill(0.5)\n%y = aten::neg(%x)\n"
+                                    "output %y\n";
+  r = Sh(kTool + " minimize --targets=cpu,cpu-f64 " + dir + "/ok.dfz");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+}
+
+TEST(Commands, ReproWritesAllFilesAndTheScriptReproduces) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("repro");
+  std::ofstream(dir + "/p.dfz") << kCancellation;
+  CommandRun r = Sh(kTool + " repro --targets=cpu,cpu-f64 " + dir + "/p.dfz");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f :
+       {"min.dfz", "repro.py", "repro_cpp/main.cpp", "repro_cpp/CMakeLists.txt", "report.md"}) {
+    EXPECT_TRUE(Exists(dir + "/p.repro/" + f)) << f;
+  }
+  // The script reproduces on the minimal program, with the values the
+  // executor computes for it.
+  r = Sh(Python() + " " + dir + "/p.repro/repro.py");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: divergence reproduces (cpu vs cpu-f64): tolerance"));
+  absl::StatusOr<graph::Program> p = graph::ParseProgram(Read(dir + "/p.repro/min.dfz"));
+  ASSERT_TRUE(p.ok());
+  const exec::RunResult cpu = exec::Run(*p, testing::MustInfer(*p), exec::Target::kCpu);
+  // (1e8 + 1) - 1e8 in float32: 0, printed as Python's float.hex.
+  EXPECT_EQ(cpu.nodes.back().outputs[0].reshape({-1})[0].item<double>(), 0.0);
+  EXPECT_THAT(r.output, HasSubstr("cpu: dtype torch.float32"));
+  EXPECT_THAT(r.output, HasSubstr("  exact: 0x0.0p+0\n"));
+  EXPECT_THAT(Read(dir + "/p.repro/report.md"), HasSubstr("## Why this is not expected variance"));
+  // --minimize=false keeps the program as given and writes no min.dfz.
+  r = Sh(kTool + " repro --targets=cpu,cpu-f64 --minimize=false --out=" + dir + "/full " + dir +
+         "/p.dfz");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(Exists(dir + "/full/min.dfz"));
+  EXPECT_THAT(Read(dir + "/full/repro.py"), HasSubstr("aten.exp.default"));
+}
+
+}  // namespace
+}  // namespace divfuzz::minimize
