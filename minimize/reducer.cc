@@ -154,6 +154,14 @@ class Reducer : public ReductionContext {
 
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
                                     const std::string& signature, const std::string& tier) {
+  // Without a GPU the cuda target fails to build its inputs on every program:
+  // that is no divergence to keep.
+  for (const auto& [target, runner] : {std::pair{options.target_a, &options.runner_a},
+                                       std::pair{options.target_b, &options.runner_b}}) {
+    if (target == exec::Target::kCuda && !*runner && !exec::CudaAvailable()) {
+      return absl::FailedPreconditionError("CUDA is not available in this process");
+    }
+  }
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
   if (!types.ok()) return types.status();
   Evaluation e;

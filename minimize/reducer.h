@@ -54,7 +54,8 @@ struct Evaluation {
   bool found = false;
 };
 
-// Type-checks, runs, compares and triages. `signature` picks the root (and
+// Type-checks, runs, compares and triages; FailedPrecondition when a target
+// is cuda (with exec::Run) and CUDA is not available. `signature` picks the root (and
 // `tier`, when not empty, must match too); an empty signature picks the most
 // severe root (oracles::SeverityRank), the first in node order on ties.
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
@@ -99,8 +100,8 @@ struct ReduceResult {
 };
 
 // Errors: InvalidArgument when the program does not type-check or names an
-// unknown pass; NotFound when it shows no root divergence (with the
-// signature, when one is given) on the target pair.
+// unknown pass; FailedPrecondition when a target cannot run here; NotFound when it shows no root
+// divergence (with the signature, when one is given) on the target pair.
 absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options);
 
 }  // namespace divfuzz::minimize

@@ -60,18 +60,23 @@ absl::Status MakeDirs(const std::string& path) {
 absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproOptions& options) {
   if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
   absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature);
-  if (!start.ok()) return start.status();
+  if (!start.ok() && start.status().code() != absl::StatusCode::kFailedPrecondition) {
+    return start.status();
+  }
   const std::string ta(exec::TargetName(options.target_a));
   const std::string tb(exec::TargetName(options.target_b));
   ReproFiles files;
   ReproSpec spec;
   spec.target_a = ta;
   spec.target_b = tb;
-  if (!start->found) {
-    files.note = absl::StrCat(
-        "no root divergence",
-        options.signature.empty() ? "" : absl::StrCat(" with signature ", options.signature),
-        " on ", ta, " vs ", tb, " here");
+  if (!start.ok() || !start->found) {
+    files.note = !start.ok()
+                     ? std::string(start.status().message())
+                     : absl::StrCat("no root divergence",
+                                    options.signature.empty()
+                                        ? ""
+                                        : absl::StrCat(" with signature ", options.signature),
+                                    " on ", ta, " vs ", tb, " here");
     spec.node_index = options.node_index;
     spec.output_index = options.output_index;
     spec.seen = options.seen;

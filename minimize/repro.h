@@ -43,7 +43,10 @@ struct ReproFiles {
   std::string signature;  // of the divergence the files reproduce
 };
 
-// Errors: InvalidArgument for a program that does not type-check.
+// Errors: InvalidArgument for a program that does not type-check. A
+// divergence that does not show here (or a target that cannot run here, like
+// cuda without a GPU) still yields the repros, unminimized, for the node
+// `node_index` names, with reproduced false and a note.
 absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproOptions& options);
 
 // <dir>/min.dfz (when minimized), repro.py, repro_cpp/main.cpp,

@@ -314,5 +314,41 @@ TEST(Commands, ReproWritesAllFilesAndTheScriptReproduces) {
   EXPECT_THAT(Read(dir + "/full/repro.py"), HasSubstr("aten.exp.default"));
 }
 
+TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("findings");
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  store::FindingHit hit;
+  hit.signature = "aten::sub.Tensor|f32|tolerance|undecided";
+  hit.root_op = "aten::sub.Tensor";
+  hit.dtype = "f32";
+  hit.divergence_class = "tolerance";
+  hit.targets = "cpu vs cpu-f64";
+  hit.detail = {{"node", 3}, {"output", 0}, {"summary", "element 0: 0.0 vs 1.0"}};
+  absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kCancellation);
+  ASSERT_TRUE(rec.ok());
+  CommandRun r = Sh(kTool + " repro " + dir + "/" + rec->id);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("reduce: keeping aten::sub.Tensor|f32|tolerance|undecided"));
+  auto index = (*store)->Load();
+  ASSERT_TRUE(index.ok());
+  const nlohmann::json& e = (*index)[0];
+  EXPECT_EQ(e.value("minimized", ""), rec->id + "/min.dfz");
+  EXPECT_EQ(e.value("repro_py", ""), rec->id + "/repro.py");
+  EXPECT_EQ(e.value("repro_cpp", ""), rec->id + "/repro_cpp/main.cpp");
+  EXPECT_EQ(e.value("report_md", ""), rec->id + "/report.md");
+  EXPECT_THAT(Read(dir + "/" + rec->id + "/repro.py"), HasSubstr("element 0: 0.0 vs 1.0"));
+  // Asked for a GPU pair without a GPU: the repros are written, unminimized,
+  // and the exit status says it did not reproduce here.
+  if (!exec::CudaAvailable()) {
+    r = Sh(kTool + " repro --targets=cpu,cuda --out=" + dir + "/gpu " + dir + "/" + rec->id);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("did not reproduce here: CUDA is not available"));
+    EXPECT_TRUE(Exists(dir + "/gpu/repro.py"));
+    EXPECT_FALSE(Exists(dir + "/gpu/min.dfz"));
+  }
+}
+
 }  // namespace
 }  // namespace divfuzz::minimize
