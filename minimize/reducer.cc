@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "exec/executor.h"
@@ -169,6 +170,18 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   e.a = RunWith(options.runner_a, program, e.types, options.target_a);
   e.b = RunWith(options.runner_b, program, e.types, options.target_b);
   e.verdict = oracles::Compare(program, e.types, e.a, e.b, options.policy);
+  if (!signature.empty()) {
+    // Only roots whose op, dtype and class match can have the signature:
+    // triage (float64 references, rules) just those.
+    std::vector<oracles::Divergence> kept;
+    for (oracles::Divergence& d : e.verdict.divergences) {
+      if (!d.root) continue;
+      oracles::Divergence probe = d;
+      probe.wrong_side.clear();
+      if (absl::StartsWith(signature, oracles::Signature(probe))) kept.push_back(std::move(d));
+    }
+    e.verdict.divergences = std::move(kept);
+  }
   oracles::Triage(program, e.types, e.a, e.b, options.policy, e.verdict);
   if (std::optional<oracles::Divergence> root = FindRoot(e.verdict, signature, tier)) {
     e.root = *root;

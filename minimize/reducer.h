@@ -48,6 +48,8 @@ struct Evaluation {
   ops::TypeEnv types;
   exec::RunResult a;
   exec::RunResult b;
+  // Every divergence; with a signature, only the roots that could carry it
+  // (same op, dtype and class), triaged.
   oracles::Verdict verdict;
   // The root divergence chosen (see FindRoot); root.node_index < 0 when none.
   oracles::Divergence root;
