@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/materialize.h"
 #include "graph/printer.h"
+#include "ops/catalogue.h"
 #include "ops/infer.h"
 
 namespace divfuzz::minimize {
@@ -188,6 +189,27 @@ std::string NodeStatement(const graph::Node& node) {
                       CppStr(node.overload), ", {", absl::StrJoin(args, ", "), "}},\n");
 }
 
+// For a decomposition, the name of its invariants ("qr", "svd", "eigh", "lu",
+// "eig"); else empty.
+std::string Invariants(const graph::Node& node) {
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  if (spec == nullptr || !(spec->hints & ops::kDecomposition)) return "";
+  switch (spec->rule) {
+    case ops::Rule::kQr:
+      return "qr";
+    case ops::Rule::kSvd:
+      return "svd";
+    case ops::Rule::kEigh:
+      return "eigh";
+    case ops::Rule::kLu:
+      return "lu";
+    case ops::Rule::kEig:
+      return "eig";
+    default:
+      return "";
+  }
+}
+
 std::string ErrorProgram(const std::string& title, const std::string& message) {
   return absl::StrCat("// divfuzz repro: ", Comment(title),
                       "\n#include <iostream>\n\nint main() {\n  std::cout << ", CppStr(message),
@@ -294,6 +316,8 @@ const double kNaN = NAN;
   absl::StrAppend(&s, "const int kOutput = ", spec.output_index, ";  // which of its results\n");
   absl::StrAppend(&s, "const char* const kValue = ", CppStr(value), ";\n");
   absl::StrAppend(&s, "const char* const kOp = ", CppStr(target.QualifiedName()), ";\n");
+  absl::StrAppend(&s, "// A decomposition is compared through its invariants, not raw factors.\n",
+                  "const char* const kInvariants = ", CppStr(Invariants(target)), ";\n");
   absl::StrAppend(&s,
                   "// The program's dtype of the diverging value (cpu-f64 rounds back to it).\n",
                   "const std::optional<at::ScalarType> kValueDType = ", dtype, ";\n\n");
@@ -449,10 +473,10 @@ struct Failure {
   int node = -1;
 };
 
-// A target's diverging output: a CPU tensor, or the failure of its node (or
-// of one it depends on).
+// A target's diverging output (a decomposition: all its outputs) as CPU
+// tensors, or the failure of its node (or of one it depends on).
 struct Result {
-  at::Tensor value;
+  std::vector<at::Tensor> values;
   std::optional<Failure> failure;
 };
 
@@ -616,6 +640,58 @@ at::Tensor Snapshot(const c10::IValue& v) {
   return at::Tensor();
 }
 
+// What a run keeps of the diverging node: its output, or all of a
+// decomposition's.
+std::vector<at::Tensor> Capture(const torch::jit::Stack& stack) {
+  if (*kInvariants == '\0') return {Snapshot(stack[kOutput])};
+  std::vector<at::Tensor> all;
+  for (const c10::IValue& v : stack) all.push_back(Snapshot(v));
+  return all;
+}
+
+// What is compared: the output, or a decomposition's invariants (computed in
+// float64, rounded back), as divfuzz's oracle does.
+std::vector<at::Tensor> Comparable(const std::vector<at::Tensor>& outs) {
+  const std::string inv = kInvariants;
+  if (inv.empty() || outs.empty()) return outs;
+  for (const at::Tensor& t : outs) {
+    if (!t.defined()) return outs;
+  }
+  const at::ScalarType dtype = outs[0].scalar_type();
+  std::vector<at::Tensor> f;
+  for (const at::Tensor& t : outs) {
+    f.push_back(t.to(at::isComplexType(t.scalar_type()) ? at::kComplexDouble : at::kDouble));
+  }
+  std::vector<at::Tensor> r;
+  if (inv == "qr" && f.size() >= 2) {  // Q R = A, and |diag(R)| is unique
+    r = {f[1].diagonal(0, -2, -1).abs(), f[0].matmul(f[1])};
+  } else if (inv == "svd" && f.size() >= 3) {  // U diag(S) Vh = A, and S is unique
+    r = {f[1], f[0].mul(f[1].unsqueeze(-2)).matmul(f[2])};
+  } else if (inv == "eigh" && f.size() >= 2) {  // V diag(w) V^T = sym(A), and w is unique
+    r = {f[0], f[1].mul(f[0].unsqueeze(-2)).matmul(f[1].mT())};
+  } else if (inv == "lu" && f.size() >= 3) {  // P L U = A
+    r = {f[0].matmul(f[1]).matmul(f[2])};
+  } else if (inv == "eig") {  // the spectrum as a multiset
+    const at::Tensor w = outs[0].to(at::kComplexDouble);
+    const at::ScalarType part = dtype == at::kComplexFloat ? at::kFloat : at::kDouble;
+    return {std::get<0>(at::real(w).sort(-1)).to(part).contiguous(),
+            std::get<0>(at::imag(w).sort(-1)).to(part).contiguous()};
+  } else {
+    return outs;
+  }
+  for (at::Tensor& t : r) t = t.to(dtype).contiguous();
+  return r;
+}
+
+// Rounds each output to the dtype of the same output of `like`.
+std::vector<at::Tensor> RoundLike(std::vector<at::Tensor> values,
+                                  const std::vector<at::Tensor>& like) {
+  for (size_t k = 0; k < values.size() && k < like.size(); ++k) {
+    if (values[k].defined() && like[k].defined()) values[k] = values[k].to(like[k].scalar_type());
+  }
+  return values;
+}
+
 // Calls one node through the c10 dispatcher; throws on any failure.
 torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
   auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
@@ -669,7 +745,7 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
       };
       Result ref;
       try {
-        ref.value = Snapshot(Call(node, up_lookup)[kOutput]);
+        ref.values = Capture(Call(node, up_lookup));
       } catch (const std::exception& e) {
         ref.failure = Failure{FirstLine(e.what()), i};
       }
@@ -683,7 +759,7 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
           if (stack[k].isTensor()) env[node.results[k]] = stack[k].toTensor();
         }
         if (i == kNode) {
-          result.value = Snapshot(stack[kOutput]);
+          result.values = Capture(stack);
           result.failure.reset();
         }
       } catch (const std::exception& e) {
@@ -745,18 +821,11 @@ struct Verdict {
   std::string cls;  // empty: no divergence
   std::string detail;
   int64_t flat = -1;  // into the real view
+  size_t part = 0;    // which compared tensor (a decomposition's invariant)
 };
 
-Verdict Compare(const Result& a, const Result& b, const std::string& na, const std::string& nb) {
-  if (a.failure && b.failure) return {"", "both targets raised", -1};
-  if (a.failure || b.failure) {
-    const std::string& side = a.failure ? na : nb;
-    const std::string& msg = a.failure ? a.failure->message : b.failure->message;
-    const bool gap = msg.find("not implemented for") != std::string::npos;
-    return {gap ? "dtype_gap" : "error_split", "only " + side + " raised: " + msg, -1};
-  }
-  const at::Tensor& x = a.value;
-  const at::Tensor& y = b.value;
+Verdict CompareOne(const at::Tensor& x, const at::Tensor& y, const std::string& na,
+                   const std::string& nb) {
   if (x.defined() != y.defined() ||
       (x.defined() && (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()))) {
     std::ostringstream m;
@@ -813,6 +882,31 @@ Verdict Compare(const Result& a, const Result& b, const std::string& na, const s
   return {"", "exactly equal", -1};
 }
 
+// The oracle's rules over what is compared (Comparable).
+Verdict Compare(const Result& a, const Result& b, const std::string& na, const std::string& nb) {
+  if (a.failure && b.failure) return {"", "both targets raised", -1};
+  if (a.failure || b.failure) {
+    const std::string& side = a.failure ? na : nb;
+    const std::string& msg = a.failure ? a.failure->message : b.failure->message;
+    const bool gap = msg.find("not implemented for") != std::string::npos;
+    return {gap ? "dtype_gap" : "error_split", "only " + side + " raised: " + msg, -1};
+  }
+  if (a.values.size() != b.values.size()) return {"meta_split", "different numbers of outputs", -1};
+  Verdict last{"", "no output", -1};
+  for (size_t k = 0; k < a.values.size(); ++k) {
+    Verdict v = CompareOne(a.values[k], b.values[k], na, nb);
+    v.part = k;
+    if (!v.cls.empty()) {
+      if (*kInvariants != '\0') {
+        v.detail = "invariant " + std::to_string(k) + " of the decomposition: " + v.detail;
+      }
+      return v;
+    }
+    last = v;
+  }
+  return last;
+}
+
 int MantissaBits(at::ScalarType t) {
   switch (t) {
     case at::kHalf:
@@ -851,7 +945,17 @@ double Ulps(double value, double reference, at::ScalarType t) {
   return std::fabs(value - reference) / spacing;
 }
 
-std::string Exact(const at::Tensor& t, int64_t limit = 64) {
+std::string Exact(const at::Tensor& t, int64_t limit = 64);
+
+std::string ExactAll(const std::vector<at::Tensor>& values) {
+  std::string out;
+  for (size_t k = 0; k < values.size(); ++k) {
+    out += (k ? " | " : "") + (values[k].defined() ? Exact(values[k]) : std::string("undefined"));
+  }
+  return out;
+}
+
+std::string Exact(const at::Tensor& t, int64_t limit) {
   std::string out;
   if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) {
     const std::vector<double> p = Parts(t);
@@ -875,9 +979,16 @@ void Show(const std::string& name, const Result& r) {
               << "\n";
     return;
   }
-  std::cout << name << ": dtype " << c10::toString(r.value.scalar_type()) << ", shape "
-            << r.value.sizes() << "\n"
-            << r.value << "\n  exact: " << Exact(r.value) << "\n";
+  for (size_t k = 0; k < r.values.size(); ++k) {
+    const at::Tensor& t = r.values[k];
+    std::cout << name << (r.values.size() > 1 ? " invariant " + std::to_string(k) : "");
+    if (!t.defined()) {
+      std::cout << ": undefined\n";
+      continue;
+    }
+    std::cout << ": dtype " << c10::toString(t.scalar_type()) << ", shape " << t.sizes() << "\n"
+              << t << "\n  exact: " << Exact(t) << "\n";
+  }
 }
 
 // ---- the environment ---------------------------------------------------------
@@ -1045,10 +1156,18 @@ int Main(int argc, char** argv) {
   }
   // cpu-f64 rounds back to the program's dtype.
   Result& f64 = results["cpu-f64"];
-  if (!f64.failure && f64.value.defined()) {
-    std::optional<at::ScalarType> want = kValueDType;
-    if (!want && !results[runs[0]].failure) want = results[runs[0]].value.scalar_type();
-    if (want) f64.value = f64.value.to(*want);
+  const Result& plain = results[runs[0]];
+  if (!f64.failure && !plain.failure) {
+    f64.values = RoundLike(f64.values, plain.values);
+  } else if (!f64.failure && kValueDType && f64.values.size() == 1 && f64.values[0].defined()) {
+    f64.values[0] = f64.values[0].to(*kValueDType);
+  }
+  for (auto& [t, r] : results) {
+    if (r.failure) continue;
+    if (refs[t] && !refs[t]->failure) {
+      refs[t]->values = Comparable(RoundLike(refs[t]->values, r.values));
+    }
+    r.values = Comparable(r.values);
   }
   std::cout << "\nOutput %" << kValue << ": result " << kOutput << " of node " << kNode << ", "
             << kOp << "\n";
@@ -1061,7 +1180,7 @@ int Main(int argc, char** argv) {
     if (refs[t]) {
       std::cout << "  float64 reference from " << t << "'s own inputs: "
                 << (refs[t]->failure ? "raised: " + refs[t]->failure->message
-                                     : Exact(refs[t]->value))
+                                     : ExactAll(refs[t]->values))
                 << "\n";
     }
   }
@@ -1100,18 +1219,18 @@ int Main(int argc, char** argv) {
       miss = true;
       why = t + " raises (" + r.failure->message + ") where the float64 reference computes a value";
     } else {
-      Result rounded = *ref;
-      rounded.value = ref->value.to(r.value.scalar_type());
-      const Verdict own = Compare(r, rounded, t, "reference");
+      const Verdict own = Compare(r, *ref, t, "reference");
       miss = !own.cls.empty();
       why = miss ? t + " misses the float64 reference computed from its own inputs: " + own.cls +
                        ": " + own.detail
                  : t + " matches the float64 reference computed from its own inputs";
-      if (v.flat >= 0 &&
-          (at::isFloatingType(r.value.scalar_type()) || at::isComplexType(r.value.scalar_type()))) {
-        const std::vector<double> pv = Parts(r.value), pr = Parts(ref->value);
+      const at::Tensor rv = v.part < r.values.size() ? r.values[v.part] : at::Tensor();
+      const at::Tensor fv = v.part < ref->values.size() ? ref->values[v.part] : at::Tensor();
+      if (v.flat >= 0 && rv.defined() && fv.defined() &&
+          (at::isFloatingType(rv.scalar_type()) || at::isComplexType(rv.scalar_type()))) {
+        const std::vector<double> pv = Parts(rv), pr = Parts(fv);
         if (static_cast<size_t>(v.flat) < pv.size() && static_cast<size_t>(v.flat) < pr.size()) {
-          const double u = Ulps(pv[v.flat], pr[v.flat], r.value.scalar_type());
+          const double u = Ulps(pv[v.flat], pr[v.flat], rv.scalar_type());
           std::ostringstream m;
           m << "\n    at that element: " << t << " " << Num(pv[v.flat]) << ", float64 reference "
             << Num(pr[v.flat]);

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/materialize.h"
 #include "graph/printer.h"
+#include "ops/catalogue.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -370,6 +371,27 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
   return out;
 }
 
+// For a decomposition, the name of its invariants in the harness ('qr', 'svd',
+// 'eigh', 'lu', 'eig'), as a Python literal; else None.
+std::string Invariants(const graph::Node& node) {
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  if (spec == nullptr || !(spec->hints & ops::kDecomposition)) return "None";
+  switch (spec->rule) {
+    case ops::Rule::kQr:
+      return "'qr'";
+    case ops::Rule::kSvd:
+      return "'svd'";
+    case ops::Rule::kEigh:
+      return "'eigh'";
+    case ops::Rule::kLu:
+      return "'lu'";
+    case ops::Rule::kEig:
+      return "'eig'";
+    default:
+      return "None";
+  }
+}
+
 // The diverging node's index (spec.node_index, or the node defining the first
 // output, or the last node), or an error message.
 int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::string* error) {
@@ -417,7 +439,9 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "OUTPUT = ", spec.output_index, "  # which of its results\n");
   absl::StrAppend(&out, "VALUE = ", PyStr(value), "\n");
   absl::StrAppend(&out, "OP = ", PyStr(target.QualifiedName()), "\n");
-  absl::StrAppend(&out, "SEEN = ", PyStr(spec.seen), "  # what divfuzz saw\n\n\n");
+  absl::StrAppend(&out, "SEEN = ", PyStr(spec.seen), "  # what divfuzz saw\n");
+  absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
+                  "  # a decomposition: compared through invariants, not raw factors\n\n\n");
 
   absl::StrAppend(&out,
                   "def make_inputs():\n"
@@ -556,6 +580,10 @@ class Failure:
 def _snapshot(x):
     if isinstance(x, Failure):
         return x
+    if isinstance(x, list):
+        snaps = [_snapshot(e) for e in x]
+        failed = [e for e in snaps if isinstance(e, Failure)]
+        return failed[0] if failed else snaps
     if isinstance(x, torch.Tensor):
         return x.detach().clone().cpu()
     if isinstance(x, (bool, int, float, complex)):
@@ -575,14 +603,14 @@ REFERENCES = {}  # target -> the diverging node in float64 from that target's ow
 
 
 def _pick(out, results):
-    """The diverging result of a node's return value."""
-    if isinstance(out, Failure) or len(results) == 1:
+    """The diverging result of a node's return value (a decomposition: all of them)."""
+    if isinstance(out, Failure):
         return out
-    values = list(out)
+    values = [out] if len(results) == 1 else list(out)
     if len(values) != len(results):
         return Failure('returned %d results, the program names %d' % (len(values), len(results)),
                        NODE)
-    return values[OUTPUT]
+    return values if INVARIANTS else values[OUTPUT]
 
 
 def _reference(v, results, uses, fn):
@@ -639,7 +667,7 @@ def run(target):
         for name, value in zip(results, values):
             v[name] = value
         if index == NODE:
-            captured['value'] = _snapshot(values[OUTPUT])
+            captured['value'] = _snapshot(values if INVARIANTS else values[OUTPUT])
 
     with torch.no_grad():
         program(v, node)
@@ -672,22 +700,60 @@ def _child(target, path):
     return 0
 
 
+def _dtype_of(r):
+    if isinstance(r, torch.Tensor):
+        return r.dtype
+    if isinstance(r, list):
+        return [x.dtype for x in r]
+    return None
+
+
+def _to(r, want):
+    if isinstance(r, torch.Tensor) and want is not None:
+        return r.to(want)
+    if isinstance(r, list) and isinstance(want, list) and len(want) == len(r):
+        return [x.to(w) for x, w in zip(r, want)]
+    return r
+
+
 def _cast_back(results, targets):
     """cpu-f64 results are rounded back to the program's dtype: the dtype the
     plain run of the node produced."""
     want = None
     for t in targets:
-        r = results[t]
-        if t != 'cpu-f64' and isinstance(r, torch.Tensor):
-            want = r.dtype
+        if t != 'cpu-f64' and _dtype_of(results[t]) is not None:
+            want = _dtype_of(results[t])
             break
     if want is None:
-        r = run('cpu')
-        if isinstance(r, torch.Tensor):
-            want = r.dtype
+        want = _dtype_of(run('cpu'))
     for t in targets:
-        if t == 'cpu-f64' and want is not None and isinstance(results[t], torch.Tensor):
-            results[t] = results[t].to(want)
+        if t == 'cpu-f64':
+            results[t] = _to(results[t], want)
+
+
+def comparable(outs):
+    """What is compared of the node's outputs: the outputs themselves, or for a
+    decomposition its invariants (computed in float64, rounded back), since
+    factors are free up to sign or phase. As divfuzz's oracle does."""
+    if not INVARIANTS or not isinstance(outs, list):
+        return outs
+    dtype = outs[0].dtype
+    f = [t.to(torch.float64) if not t.is_complex() else t.to(torch.complex128) for t in outs]
+    if INVARIANTS == 'qr':  # Q R = A, and |diag(R)| is unique
+        inv = [f[1].diagonal(0, -2, -1).abs(), f[0].matmul(f[1])]
+    elif INVARIANTS == 'svd':  # U diag(S) Vh = A, and S is unique
+        inv = [f[1], f[0].mul(f[1].unsqueeze(-2)).matmul(f[2])]
+    elif INVARIANTS == 'eigh':  # V diag(w) V^T = sym(A), and w is unique
+        inv = [f[0], f[1].mul(f[0].unsqueeze(-2)).matmul(f[1].mT)]
+    elif INVARIANTS == 'lu':  # P L U = A
+        inv = [f[0].matmul(f[1]).matmul(f[2])]
+    elif INVARIANTS == 'eig':  # the spectrum as a multiset
+        w = outs[0].to(torch.complex128)
+        part = torch.float32 if dtype == torch.complex64 else torch.float64
+        return [w.real.sort(-1)[0].to(part).contiguous(), w.imag.sort(-1)[0].to(part).contiguous()]
+    else:
+        return outs
+    return [t.to(dtype).contiguous() for t in inv]
 
 
 def _classes(t):
@@ -719,6 +785,12 @@ def _at(t, flat, part_index):
 def compare(a, b, name_a, name_b):
     """The oracle's rules for one output, in order. Returns (class, detail,
     flat index into the real view or None); class None means no divergence."""
+    if isinstance(a, list) and isinstance(b, list):
+        for k, (x, y) in enumerate(zip(a, b)):
+            cls, detail, where = compare(x, y, name_a, name_b)
+            if cls is not None:
+                return cls, 'invariant %d of the decomposition: %s' % (k, detail), (k, where)
+        return None, 'every invariant of the decomposition agrees', None
     fa, fb = isinstance(a, Failure), isinstance(b, Failure)
     if fa and fb:
         return None, 'both targets raised', None
@@ -836,6 +908,8 @@ def print_environment():
 
 def exact(t, limit=64):
     """The first elements exactly: hex floats (complex: re, im), integers."""
+    if isinstance(t, list):
+        return ' | '.join(exact(x, limit) for x in t)
     flat = t.reshape(-1)[:limit]
     if t.is_complex():
         vals = [x.hex() for p in flat.to(torch.complex128).tolist() for x in (p.real, p.imag)]
@@ -849,6 +923,9 @@ def exact(t, limit=64):
 def show(name, r):
     if isinstance(r, Failure):
         print('%s: %s' % (name, r))
+    elif isinstance(r, list):
+        for k, x in enumerate(r):
+            show('%s invariant %d' % (name, k), x)
     else:
         print('%s: dtype %s, shape %s' % (name, r.dtype, list(r.shape)))
         print(r)
@@ -889,7 +966,7 @@ def check_side(name, value, reference):
     if isinstance(value, Failure):
         return True, '%s raises (%s) where the float64 reference computes a value' % (
             name, value.message)
-    ref = reference.to(value.dtype) if reference.dtype != value.dtype else reference
+    ref = _to(reference, _dtype_of(value))
     cls, detail, _ = compare(value, ref, name, 'reference')
     if cls is None:
         return False, '%s matches the float64 reference computed from its own inputs' % name
@@ -941,6 +1018,11 @@ def main():
             continue
         results[t] = run(t)
     _cast_back(results, list(results))
+    if INVARIANTS:
+        for t in list(results):
+            if t in REFERENCES and not isinstance(REFERENCES[t], Failure):
+                REFERENCES[t] = comparable(_to(REFERENCES[t], _dtype_of(results[t])))
+            results[t] = comparable(results[t])
     print()
     print('Output %%%s: result %d of node %d, %s' % (VALUE, OUTPUT, NODE, OP))
     for t in runs:
@@ -979,6 +1061,9 @@ def main():
         wrong[t] = miss
         print('  %s' % why)
         value, ref = results[t], REFERENCES.get(t)
+        if isinstance(flat, tuple) and isinstance(value, list) and isinstance(ref, list):
+            k, flat = flat
+            value, ref = value[k], ref[k]
         if (flat is not None and isinstance(value, torch.Tensor) and
                 isinstance(ref, torch.Tensor) and (value.is_floating_point() or value.is_complex())):
             try:

@@ -117,6 +117,14 @@ input %f: f32[4] = values(-0.0, 0x1p-149, 0x1.fffffep+127, -inf)
 output %d, %s, %e
 )";
 
+// Found by a campaign here: eigh of a matrix with one huge entry; cpu's
+// V diag(w) V^T misses the float64 one.
+constexpr char kEigh[] = R"(divfuzz v1
+input %m: f32[4,4] = values(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0x1.2ced32p+126, 0, 0)
+%w, %v = aten::linalg_eigh(%m)
+output %w
+)";
+
 TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   const graph::Program p = MustParse(kProgram);
   ReproSpec spec;
@@ -131,7 +139,14 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   if (prefix.empty()) GTEST_SKIP() << "no torch CMake folder found";
   const std::string dir = testing::TempDir("repro_cpp");
   std::ofstream(dir + "/main.cpp") << repro.main_cpp;
-  std::ofstream(dir + "/CMakeLists.txt") << repro.cmake_lists;
+  // A second repro in the same build (one configure, compiled in parallel):
+  // a decomposition, compared through its invariants.
+  const graph::Program eigh = MustParse(kEigh);
+  std::ofstream(dir + "/eigh.cpp") << EmitCpp(eigh, ReproSpec{}).main_cpp;
+  std::ofstream(dir + "/CMakeLists.txt")
+      << repro.cmake_lists
+      << "add_executable(repro_eigh eigh.cpp)\n"
+         "target_link_libraries(repro_eigh PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n";
   std::string configure = "cmake -S " + dir + " -B " + dir + "/build -DCMAKE_PREFIX_PATH=" + prefix;
   if (Sh("command -v ninja").exit_code == 0) configure += " -G Ninja";
   if (Sh("command -v ccache").exit_code == 0) configure += " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
@@ -198,6 +213,11 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
     EXPECT_THAT(r.output, HasSubstr("CUDA not available: skipping"));
   }
   EXPECT_EQ(Sh(bin + " nope cpu").exit_code, 2);
+
+  r = Sh(dir + "/build/repro_eigh");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tolerance: invariant 1 of the decomposition"));
+  EXPECT_THAT(r.output, HasSubstr("cpu invariant 1: dtype Float, shape [4, 4]"));
 }
 
 TEST(EmitCpp, BadSpecGivesAProgramThatExitsTwo) {
@@ -208,6 +228,19 @@ TEST(EmitCpp, BadSpecGivesAProgramThatExitsTwo) {
   spec.node_index = 0;
   spec.output_index = 3;
   EXPECT_THAT(EmitCpp(p, spec).main_cpp, HasSubstr("which has 1"));
+}
+
+TEST(EmitCpp, DecompositionsCompareInvariants) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %m: f32[3,3] = fill(1.0)
+%q, %r = aten::linalg_qr(%m)
+output %r
+)");
+  ReproSpec spec;
+  spec.output_index = 1;
+  EXPECT_THAT(EmitCpp(p, spec).main_cpp, HasSubstr("const char* const kInvariants = \"qr\";"));
+  EXPECT_THAT(EmitCpp(MustParse(kProgram), ReproSpec{}).main_cpp,
+              HasSubstr("const char* const kInvariants = \"\";"));
 }
 
 TEST(EmitCpp, LiteralsAreExact) {

@@ -399,6 +399,24 @@ TEST(EmitPython, SnippetRunsOnItsOwn) {
   EXPECT_THAT(run.output, HasSubstr("float64:  tensor([1.], dtype=torch.float64)"));
 }
 
+// A decomposition's factors are free up to sign: like the oracle, the script
+// compares invariants (here eigenvalues and V diag(w) V^T). Found by a
+// campaign here: eigh of a matrix with one huge off-diagonal entry.
+TEST(EmitPython, DecompositionsCompareInvariants) {
+  graph::Program p = Parse(R"(divfuzz v1
+input %m: f32[4,4] = values(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0x1.2ced32p+126, 0, 0)
+%w, %v = aten::linalg_eigh(%m)
+output %w
+)");
+  std::string script = EmitPython(p, Spec(0));
+  EXPECT_THAT(script, HasSubstr("INVARIANTS = 'eigh'"));
+  ScriptRun run = RunScript(script);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("cpu invariant 1: dtype torch.float32, shape [4, 4]"));
+  EXPECT_THAT(run.output, HasSubstr("tolerance: invariant 1 of the decomposition"));
+  EXPECT_THAT(EmitPython(Parse(kCancellation), Spec(1)), HasSubstr("INVARIANTS = None"));
+}
+
 // The seed case runs end to end. Its verdict depends on the CPU (see
 // /work/shared/seed-case.md): only the script's own success is checked.
 TEST(EmitPython, SeedCase) {
