@@ -172,8 +172,9 @@ class ReproQueue {
     const std::string dir = absl::StrCat(findings_, "/", id);
     const std::string budget = absl::StrCat("--max_seconds=", max_seconds_);
     const std::string policy = absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy));
-    execl("/proc/self/exe", "divfuzz", "repro", budget.c_str(), policy.c_str(), dir.c_str(),
-          nullptr);
+    const std::string tf32 = absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false");
+    execl("/proc/self/exe", "divfuzz", "repro", budget.c_str(), policy.c_str(), tf32.c_str(),
+          dir.c_str(), nullptr);
     _exit(127);
   }
 

@@ -163,7 +163,24 @@ absl::StatusOr<Shape> MatmulShape(const Shape& a, const Shape& b) {
   return out;
 }
 
+int Category(DType d) {
+  if (d == DType::kBool) return 0;
+  if (graph::IsIntegral(d)) return 1;
+  if (graph::IsFloating(d)) return 2;
+  return 3;  // complex
+}
+
 }  // namespace
+
+DType ResultType(const TensorType& a, const TensorType& b) {
+  // torch's rule: a 0-d operand only decides the dtype when it is of a higher
+  // category (bool < int < float < complex) than the dimensioned one.
+  const bool a0 = a.shape.empty(), b0 = b.shape.empty();
+  if (a0 == b0) return PromoteTypes(a.dtype, b.dtype);
+  const TensorType& dim = a0 ? b : a;
+  const TensorType& zero = a0 ? a : b;
+  return Category(zero.dtype) <= Category(dim.dtype) ? dim.dtype : zero.dtype;
+}
 
 DType PromoteTypes(DType a, DType b) {
   if (a == b) return a;
@@ -266,8 +283,7 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
     case Rule::kCompare: {
       absl::StatusOr<Shape> s = BroadcastShapes(in[0].shape, in[1].shape);
       if (!s.ok()) return s.status();
-      return one(
-          spec.rule == Rule::kCompare ? DType::kBool : PromoteTypes(in[0].dtype, in[1].dtype), *s);
+      return one(spec.rule == Rule::kCompare ? DType::kBool : ResultType(in[0], in[1]), *s);
     }
     case Rule::kReduceAll:
       return one(DTypeOverride(node, WidenIfIntegral(spec, x.dtype)), {});

@@ -17,6 +17,8 @@ namespace divfuzz::ops {
 using TypeEnv = std::map<std::string, graph::TensorType, std::less<>>;
 
 graph::DType PromoteTypes(graph::DType a, graph::DType b);
+// The dtype of a binary op's result, with torch's special case for 0-d operands.
+graph::DType ResultType(const graph::TensorType& a, const graph::TensorType& b);
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,
                                                      const std::vector<int64_t>& b);
 

@@ -16,6 +16,14 @@ TEST(Promote, FollowsTorchForCommonPairs) {
   EXPECT_EQ(PromoteTypes(DType::kBool, DType::kF64), DType::kF64);
 }
 
+TEST(Promote, ZeroDimOperandsOnlyDecideAcrossCategories) {
+  EXPECT_EQ(ResultType({DType::kBF16, {1}}, {DType::kF32, {}}), DType::kBF16);
+  EXPECT_EQ(ResultType({DType::kI8, {3}}, {DType::kI64, {}}), DType::kI8);
+  EXPECT_EQ(ResultType({DType::kI32, {3}}, {DType::kF64, {}}), DType::kF64);
+  EXPECT_EQ(ResultType({DType::kF16, {}}, {DType::kF64, {}}), DType::kF64);
+  EXPECT_EQ(ResultType({DType::kF16, {2}}, {DType::kF64, {2}}), DType::kF64);
+}
+
 TEST(Broadcast, ShapesAlignFromTheRight) {
   EXPECT_EQ(*BroadcastShapes({4, 1, 3}, {5, 1}), (std::vector<int64_t>{4, 5, 3}));
   EXPECT_FALSE(BroadcastShapes({2, 3}, {4}).ok());
