@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
 namespace divfuzz::exec {
@@ -28,6 +29,16 @@ absl::StatusOr<Target> ParseTarget(absl::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("expected a target (cpu, cuda, cpu-f64, cpu-scalar), got '", name, "'"));
+}
+
+absl::StatusOr<std::pair<Target, Target>> ParseTargetPair(absl::string_view pair) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(pair, ',');
+  if (parts.size() == 2) {
+    absl::StatusOr<Target> a = ParseTarget(parts[0]), b = ParseTarget(parts[1]);
+    if (a.ok() && b.ok()) return std::make_pair(*a, *b);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "expected two targets 'A,B' from cpu, cuda, cpu-f64, cpu-scalar, got '", pair, "'"));
 }
 
 }  // namespace divfuzz::exec

@@ -1,6 +1,8 @@
 // The places a program can run. Torch-free so flags and reports can name them.
 #pragma once
 
+#include <utility>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -17,5 +19,7 @@ enum class Target {
 
 absl::string_view TargetName(Target t);  // "cpu", "cuda", "cpu-f64", "cpu-scalar"
 absl::StatusOr<Target> ParseTarget(absl::string_view name);
+// "A,B", e.g. "cpu,cuda".
+absl::StatusOr<std::pair<Target, Target>> ParseTargetPair(absl::string_view pair);
 
 }  // namespace divfuzz::exec

@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/harness.h"
@@ -37,14 +38,15 @@ int RunLocate(const std::vector<std::string>& args) {
     std::cerr << types.status().message() << "\n";
     return 2;
   }
-  const std::vector<std::string> pair =
-      absl::StrSplit(ResolveTargets(absl::GetFlag(FLAGS_targets)), ',');
-  for (const std::string& name : pair) {
-    absl::StatusOr<exec::Target> target = exec::ParseTarget(name);
-    if (!target.ok()) {
-      std::cerr << target.status().message() << "\n";
-      return 2;
-    }
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+      TargetPairFromFlag(absl::GetFlag(FLAGS_targets));
+  if (!pair.ok()) {
+    std::cerr << pair.status().message() << "\n";
+    return 2;
+  }
+  for (exec::Target t : {pair->first, pair->second}) {
+    const exec::Target* target = &t;
+    const std::string name(exec::TargetName(t));
     if (*target == exec::Target::kCpuScalar) {
       // Runs whole in its helper process: the side is known, the node is not.
       std::printf("RUN %s -1 <program>\n", name.c_str());

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
@@ -22,26 +23,18 @@ namespace {
 // Targets, policy, budget, signature and passes from the flags; false (with
 // a message) on a bad value.
 bool ReduceOptionsFromFlags(minimize::ReduceOptions* o) {
-  const std::string targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
-  std::vector<std::string> pair = absl::StrSplit(targets, ',');
-  absl::StatusOr<exec::Target> ta = exec::ParseTarget(pair.empty() ? "" : pair[0]);
-  absl::StatusOr<exec::Target> tb = exec::ParseTarget(pair.size() < 2 ? "" : pair[1]);
-  if (pair.size() != 2 || !ta.ok() || !tb.ok()) {
-    std::cerr << "divfuzz: --targets=" << targets << ": expected two of cpu, cuda, cpu-f64\n";
-    return false;
-  }
-  o->target_a = *ta;
-  o->target_b = *tb;
-  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
-    absl::StatusOr<oracles::Policy> loaded = oracles::LoadPolicy(p);
-    if (!loaded.ok()) {
-      std::cerr << loaded.status().message() << "\n";
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+      TargetPairFromFlag(absl::GetFlag(FLAGS_targets));
+  absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
+  for (const absl::Status& s : {pair.status(), policy.status()}) {
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
       return false;
     }
-    o->policy = *loaded;
   }
-  o->policy.cuda_tf32 = absl::GetFlag(FLAGS_tf32);
-  exec::SetCudaMathMode({absl::GetFlag(FLAGS_tf32), absl::GetFlag(FLAGS_tf32)});
+  o->target_a = pair->first;
+  o->target_b = pair->second;
+  o->policy = *policy;
   o->max_seconds = absl::GetFlag(FLAGS_max_seconds);
   o->signature = absl::GetFlag(FLAGS_signature);
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_passes), ',', absl::SkipEmpty())) {
@@ -59,14 +52,7 @@ int RunMinimize(const std::vector<std::string>& args) {
     return 2;
   }
   const std::string& path = args[0];
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << path << ": cannot read the file\n";
-    return 2;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<graph::Program> program = graph::ParseProgram(text.str(), path);
+  absl::StatusOr<graph::Program> program = LoadProgramFile(path);
   if (!program.ok()) {
     std::cerr << program.status().message() << "\n";
     return 2;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "exec/format.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
@@ -44,33 +45,21 @@ int RunReplay(const std::vector<std::string>& args) {
     std::cerr << "divfuzz replay: expected one or more program files (.dfz)\n";
     return 2;
   }
-  const std::string targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
-  std::vector<std::string> pair = absl::StrSplit(targets, ',');
-  absl::StatusOr<exec::Target> ta = exec::ParseTarget(pair.empty() ? "" : pair[0]);
-  absl::StatusOr<exec::Target> tb = exec::ParseTarget(pair.size() < 2 ? "" : pair[1]);
-  if (pair.size() != 2 || !ta.ok() || !tb.ok()) {
-    std::cerr << "divfuzz: --targets=" << targets << ": expected two of cpu, cuda, cpu-f64\n";
-    return 2;
-  }
-  oracles::Policy policy = oracles::DefaultPolicy();
-  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
-    absl::StatusOr<oracles::Policy> loaded = oracles::LoadPolicy(p);
-    if (!loaded.ok()) {
-      std::cerr << loaded.status().message() << "\n";
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+      TargetPairFromFlag(absl::GetFlag(FLAGS_targets));
+  absl::StatusOr<oracles::Policy> loaded = PolicyFromFlags();
+  for (const absl::Status& s : {pair.status(), loaded.status()}) {
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
       return 2;
     }
-    policy = *loaded;
   }
+  const exec::Target* ta = &pair->first;
+  const exec::Target* tb = &pair->second;
+  const oracles::Policy& policy = *loaded;
   int worst = 0;
   for (const std::string& path : args) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::cerr << path << ": cannot read the file\n";
-      return 2;
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    absl::StatusOr<graph::Program> program = graph::ParseProgram(buffer.str(), path);
+    absl::StatusOr<graph::Program> program = LoadProgramFile(path);
     if (!program.ok()) {
       std::cerr << program.status().message() << "\n";
       return 2;

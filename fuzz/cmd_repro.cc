@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "exec/executor.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
@@ -122,26 +123,17 @@ int RunRepro(const std::vector<std::string>& args) {
     std::cerr << program.status().message() << "\n";
     return 2;
   }
-  const std::string targets = ResolveTargets(targets_flag);
-  std::vector<std::string> pair = absl::StrSplit(targets, ',');
-  absl::StatusOr<exec::Target> ta = exec::ParseTarget(pair.empty() ? "" : pair[0]);
-  absl::StatusOr<exec::Target> tb = exec::ParseTarget(pair.size() < 2 ? "" : pair[1]);
-  if (pair.size() != 2 || !ta.ok() || !tb.ok()) {
-    std::cerr << "divfuzz: targets " << targets << ": expected two of cpu, cuda, cpu-f64\n";
-    return 2;
-  }
-  options.target_a = *ta;
-  options.target_b = *tb;
-  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
-    absl::StatusOr<oracles::Policy> loaded = oracles::LoadPolicy(p);
-    if (!loaded.ok()) {
-      std::cerr << loaded.status().message() << "\n";
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = TargetPairFromFlag(targets_flag);
+  absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
+  for (const absl::Status& s : {pair.status(), policy.status()}) {
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
       return 2;
     }
-    options.policy = *loaded;
   }
-  options.policy.cuda_tf32 = absl::GetFlag(FLAGS_tf32);
-  exec::SetCudaMathMode({absl::GetFlag(FLAGS_tf32), absl::GetFlag(FLAGS_tf32)});
+  options.target_a = pair->first;
+  options.target_b = pair->second;
+  options.policy = *policy;
   options.max_seconds = absl::GetFlag(FLAGS_max_seconds);
   if (const std::string sig = absl::GetFlag(FLAGS_signature); !sig.empty()) options.signature = sig;
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_passes), ',', absl::SkipEmpty())) {

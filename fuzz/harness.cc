@@ -58,17 +58,13 @@ struct Harness::State {
 HarnessConfig ConfigFromEnvironment() {
   HarnessConfig c;
   if (absl::string_view t = Env("DIVFUZZ_TARGETS"); !t.empty()) {
-    std::vector<std::string> parts = absl::StrSplit(t, ',');
-    absl::StatusOr<exec::Target> a =
-        parts.size() == 2 ? exec::ParseTarget(parts[0]) : absl::InvalidArgumentError("");
-    absl::StatusOr<exec::Target> b = parts.size() == 2 ? exec::ParseTarget(parts[1]) : a;
-    if (!a.ok() || !b.ok()) {
-      std::cerr << "divfuzz: DIVFUZZ_TARGETS='" << t
-                << "': expected two targets 'A,B' from cpu, cuda, cpu-f64\n";
+    absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = exec::ParseTargetPair(t);
+    if (!pair.ok()) {
+      std::cerr << "divfuzz: DIVFUZZ_TARGETS: " << pair.status().message() << "\n";
       std::exit(2);
     }
-    c.target_a = *a;
-    c.target_b = *b;
+    c.target_a = pair->first;
+    c.target_b = pair->second;
   } else if (exec::CudaAvailable()) {
     c.target_b = exec::Target::kCuda;
   } else {

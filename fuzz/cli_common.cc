@@ -1,0 +1,46 @@
+#include "fuzz/cli_common.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "fuzz/commands.h"
+#include "fuzz/flags.h"
+#include "graph/parser.h"
+
+namespace divfuzz::fuzz {
+
+absl::StatusOr<graph::Program> LoadProgramFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the file"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return graph::ParseProgram(text.str(), path);
+}
+
+absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag) {
+  const std::string targets = ResolveTargets(flag);
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = exec::ParseTargetPair(targets);
+  if (!pair.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("divfuzz: --targets=", targets, ": ", pair.status().message()));
+  }
+  return pair;
+}
+
+absl::StatusOr<oracles::Policy> PolicyFromFlags() {
+  oracles::Policy policy = oracles::DefaultPolicy();
+  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
+    absl::StatusOr<oracles::Policy> loaded = oracles::LoadPolicy(p);
+    if (!loaded.ok()) return loaded.status();
+    policy = *loaded;
+  }
+  policy.cuda_tf32 = absl::GetFlag(FLAGS_tf32);
+  exec::SetCudaMathMode({policy.cuda_tf32, policy.cuda_tf32});
+  return policy;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,26 @@
+// What several subcommands read from the command line: program files, the
+// target pair and the policy. Errors are printable as they are.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "exec/target.h"
+#include "graph/program.h"
+#include "oracles/policy.h"
+
+namespace divfuzz::fuzz {
+
+// Reads and parses a .dfz file ("PATH: cannot read the file", or the
+// parser's file:line:col message).
+absl::StatusOr<graph::Program> LoadProgramFile(const std::string& path);
+
+// ResolveTargets(flag) parsed: "divfuzz: --targets=...: expected ...".
+absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag);
+
+// The --policy file (or the built-in default) with --tf32 applied; sets the
+// CUDA math mode to match.
+absl::StatusOr<oracles::Policy> PolicyFromFlags();
+
+}  // namespace divfuzz::fuzz
