@@ -192,22 +192,7 @@ std::string NodeStatement(const graph::Node& node) {
 // For a decomposition, the name of its invariants ("qr", "svd", "eigh", "lu",
 // "eig"); else empty.
 std::string Invariants(const graph::Node& node) {
-  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  if (spec == nullptr || !(spec->hints & ops::kDecomposition)) return "";
-  switch (spec->rule) {
-    case ops::Rule::kQr:
-      return "qr";
-    case ops::Rule::kSvd:
-      return "svd";
-    case ops::Rule::kEigh:
-      return "eigh";
-    case ops::Rule::kLu:
-      return "lu";
-    case ops::Rule::kEig:
-      return "eig";
-    default:
-      return "";
-  }
+  return std::string(ops::DecompositionName(node.QualifiedName()));
 }
 
 std::string ErrorProgram(const std::string& title, const std::string& message) {

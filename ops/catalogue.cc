@@ -236,4 +236,23 @@ const OpSpec* FindOp(absl::string_view qualified) {
   return it == index->end() ? nullptr : it->second;
 }
 
+absl::string_view DecompositionName(absl::string_view qualified) {
+  const OpSpec* spec = FindOp(qualified);
+  if (spec == nullptr || !(spec->hints & kDecomposition)) return "";
+  switch (spec->rule) {
+    case Rule::kQr:
+      return "qr";
+    case Rule::kSvd:
+      return "svd";
+    case Rule::kEigh:
+      return "eigh";
+    case Rule::kLu:
+      return "lu";
+    case Rule::kEig:
+      return "eig";
+    default:
+      return "";
+  }
+}
+
 }  // namespace divfuzz::ops

@@ -13,4 +13,8 @@ const std::vector<OpSpec>& Catalogue();
 // By qualified name ("aten::add.Scalar", "aten::exp"); nullptr when unknown.
 const OpSpec* FindOp(absl::string_view qualified);
 
+// For a decomposition (kDecomposition), the name of its invariants: "qr",
+// "svd", "eigh", "lu" or "eig"; empty for any other op or an unknown one.
+absl::string_view DecompositionName(absl::string_view qualified);
+
 }  // namespace divfuzz::ops
