@@ -374,22 +374,8 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
 // For a decomposition, the name of its invariants in the harness ('qr', 'svd',
 // 'eigh', 'lu', 'eig'), as a Python literal; else None.
 std::string Invariants(const graph::Node& node) {
-  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  if (spec == nullptr || !(spec->hints & ops::kDecomposition)) return "None";
-  switch (spec->rule) {
-    case ops::Rule::kQr:
-      return "'qr'";
-    case ops::Rule::kSvd:
-      return "'svd'";
-    case ops::Rule::kEigh:
-      return "'eigh'";
-    case ops::Rule::kLu:
-      return "'lu'";
-    case ops::Rule::kEig:
-      return "'eig'";
-    default:
-      return "None";
-  }
+  const absl::string_view name = ops::DecompositionName(node.QualifiedName());
+  return name.empty() ? "None" : absl::StrCat("'", name, "'");
 }
 
 // The diverging node's index (spec.node_index, or the node defining the first
@@ -976,14 +962,7 @@ def check_side(name, value, reference):
 
 def dump_inputs():
     for name, t in make_inputs().items():
-        flat = t.reshape(-1)
-        if t.is_complex():
-            vals = [x.hex() for p in flat.to(torch.complex128).tolist() for x in (p.real, p.imag)]
-        elif t.is_floating_point():
-            vals = [x.hex() for x in flat.to(torch.float64).tolist()]
-        else:
-            vals = [str(int(x)) for x in flat.to(torch.int64).tolist()]
-        print('%s %s %s: %s' % (name, t.dtype, list(t.shape), ' '.join(vals)))
+        print('%s %s %s: %s' % (name, t.dtype, list(t.shape), exact(t, limit=t.numel())))
     return 0
 
 
