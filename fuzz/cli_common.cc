@@ -1,11 +1,13 @@
 #include "fuzz/cli_common.h"
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
@@ -41,6 +43,23 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags() {
   policy.cuda_tf32 = absl::GetFlag(FLAGS_tf32);
   exec::SetCudaMathMode({policy.cuda_tf32, policy.cuda_tf32});
   return policy;
+}
+
+absl::Status ReduceOptionsFromFlags(const std::string& targets_flag, minimize::ReduceOptions* o) {
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = TargetPairFromFlag(targets_flag);
+  if (!pair.ok()) return pair.status();
+  absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
+  if (!policy.ok()) return policy.status();
+  o->target_a = pair->first;
+  o->target_b = pair->second;
+  o->policy = *policy;
+  o->max_seconds = absl::GetFlag(FLAGS_max_seconds);
+  if (const std::string sig = absl::GetFlag(FLAGS_signature); !sig.empty()) o->signature = sig;
+  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_passes), ',', absl::SkipEmpty())) {
+    o->passes.emplace_back(p);
+  }
+  o->log = &std::cerr;
+  return absl::OkStatus();
 }
 
 }  // namespace divfuzz::fuzz

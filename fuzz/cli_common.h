@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "exec/target.h"
 #include "graph/program.h"
+#include "minimize/reducer.h"
 #include "oracles/policy.h"
 
 namespace divfuzz::fuzz {
@@ -22,5 +23,11 @@ absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const s
 // The --policy file (or the built-in default) with --tf32 applied; sets the
 // CUDA math mode to match.
 absl::StatusOr<oracles::Policy> PolicyFromFlags();
+
+// The reducer's options from the flags: targets (from `targets_flag`), policy,
+// --max_seconds, --signature (kept as it is when the flag is empty), --passes;
+// progress goes to stderr.
+absl::Status ReduceOptionsFromFlags(const std::string& targets_flag,
+                                    minimize::ReduceOptions* options);
 
 }  // namespace divfuzz::fuzz

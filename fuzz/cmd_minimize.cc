@@ -18,33 +18,7 @@
 #include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
-namespace {
-
-// Targets, policy, budget, signature and passes from the flags; false (with
-// a message) on a bad value.
-bool ReduceOptionsFromFlags(minimize::ReduceOptions* o) {
-  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
-      TargetPairFromFlag(absl::GetFlag(FLAGS_targets));
-  absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
-  for (const absl::Status& s : {pair.status(), policy.status()}) {
-    if (!s.ok()) {
-      std::cerr << s.message() << "\n";
-      return false;
-    }
-  }
-  o->target_a = pair->first;
-  o->target_b = pair->second;
-  o->policy = *policy;
-  o->max_seconds = absl::GetFlag(FLAGS_max_seconds);
-  o->signature = absl::GetFlag(FLAGS_signature);
-  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_passes), ',', absl::SkipEmpty())) {
-    o->passes.emplace_back(p);
-  }
-  o->log = &std::cerr;
-  return true;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int RunMinimize(const std::vector<std::string>& args) {
   if (args.size() != 1) {
@@ -58,7 +32,10 @@ int RunMinimize(const std::vector<std::string>& args) {
     return 2;
   }
   minimize::ReduceOptions options;
-  if (!ReduceOptionsFromFlags(&options)) return 2;
+  if (absl::Status s = ReduceOptionsFromFlags(absl::GetFlag(FLAGS_targets), &options); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
   absl::StatusOr<minimize::ReduceResult> r = minimize::Reduce(*program, options);
   if (!r.ok()) {
     std::cerr << path << ": " << r.status().message() << "\n";

@@ -34,15 +34,6 @@ bool IsFile(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
-}
-
 // A finding folder: its store (the parent folder, when it has an index) and
 // index entry.
 struct Finding {
@@ -113,34 +104,16 @@ int RunRepro(const std::vector<std::string>& args) {
     out_dir =
         absl::EndsWith(arg, ".dfz") ? arg.substr(0, arg.size() - 4) + ".repro" : arg + ".repro";
   }
-  std::string text;
-  if (!ReadFile(program_path, &text)) {
-    std::cerr << program_path << ": cannot read the file\n";
-    return 2;
-  }
-  absl::StatusOr<graph::Program> program = graph::ParseProgram(text, program_path);
+  absl::StatusOr<graph::Program> program = LoadProgramFile(program_path);
   if (!program.ok()) {
     std::cerr << program.status().message() << "\n";
     return 2;
   }
-  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = TargetPairFromFlag(targets_flag);
-  absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
-  for (const absl::Status& s : {pair.status(), policy.status()}) {
-    if (!s.ok()) {
-      std::cerr << s.message() << "\n";
-      return 2;
-    }
-  }
-  options.target_a = pair->first;
-  options.target_b = pair->second;
-  options.policy = *policy;
-  options.max_seconds = absl::GetFlag(FLAGS_max_seconds);
-  if (const std::string sig = absl::GetFlag(FLAGS_signature); !sig.empty()) options.signature = sig;
-  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_passes), ',', absl::SkipEmpty())) {
-    options.passes.emplace_back(p);
+  if (absl::Status s = ReduceOptionsFromFlags(targets_flag, &options); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
   }
   options.minimize = absl::GetFlag(FLAGS_minimize);
-  options.log = &std::cerr;
 
   absl::StatusOr<minimize::ReproFiles> files = minimize::MakeRepro(*program, options);
   if (!files.ok()) {
