@@ -24,26 +24,11 @@
 namespace divfuzz::minimize {
 namespace {
 
+using testing::CommandRun;
 using ::testing::HasSubstr;
 using testing::MustInfer;
 using testing::MustParse;
-
-struct CommandRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandRun Sh(const std::string& cmd) {
-  CommandRun run;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
-}
+using testing::RunShell;
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -55,8 +40,8 @@ std::string Trim(std::string s) {
 std::string TorchPrefix() {
   const char* py = std::getenv("DIVFUZZ_PYTHON");
   const std::string python = py != nullptr && *py != '\0' ? py : "python3";
-  CommandRun r =
-      Sh(python + " -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null");
+  CommandRun r = RunShell(
+      python + " -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null");
   if (r.exit_code == 0 && !Trim(r.output).empty()) return Trim(r.output);
   std::ifstream cache(std::string(DIVFUZZ_BINARY_DIR) + "/CMakeCache.txt");
   std::string line;
@@ -148,16 +133,17 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
       << "add_executable(repro_eigh eigh.cpp)\n"
          "target_link_libraries(repro_eigh PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n";
   std::string configure = "cmake -S " + dir + " -B " + dir + "/build -DCMAKE_PREFIX_PATH=" + prefix;
-  if (Sh("command -v ninja").exit_code == 0) configure += " -G Ninja";
-  if (Sh("command -v ccache").exit_code == 0) configure += " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
-  CommandRun r = Sh(configure);
+  if (RunShell("command -v ninja").exit_code == 0) configure += " -G Ninja";
+  if (RunShell("command -v ccache").exit_code == 0)
+    configure += " -DCMAKE_CXX_COMPILER_LAUNCHER=ccache";
+  CommandRun r = RunShell(configure);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = Sh("cmake --build " + dir + "/build -j2");
+  r = RunShell("cmake --build " + dir + "/build -j2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string bin = dir + "/build/repro";
 
   // Reproduces, with the CPU values the executor computes, bit for bit.
-  r = Sh(bin);
+  r = RunShell(bin);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("VERDICT: divergence reproduces (cpu vs cpu-f64): tolerance"));
   EXPECT_THAT(r.output, HasSubstr("divfuzz saw: tolerance"));
@@ -177,7 +163,7 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   }
 
   // Every input bit for bit.
-  r = Sh(bin + " --dump-inputs");
+  r = RunShell(bin + " --dump-inputs");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::string, std::vector<double>> dumped;
   std::istringstream lines(r.output);
@@ -204,17 +190,17 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   }
 
   // The same target twice: nothing to reproduce.
-  r = Sh(bin + " cpu cpu");
+  r = RunShell(bin + " cpu cpu");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("VERDICT: no divergence"));
   if (!exec::CudaAvailable()) {
-    r = Sh(bin + " cuda cpu-f64");
+    r = RunShell(bin + " cuda cpu-f64");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_THAT(r.output, HasSubstr("CUDA not available: skipping"));
   }
-  EXPECT_EQ(Sh(bin + " nope cpu").exit_code, 2);
+  EXPECT_EQ(RunShell(bin + " nope cpu").exit_code, 2);
 
-  r = Sh(dir + "/build/repro_eigh");
+  r = RunShell(dir + "/build/repro_eigh");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("tolerance: invariant 1 of the decomposition"));
   EXPECT_THAT(r.output, HasSubstr("cpu invariant 1: dtype Float, shape [4, 4]"));

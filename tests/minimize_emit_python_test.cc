@@ -22,22 +22,13 @@
 #include "gtest/gtest.h"
 #include "minimize/emit_python.h"
 #include "ops/infer.h"
+#include "tests/test_util.h"
 
 namespace divfuzz::minimize {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct ScriptRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-std::string Python() {
-  const char* py = std::getenv("DIVFUZZ_PYTHON");
-  return py != nullptr && *py != '\0' ? py : "python3";
-}
 
 std::string WriteScript(const std::string& script) {
   std::string tmpl = ::testing::TempDir() + "/repro_XXXXXX.py";
@@ -48,17 +39,10 @@ std::string WriteScript(const std::string& script) {
   return tmpl;
 }
 
-ScriptRun RunScript(const std::string& script, const std::string& args = "") {
-  std::string path = WriteScript(script);
-  std::string cmd = Python() + " " + path + " " + args + " 2>&1";
-  ScriptRun run;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.output.append(buf, n);
-  int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+divfuzz::testing::CommandRun RunScript(const std::string& script, const std::string& args = "") {
+  const std::string path = WriteScript(script);
+  divfuzz::testing::CommandRun run =
+      divfuzz::testing::RunShell(divfuzz::testing::Python() + " " + path + " " + args);
   std::remove(path.c_str());
   return run;
 }
@@ -90,7 +74,7 @@ output %d
 // cpu: (1e8 + 1) - 1e8 = 0 in float32; cpu-f64 computes in float64 and
 // rounds back: 1. |0 - 1| > 1e-5 + 1.3e-6 * 1.
 TEST(EmitPython, CancellationReproducesAsTolerance) {
-  ScriptRun run = RunScript(EmitPython(Parse(kCancellation), Spec(1)));
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(kCancellation), Spec(1)));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("VERDICT: divergence reproduces (cpu vs cpu-f64): tolerance"));
   EXPECT_THAT(run.output, HasSubstr("torch "));  // the environment
@@ -126,33 +110,33 @@ TEST(EmitPython, InMemoryProgramEmitsLikeParsedOne) {
   EXPECT_EQ(script, EmitPython(Parse(kCancellation), Spec(1)));
   // node_index -1: the node of the first output.
   EXPECT_EQ(EmitPython(p, Spec(-1)), script);
-  ScriptRun run = RunScript(script);
+  divfuzz::testing::CommandRun run = RunScript(script);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   // Same targets: nothing to reproduce.
   EXPECT_EQ(RunScript(script, "--target-b cpu").exit_code, 0);
 }
 
 TEST(EmitPython, BenignAddExitsZero) {
-  ScriptRun run = RunScript(EmitPython(Parse(R"(divfuzz v1
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(R"(divfuzz v1
 input %x: f32[2,3] = values(0.5, 0.25, -1.5, 3.0, 0.125, -0.0)
 input %y: f32[2,3] = uniform(seed=7, low=-1.0, high=1.0)
 %z = aten::add.Tensor(%x, %y, alpha=2)
 output %z
 )"),
-                                       Spec(0)));
+                                                          Spec(0)));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("VERDICT: no divergence"));
 }
 
 TEST(EmitPython, ClassSplit) {
   // exp(100) overflows float32: inf / inf = nan; in float64 it is 1.
-  ScriptRun run = RunScript(EmitPython(Parse(R"(divfuzz v1
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(R"(divfuzz v1
 input %x: f32[2] = fill(100.0)
 %e = aten::exp(%x)
 %r = aten::div.Tensor(%e, %e)
 output %r
 )"),
-                                       Spec(1)));
+                                                          Spec(1)));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("class_split"));
 }
@@ -166,7 +150,7 @@ input %b: f64[2,2] = fill(2.0)
 %n = aten::neg(%m)
 output %n
 )";
-  ScriptRun run = RunScript(EmitPython(Parse(text), Spec(1)));
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(text), Spec(1)));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("error_split"));
   EXPECT_THAT(run.output, HasSubstr("raised at node 0"));  // the dependent node fails too
@@ -187,7 +171,7 @@ output %i, %s, %t
 )";
   graph::Program p = Parse(text);
   for (int node : {0, 1, 2}) {
-    ScriptRun run = RunScript(EmitPython(p, Spec(node, node == 0 ? 1 : 0)));
+    divfuzz::testing::CommandRun run = RunScript(EmitPython(p, Spec(node, node == 0 ? 1 : 0)));
     EXPECT_EQ(run.exit_code, 0) << "node " << node << "\n" << run.output;
     EXPECT_THAT(run.output, HasSubstr("VERDICT: no divergence")) << run.output;
   }
@@ -195,13 +179,13 @@ output %i, %s, %t
 }
 
 TEST(EmitPython, ComplexInputs) {
-  ScriptRun run = RunScript(EmitPython(Parse(R"(divfuzz v1
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(R"(divfuzz v1
 input %z: c64[3] = values(1.0, 2.0, -0.5, 0.25, 3.0, -4.0)
 input %w: c64[3] = fill(0.5)
 %p = aten::mul.Tensor(%z, %w)
 output %p
 )"),
-                                       Spec(0)));
+                                                          Spec(0)));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("complex64"));
 }
@@ -225,7 +209,7 @@ output %y
 )";
   graph::Program p = Parse(text);
   std::string script = EmitPython(p, Spec(0));
-  ScriptRun run = RunScript(script, "--dump-inputs");
+  divfuzz::testing::CommandRun run = RunScript(script, "--dump-inputs");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::map<std::string, std::vector<std::string>> dumped;
   std::istringstream lines(run.output);
@@ -309,20 +293,20 @@ output %z
   EXPECT_THAT(script, HasSubstr("other=F('-0x1.8p+0')"));
   // The script compiles.
   std::string path = WriteScript(script);
-  EXPECT_EQ(std::system((Python() + " -m py_compile " + path).c_str()), 0);
+  EXPECT_EQ(std::system((divfuzz::testing::Python() + " -m py_compile " + path).c_str()), 0);
   std::remove(path.c_str());
 }
 
 TEST(EmitPython, CudaTargetWithoutCuda) {
-  if (std::system(
-          (Python() + " -c 'import sys, torch; sys.exit(torch.cuda.is_available())'").c_str()) !=
-      0) {
+  if (std::system((divfuzz::testing::Python() +
+                   " -c 'import sys, torch; sys.exit(torch.cuda.is_available())'")
+                      .c_str()) != 0) {
     GTEST_SKIP() << "CUDA is available here";
   }
   ReproSpec spec = Spec(1);
   spec.target_a = "cuda";
   std::string script = EmitPython(Parse(kCancellation), spec);
-  ScriptRun run = RunScript(script);
+  divfuzz::testing::CommandRun run = RunScript(script);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("CUDA not available: skipping"));
   // The other pair still runs when asked for.
@@ -332,13 +316,13 @@ TEST(EmitPython, CudaTargetWithoutCuda) {
 TEST(EmitPython, ScalarKernelsTargetRunsInAChild) {
   ReproSpec spec = Spec(1);
   spec.target_a = "cpu-scalar";
-  ScriptRun run = RunScript(EmitPython(Parse(kCancellation), spec));
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(kCancellation), spec));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("cpu-scalar vs cpu-f64"));
 }
 
 TEST(EmitPython, BadSpecExitsTwo) {
-  ScriptRun run = RunScript(EmitPython(Parse(kCancellation), Spec(7)));
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(Parse(kCancellation), Spec(7)));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   run = RunScript(EmitPython(Parse(kCancellation), Spec(0, 1)));
   EXPECT_EQ(run.exit_code, 2) << run.output;
@@ -356,7 +340,7 @@ output %d
 )");
   ReproSpec spec = Spec(1);
   spec.seen = "tolerance at element 0";
-  ScriptRun run = RunScript(EmitPython(p, spec));
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(p, spec));
   ASSERT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("divfuzz saw: tolerance at element 0"));
   EXPECT_THAT(run.output, HasSubstr("float64 reference from cpu's own inputs: "));
@@ -393,7 +377,7 @@ TEST(EmitPython, SnippetRunsOnItsOwn) {
   ReproSpec spec = Spec(1);
   std::string snippet = EmitPythonSnippet(Parse(kCancellation), spec);
   EXPECT_THAT(snippet, Not(HasSubstr("def main")));
-  ScriptRun run = RunScript(snippet);
+  divfuzz::testing::CommandRun run = RunScript(snippet);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("cpu:      tensor([0.])"));
   EXPECT_THAT(run.output, HasSubstr("float64:  tensor([1.], dtype=torch.float64)"));
@@ -410,7 +394,7 @@ output %w
 )");
   std::string script = EmitPython(p, Spec(0));
   EXPECT_THAT(script, HasSubstr("INVARIANTS = 'eigh'"));
-  ScriptRun run = RunScript(script);
+  divfuzz::testing::CommandRun run = RunScript(script);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("cpu invariant 1: dtype torch.float32, shape [4, 4]"));
   EXPECT_THAT(run.output, HasSubstr("tolerance: invariant 1 of the decomposition"));
@@ -432,7 +416,7 @@ TEST(EmitPython, SeedCase) {
   graph::Program p = Parse(text.str());
   ASSERT_EQ(p.nodes.size(), 6u);
   ASSERT_EQ(p.nodes[4].op, "aten::logdet");
-  ScriptRun run = RunScript(EmitPython(p, Spec(4)));
+  divfuzz::testing::CommandRun run = RunScript(EmitPython(p, Spec(4)));
   EXPECT_TRUE(run.exit_code == 0 || run.exit_code == 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("VERDICT"));
   EXPECT_THAT(run.output, HasSubstr("Output %d: result 0 of node 4, aten::logdet"));

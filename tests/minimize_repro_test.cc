@@ -30,28 +30,9 @@ namespace {
 using ::testing::HasSubstr;
 using testing::MustParse;
 using ::testing::Not;
-
-struct CommandRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandRun Sh(const std::string& cmd) {
-  CommandRun run;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
-}
-
-std::string Python() {
-  const char* py = std::getenv("DIVFUZZ_PYTHON");
-  return py != nullptr && *py != '\0' ? py : "python3";
-}
+using testing::CommandRun;
+using testing::Python;
+using testing::RunShell;
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -140,7 +121,7 @@ TEST(Report, FaultyLogdetIsArguedAsABug) {
   const std::string snippet = md.substr(begin, md.find("```", begin) - begin);
   const std::string dir = testing::TempDir("snippet");
   std::ofstream(dir + "/snippet.py") << snippet;
-  CommandRun r = Sh(Python() + " " + dir + "/snippet.py");
+  CommandRun r = RunShell(Python() + " " + dir + "/snippet.py");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("float64: "));
   // The other files are there, for the minimal program.
@@ -268,7 +249,8 @@ TEST(Commands, MinimizeWritesTheMinimalProgram) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("minimize");
   std::ofstream(dir + "/p.dfz") << kCancellation;
-  CommandRun r = Sh(kTool + " minimize --targets=cpu,cpu-f64 --max_seconds=30 " + dir + "/p.dfz");
+  CommandRun r =
+      RunShell(kTool + " minimize --targets=cpu,cpu-f64 --max_seconds=30 " + dir + "/p.dfz");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("reduce: round 1 slice"));
   EXPECT_THAT(r.output, HasSubstr("reduce: done: aten::sub.Tensor|f32|tolerance|undecided"));
@@ -279,7 +261,7 @@ TEST(Commands, MinimizeWritesTheMinimalProgram) {
   // A program that does not diverge: exit 1.
   std::ofstream(dir + "/ok.dfz") << "divfuzz v1\ninput %x: f32[2] = fill(0.5)\n%y = aten::neg(%x)\n"
                                     "output %y\n";
-  r = Sh(kTool + " minimize --targets=cpu,cpu-f64 " + dir + "/ok.dfz");
+  r = RunShell(kTool + " minimize --targets=cpu,cpu-f64 " + dir + "/ok.dfz");
   EXPECT_EQ(r.exit_code, 1) << r.output;
 }
 
@@ -287,7 +269,7 @@ TEST(Commands, ReproWritesAllFilesAndTheScriptReproduces) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("repro");
   std::ofstream(dir + "/p.dfz") << kCancellation;
-  CommandRun r = Sh(kTool + " repro --targets=cpu,cpu-f64 " + dir + "/p.dfz");
+  CommandRun r = RunShell(kTool + " repro --targets=cpu,cpu-f64 " + dir + "/p.dfz");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* f :
        {"min.dfz", "repro.py", "repro_cpp/main.cpp", "repro_cpp/CMakeLists.txt", "report.md"}) {
@@ -295,7 +277,7 @@ TEST(Commands, ReproWritesAllFilesAndTheScriptReproduces) {
   }
   // The script reproduces on the minimal program, with the values the
   // executor computes for it.
-  r = Sh(Python() + " " + dir + "/p.repro/repro.py");
+  r = RunShell(Python() + " " + dir + "/p.repro/repro.py");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("VERDICT: divergence reproduces (cpu vs cpu-f64): tolerance"));
   absl::StatusOr<graph::Program> p = graph::ParseProgram(Read(dir + "/p.repro/min.dfz"));
@@ -307,8 +289,8 @@ TEST(Commands, ReproWritesAllFilesAndTheScriptReproduces) {
   EXPECT_THAT(r.output, HasSubstr("  exact: 0x0.0p+0\n"));
   EXPECT_THAT(Read(dir + "/p.repro/report.md"), HasSubstr("## Why this is not expected variance"));
   // --minimize=false keeps the program as given and writes no min.dfz.
-  r = Sh(kTool + " repro --targets=cpu,cpu-f64 --minimize=false --out=" + dir + "/full " + dir +
-         "/p.dfz");
+  r = RunShell(kTool + " repro --targets=cpu,cpu-f64 --minimize=false --out=" + dir + "/full " +
+               dir + "/p.dfz");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(Exists(dir + "/full/min.dfz"));
   EXPECT_THAT(Read(dir + "/full/repro.py"), HasSubstr("aten.exp.default"));
@@ -328,7 +310,7 @@ TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
   hit.detail = {{"node", 3}, {"output", 0}, {"summary", "element 0: 0.0 vs 1.0"}};
   absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kCancellation);
   ASSERT_TRUE(rec.ok());
-  CommandRun r = Sh(kTool + " repro " + dir + "/" + rec->id);
+  CommandRun r = RunShell(kTool + " repro " + dir + "/" + rec->id);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("reduce: keeping aten::sub.Tensor|f32|tolerance|undecided"));
   auto index = (*store)->Load();
@@ -342,7 +324,7 @@ TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
   // Asked for a GPU pair without a GPU: the repros are written, unminimized,
   // and the exit status says it did not reproduce here.
   if (!exec::CudaAvailable()) {
-    r = Sh(kTool + " repro --targets=cpu,cuda --out=" + dir + "/gpu " + dir + "/" + rec->id);
+    r = RunShell(kTool + " repro --targets=cpu,cuda --out=" + dir + "/gpu " + dir + "/" + rec->id);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_THAT(r.output, HasSubstr("did not reproduce here: CUDA is not available"));
     EXPECT_TRUE(Exists(dir + "/gpu/repro.py"));

@@ -1,7 +1,9 @@
 #include "tests/test_util.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <vector>
 
 namespace divfuzz::testing {
@@ -18,6 +20,23 @@ std::string TempDir(const std::string& name) {
     return "/tmp";
   }
   return std::string(buf.data());
+}
+
+CommandRun RunShell(const std::string& command) {
+  CommandRun run;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+std::string Python() {
+  const char* py = std::getenv("DIVFUZZ_PYTHON");
+  return py != nullptr && *py != '\0' ? py : "python3";
 }
 
 }  // namespace divfuzz::testing

@@ -24,4 +24,15 @@ inline ops::TypeEnv MustInfer(const graph::Program& p) {
 // A fresh empty folder under the test's temporary directory.
 std::string TempDir(const std::string& name);
 
+struct CommandRun {
+  int exit_code = -1;  // 128 + signal when the command was killed
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command, capturing stdout and stderr together.
+CommandRun RunShell(const std::string& command);
+
+// The Python that runs emitted repro.py scripts: $DIVFUZZ_PYTHON or python3.
+std::string Python();
+
 }  // namespace divfuzz::testing
