@@ -136,7 +136,10 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   }
   if (program.nodes.empty()) BumpCounter("<empty>", "", "ok");
 
-  const std::string text = graph::PrintProgram(program);
+  // Printed only for programs that get recorded: most executions agree.
+  const std::string text = outcome.verdict.Diverged() || ra.cuda_fatal || rb.cuda_fatal
+                               ? graph::PrintProgram(program)
+                               : "";
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
     BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
     ++state_->roots_by_tier[d->tier];
