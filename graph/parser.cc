@@ -147,7 +147,18 @@ absl::Status Parser::ParseInput(Program* program) {
   input.type.dtype = *dtype;
   DFZ_RETURN_IF_ERROR(ExpectPunct("[", "'[' to start the shape"));
   DFZ_RETURN_IF_ERROR(ParseShape(&input.type.shape));
-  DFZ_RETURN_IF_ERROR(ExpectPunct("=", "'=' after the input type"));
+  if (AtIdent("layout")) {
+    Take();
+    DFZ_RETURN_IF_ERROR(ExpectPunct("=", "'=' after 'layout'"));
+    constexpr char kLayouts[] = "layout (contiguous, transposed, strided or channels_last)";
+    const Token& l = Peek();
+    std::optional<Layout> layout;
+    if (l.kind == Kind::kIdent) layout = ParseLayout(l.text);
+    if (!layout) return Expected(l, kLayouts);
+    Take();
+    input.layout = *layout;
+  }
+  DFZ_RETURN_IF_ERROR(ExpectPunct("=", "'layout=' or '=' after the input type"));
   DFZ_RETURN_IF_ERROR(ParsePayload(&input.payload));
   DFZ_RETURN_IF_ERROR(ExpectEndOfLine());
   program->inputs.push_back(std::move(input));
@@ -177,22 +188,15 @@ absl::Status Parser::ParseShape(std::vector<int64_t>* shape) {
 }
 
 absl::Status Parser::ParsePayload(Payload* payload) {
-  constexpr char kWhat[] = "payload (fill, values, uniform, normal or special)";
+  constexpr char kWhat[] =
+      "payload (fill, values, uniform, normal, special, limits, edges, ties, dynamic, planted, "
+      "singular, near_singular, rank_deficient, ill_conditioned, spd or scaled)";
   Token kind = Peek();
   if (kind.kind != Kind::kIdent) return Expected(kind, kWhat);
-  if (kind.text == "fill") {
-    payload->kind = Payload::Kind::kFill;
-  } else if (kind.text == "values") {
-    payload->kind = Payload::Kind::kValues;
-  } else if (kind.text == "uniform") {
-    payload->kind = Payload::Kind::kUniform;
-  } else if (kind.text == "normal") {
-    payload->kind = Payload::Kind::kNormal;
-  } else if (kind.text == "special") {
-    payload->kind = Payload::Kind::kSpecial;
-  } else {
-    return Expected(kind, kWhat);
-  }
+  std::optional<Payload::Kind> parsed = ParsePayloadKind(kind.text);
+  if (!parsed) return Expected(kind, kWhat);
+  payload->kind = *parsed;
+  payload->a = PayloadParamDefault(*parsed);
   Take();
   DFZ_RETURN_IF_ERROR(ExpectPunct("(", absl::StrCat("'(' after '", Sv(kind.text), "'")));
   switch (payload->kind) {
@@ -222,15 +226,18 @@ absl::Status Parser::ParsePayload(Payload* payload) {
   }
 }
 
-// name=value parameters of uniform/normal/special, any order, each at most once.
+// name=value parameters of the generators, any order, each at most once:
+// seed, plus low/high (uniform), mean/std (normal) or the kind's one parameter.
 absl::Status Parser::ParseGeneratorParams(const Token& kind_token, Payload* payload) {
   const bool uniform = payload->kind == Payload::Kind::kUniform;
   const bool normal = payload->kind == Payload::Kind::kNormal;
-  std::string_view a_name = uniform ? "low" : "mean";
+  const std::string_view param = PayloadParamName(payload->kind);
+  std::string_view a_name = uniform ? "low" : normal ? "mean" : param;
   std::string_view b_name = uniform ? "high" : "std";
-  std::string what = uniform  ? "parameter 'seed', 'low' or 'high'"
-                     : normal ? "parameter 'seed', 'mean' or 'std'"
-                              : "parameter 'seed'";
+  std::string what = uniform          ? "parameter 'seed', 'low' or 'high'"
+                     : normal         ? "parameter 'seed', 'mean' or 'std'"
+                     : !param.empty() ? absl::StrCat("parameter 'seed' or '", Sv(param), "'")
+                                      : "parameter 'seed'";
   bool seen[3] = {false, false, false};
   if (AtPunct(")")) {
     Take();
@@ -241,7 +248,7 @@ absl::Status Parser::ParseGeneratorParams(const Token& kind_token, Payload* payl
     int which = -1;
     if (key.kind == Kind::kIdent) {
       if (key.text == "seed") which = 0;
-      if ((uniform || normal) && key.text == a_name) which = 1;
+      if (!a_name.empty() && key.text == a_name) which = 1;
       if ((uniform || normal) && key.text == b_name) which = 2;
     }
     if (which < 0) return Expected(key, what);

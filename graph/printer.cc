@@ -163,8 +163,22 @@ std::string PrintPayload(const Payload& payload, DType dtype) {
     case Payload::Kind::kNormal:
       return absl::StrCat("normal(seed=", payload.seed, ", mean=", FormatFloat(payload.a),
                           ", std=", FormatFloat(payload.b), ")");
-    case Payload::Kind::kSpecial:
-      return absl::StrCat("special(seed=", payload.seed, ")");
+    default: {
+      out = absl::StrCat(Sv(PayloadKindName(payload.kind)), "(seed=", payload.seed);
+      const std::string_view param = PayloadParamName(payload.kind);
+      if (!param.empty()) {
+        // Integral parameters (rank, distinct) read better as integers; -0.0
+        // stays a float so that it survives the round trip.
+        const double a = payload.a;
+        const bool integral = std::isfinite(a) && a == std::trunc(a) && std::fabs(a) < 0x1p53 &&
+                              !(a == 0 && std::signbit(a));
+        absl::StrAppend(&out, ", ", Sv(param), "=",
+                        integral && param != "cond" && param != "decades"
+                            ? absl::StrCat(static_cast<int64_t>(a))
+                            : FormatFloat(a));
+      }
+      return out + ")";
+    }
   }
   return out;
 }
@@ -172,8 +186,11 @@ std::string PrintPayload(const Payload& payload, DType dtype) {
 std::string PrintProgram(const Program& program) {
   std::string out = absl::StrCat("divfuzz v", program.version, "\n");
   for (const Input& in : program.inputs) {
-    absl::StrAppend(&out, "input %", in.name, ": ", PrintType(in.type), " = ",
-                    PrintPayload(in.payload, in.type.dtype), "\n");
+    absl::StrAppend(&out, "input %", in.name, ": ", PrintType(in.type));
+    if (in.layout != Layout::kContiguous) {
+      absl::StrAppend(&out, " layout=", Sv(LayoutName(in.layout)));
+    }
+    absl::StrAppend(&out, " = ", PrintPayload(in.payload, in.type.dtype), "\n");
   }
   for (const Node& node : program.nodes) {
     AppendNames(node.results, &out);

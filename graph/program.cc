@@ -42,9 +42,85 @@ bool Payload::operator==(const Payload& o) const {
     case Kind::kNormal:
       return seed == o.seed && SameBits(a, o.a) && SameBits(b, o.b);
     case Kind::kSpecial:
+    case Kind::kLimits:
+    case Kind::kEdges:
+    case Kind::kPlanted:
+    case Kind::kSingular:
+    case Kind::kNearSingular:
+    case Kind::kSpd:
       return seed == o.seed;
+    case Kind::kTies:
+    case Kind::kDynamic:
+    case Kind::kRankDeficient:
+    case Kind::kIllConditioned:
+    case Kind::kScaled:
+      return seed == o.seed && SameBits(a, o.a);
   }
   return false;
+}
+
+namespace {
+
+struct PayloadKindInfo {
+  Payload::Kind kind;
+  std::string_view name;
+  std::string_view param;  // the one parameter besides seed (later kinds)
+  double param_default;
+  bool matrix;
+};
+
+// Defaults: the rank-1 case, cond 1e6 (beyond f16/bf16, within f32), 8 decades.
+constexpr PayloadKindInfo kPayloadKinds[] = {
+    {Payload::Kind::kFill, "fill", "", 0, false},
+    {Payload::Kind::kValues, "values", "", 0, false},
+    {Payload::Kind::kUniform, "uniform", "", 0, false},
+    {Payload::Kind::kNormal, "normal", "", 0, false},
+    {Payload::Kind::kSpecial, "special", "", 0, false},
+    {Payload::Kind::kLimits, "limits", "", 0, false},
+    {Payload::Kind::kEdges, "edges", "", 0, false},
+    {Payload::Kind::kTies, "ties", "distinct", 3, false},
+    {Payload::Kind::kDynamic, "dynamic", "decades", 8, false},
+    {Payload::Kind::kPlanted, "planted", "", 0, false},
+    {Payload::Kind::kSingular, "singular", "", 0, true},
+    {Payload::Kind::kNearSingular, "near_singular", "", 0, true},
+    {Payload::Kind::kRankDeficient, "rank_deficient", "rank", 1, true},
+    {Payload::Kind::kIllConditioned, "ill_conditioned", "cond", 1e6, true},
+    {Payload::Kind::kSpd, "spd", "", 0, true},
+    {Payload::Kind::kScaled, "scaled", "decades", 8, true},
+};
+
+const PayloadKindInfo& InfoOf(Payload::Kind kind) {
+  for (const PayloadKindInfo& info : kPayloadKinds) {
+    if (info.kind == kind) return info;
+  }
+  return kPayloadKinds[0];
+}
+
+constexpr std::string_view kLayoutNames[] = {"contiguous", "transposed", "strided",
+                                             "channels_last"};
+
+}  // namespace
+
+std::string_view PayloadKindName(Payload::Kind kind) { return InfoOf(kind).name; }
+
+std::optional<Payload::Kind> ParsePayloadKind(std::string_view name) {
+  for (const PayloadKindInfo& info : kPayloadKinds) {
+    if (info.name == name) return info.kind;
+  }
+  return std::nullopt;
+}
+
+std::string_view PayloadParamName(Payload::Kind kind) { return InfoOf(kind).param; }
+double PayloadParamDefault(Payload::Kind kind) { return InfoOf(kind).param_default; }
+bool IsMatrixPayload(Payload::Kind kind) { return InfoOf(kind).matrix; }
+
+std::string_view LayoutName(Layout layout) { return kLayoutNames[static_cast<int>(layout)]; }
+
+std::optional<Layout> ParseLayout(std::string_view name) {
+  for (int i = 0; i < 4; ++i) {
+    if (kLayoutNames[i] == name) return static_cast<Layout>(i);
+  }
+  return std::nullopt;
 }
 
 Literal Literal::Bool(bool v) {
@@ -119,7 +195,7 @@ bool Literal::operator==(const Literal& o) const {
 }
 
 bool Input::operator==(const Input& o) const {
-  return name == o.name && type == o.type && payload == o.payload;
+  return name == o.name && type == o.type && layout == o.layout && payload == o.payload;
 }
 
 std::string Node::QualifiedName() const { return overload.empty() ? op : op + "." + overload; }

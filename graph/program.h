@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/dtype.h"
@@ -35,11 +37,24 @@ struct Payload {
     kUniform,  // uniform(seed=, low=, high=)
     kNormal,   // normal(seed=, mean=, std=)
     kSpecial,  // special(seed=): mix of 0, -0, denormals, huge, inf, nan ...
+    // What breaks numerics (graph/materialize.h says exactly how each is drawn).
+    kLimits,   // limits(seed=): special's values plus near overflow/underflow, int limits
+    kEdges,    // edges(seed=): function domain edges (0, +-1, +-pi/2, ...), some one ulp off
+    kTies,     // ties(seed=, distinct=K): every element one of K values
+    kDynamic,  // dynamic(seed=, decades=E): random signs, magnitudes across E decades
+    kPlanted,  // planted(seed=): normal, limits planted in vector bodies and scalar tails
+    // Matrix payloads: over the last two dims, batched over the leading ones.
+    kSingular,        // singular(seed=): a row (or column) is a power-of-2 multiple of another
+    kNearSingular,    // near_singular(seed=): singular, then one element a few ulps off
+    kRankDeficient,   // rank_deficient(seed=, rank=K): X*Y with inner dimension K
+    kIllConditioned,  // ill_conditioned(seed=, cond=C): U*diag(s)*V^T, s from 1 to 1/C
+    kSpd,             // spd(seed=): B*B^T/n + I, symmetric positive definite
+    kScaled,          // scaled(seed=, decades=E): diag(r)*N*diag(c), r and c span E decades
   };
   Kind kind = Kind::kFill;
   std::vector<double> values;  // kFill: one value; kValues: the elements
   uint64_t seed = 0;
-  double a = 0;  // low (uniform) or mean (normal)
+  double a = 0;  // low (uniform), mean (normal), or the one parameter of a later kind
   double b = 1;  // high (uniform) or std (normal)
 
   bool operator==(const Payload& o) const;
@@ -75,9 +90,29 @@ struct Argument {
   bool operator==(const Argument& o) const { return name == o.name && value == o.value; }
 };
 
+// The payload names of the text format ("fill", "rank_deficient", ...), and
+// the one named parameter a later kind takes ("rank", "cond", ...; empty for
+// none) with its default. The table lives in program.cc.
+std::string_view PayloadKindName(Payload::Kind kind);
+std::optional<Payload::Kind> ParsePayloadKind(std::string_view name);
+std::string_view PayloadParamName(Payload::Kind kind);
+double PayloadParamDefault(Payload::Kind kind);
+bool IsMatrixPayload(Payload::Kind kind);
+
+// How an input's tensor is laid out in memory; the values are the same. Every
+// target and repro builds the contiguous tensor, moves it to its device and
+// dtype, then applies the layout (exec/ and minimize/emit_*.cc):
+//   transposed:    t.transpose(-1,-2).contiguous().transpose(-1,-2) (rank >= 2)
+//   strided:       the [..., 2n] zero tensor's [..., ::2] view, filled (rank >= 1)
+//   channels_last: t.contiguous(memory_format=channels_last) (rank 4)
+enum class Layout { kContiguous, kTransposed, kStrided, kChannelsLast };
+std::string_view LayoutName(Layout layout);  // "contiguous", "transposed", ...
+std::optional<Layout> ParseLayout(std::string_view name);
+
 struct Input {
   std::string name;  // without '%'
   TensorType type;
+  Layout layout = Layout::kContiguous;  // `layout=` in the text; omitted when contiguous
   Payload payload;
   SourceLoc loc;
   bool operator==(const Input& o) const;  // ignores loc

@@ -1,5 +1,6 @@
 #include "graph/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -64,6 +65,8 @@ class Validator {
   absl::Status Define(const std::string& name, SourceLoc loc);
   absl::Status CheckInput(const Input& input);
   absl::Status CheckPayload(const Input& input);
+  absl::Status CheckParamPayload(const Input& input);
+  absl::Status CheckLayout(const Input& input);
   absl::Status CheckNode(const Node& node);
   absl::Status CheckLiteral(const Literal& literal, int lists_above, const Node& node,
                             size_t arg_index);
@@ -134,7 +137,83 @@ absl::Status Validator::CheckInput(const Input& input) {
                                          input.name, " (", count, " elements) exceeds the ",
                                          kMaxInputElements, "-element limit"));
   }
+  DFZ_RETURN_IF_ERROR(CheckLayout(input));
   return CheckPayload(input);
+}
+
+absl::Status Validator::CheckLayout(const Input& input) {
+  const size_t rank = input.type.shape.size();
+  size_t min_rank = 0, max_rank = kMaxRank;
+  switch (input.layout) {
+    case Layout::kContiguous:
+      return absl::OkStatus();
+    case Layout::kTransposed:
+      min_rank = 2;
+      break;
+    case Layout::kStrided:
+      min_rank = 1;
+      break;
+    case Layout::kChannelsLast:
+      min_rank = max_rank = 4;
+      break;
+  }
+  if (rank >= min_rank && rank <= max_rank) return absl::OkStatus();
+  const std::string want =
+      min_rank == max_rank ? absl::StrCat("rank ", min_rank) : absl::StrCat("rank >= ", min_rank);
+  return Error(input.loc,
+               absl::StrCat("expected ", want, " for layout=", Sv(LayoutName(input.layout)),
+                            ", got ", PrintType(input.type), " for %", input.name));
+}
+
+// The later generators: ties/dynamic take a parameter; the matrix kinds need a
+// floating (or complex) dtype, rank >= 2 and bounded work.
+absl::Status Validator::CheckParamPayload(const Input& input) {
+  const Payload& p = input.payload;
+  const std::string kind(PayloadKindName(p.kind));
+  const std::string param(PayloadParamName(p.kind));
+  const auto bad_param = [&](std::string_view want) {
+    return Error(input.loc, absl::StrCat("expected ", param, " ", Sv(want), " in ", kind,
+                                         "(), got ", FormatFloat(p.a)));
+  };
+  const auto integral = [](double v) { return std::isfinite(v) && v == std::trunc(v); };
+  if (p.kind == Payload::Kind::kTies && !(integral(p.a) && p.a >= 1 && p.a <= 65536)) {
+    return bad_param("an integer in [1, 65536]");
+  }
+  if ((p.kind == Payload::Kind::kDynamic || p.kind == Payload::Kind::kScaled) &&
+      !(p.a >= 0 && p.a <= 1000)) {
+    return bad_param("in [0, 1000]");
+  }
+  if (p.kind == Payload::Kind::kIllConditioned && !(p.a >= 1 && std::isfinite(p.a))) {
+    return bad_param(">= 1 and finite");
+  }
+  if (!IsMatrixPayload(p.kind)) return absl::OkStatus();
+  const TensorType& type = input.type;
+  const size_t rank = type.shape.size();
+  if (!IsFloating(type.dtype) && !IsComplex(type.dtype)) {
+    return Error(input.loc, absl::StrCat("expected a floating or complex dtype for ", kind,
+                                         "(), got ", PrintType(type), " for %", input.name));
+  }
+  if (rank < 2) {
+    return Error(input.loc, absl::StrCat("expected rank >= 2 for the matrix payload ", kind,
+                                         "(), got ", PrintType(type), " for %", input.name));
+  }
+  const int64_t m = type.shape[rank - 2], n = type.shape[rank - 1];
+  if (p.kind == Payload::Kind::kSpd && m != n) {
+    return Error(input.loc, absl::StrCat("expected square matrices for spd(), got ",
+                                         PrintType(type), " for %", input.name));
+  }
+  if (p.kind == Payload::Kind::kRankDeficient &&
+      !(integral(p.a) && p.a >= 0 && p.a <= static_cast<double>(std::min(m, n)))) {
+    return bad_param(absl::StrCat("an integer in [0, ", std::min(m, n), "] for ", PrintType(type)));
+  }
+  // The generators are O(numel * min(m, n)) in double; keep them well under a second.
+  const int64_t k = std::min(m, n);
+  if (k > 0 && type.Numel() > kMaxMatrixWork / k) {
+    return Error(input.loc, absl::StrCat("expected at most ", kMaxMatrixWork,
+                                         " for numel * min(m, n) of the matrix payload ", kind,
+                                         "(), got ", PrintType(type), " for %", input.name));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Validator::CheckPayload(const Input& input) {
@@ -171,7 +250,12 @@ absl::Status Validator::CheckPayload(const Input& input) {
       }
       return absl::OkStatus();
     case Payload::Kind::kSpecial:
+    case Payload::Kind::kLimits:
+    case Payload::Kind::kEdges:
+    case Payload::Kind::kPlanted:
       return absl::OkStatus();
+    default:
+      return CheckParamPayload(input);
   }
   if (!IsIntegral(dtype) && dtype != DType::kBool) return absl::OkStatus();
   for (size_t i = 0; i < p.values.size(); ++i) {

@@ -14,6 +14,8 @@ namespace divfuzz::graph {
 inline constexpr int kMaxRank = 8;
 inline constexpr int64_t kMaxInputElements = int64_t{1} << 24;
 inline constexpr int kMaxListDepth = 32;  // nesting of list literals
+// Bound on numel * min(m, n) of a matrix payload (singular(), spd() ...).
+inline constexpr int64_t kMaxMatrixWork = int64_t{1} << 26;
 
 // SSA (one namespace for inputs and results, defined before use), outputs,
 // shapes, payloads against their dtype, and name syntax (so that the printed

@@ -223,8 +223,9 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unterminated_list", kHead + "%y = aten::sum(%x, [0, 1\noutput %y\n",
                   "t.dfz:3:25: expected ',' or ']' after a list element, got end of line"},
         ErrorCase{"unknown_payload", "divfuzz v1\ninput %x: f32[2] = zeros()\n",
-                  "t.dfz:2:20: expected payload (fill, values, uniform, normal or special), "
-                  "got 'zeros'"},
+                  "t.dfz:2:20: expected payload (fill, values, uniform, normal, special, limits, "
+                  "edges, ties, dynamic, planted, singular, near_singular, rank_deficient, "
+                  "ill_conditioned, spd or scaled), got 'zeros'"},
         ErrorCase{"unknown_generator_param",
                   "divfuzz v1\ninput %x: f32[2] = uniform(seed=1, lo=0)\n",
                   "t.dfz:2:36: expected parameter 'seed', 'low' or 'high', got 'lo'"},
