@@ -26,6 +26,10 @@ Commands:
   repro FINDING       minimize a finding (findings/<id>/ or a .dfz) and write min.dfz, repro.py,
                       repro_cpp/ and report.md [--out=DIR] [--minimize=false] [--max_seconds=60]
                       (exit 1 when the divergence does not reproduce here)
+  report DIR          a self-contained HTML report of a campaign's work folder DIR: summary,
+                      plots of exec/s and buckets over time, buckets by severity with links
+                      [--findings=F (default: campaign.json's, else DIR/../findings)]
+                      [--out=FILE (default DIR/report.html)] (exit 2 without stats.csv/index)
   fuzz LIBFUZZER_ARGS a raw libFuzzer worker (what campaign runs); DIVFUZZ_TARGETS,
                       DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it
 
@@ -58,6 +62,7 @@ int main(int argc, char** argv) {
   if (command == "locate") return divfuzz::fuzz::RunLocate(args);
   if (command == "minimize") return divfuzz::fuzz::RunMinimize(args);
   if (command == "repro") return divfuzz::fuzz::RunRepro(args);
+  if (command == "report") return divfuzz::fuzz::RunReport(args);
   std::cerr << "divfuzz: unknown command '" << command << "'\n\n" << kUsage << "\n";
   return 2;
 }

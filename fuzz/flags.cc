@@ -5,7 +5,8 @@
 ABSL_FLAG(std::string, targets, "",
           "target pair A,B from cpu, cuda, cpu-f64, cpu-scalar (default: cpu,cuda with a GPU, else "
           "cpu,cpu-f64); B is the expected side for tolerances");
-ABSL_FLAG(std::string, findings, "findings", "findings store folder");
+ABSL_FLAG(std::string, findings, "findings",
+          "findings store folder (report: default campaign.json's, else DIR/../findings)");
 ABSL_FLAG(bool, json, false, "ops: print JSON instead of a table");
 ABSL_FLAG(int, seconds, 60, "campaign: time budget in seconds");
 ABSL_FLAG(std::string, corpus, "corpus/seed",
@@ -25,7 +26,8 @@ ABSL_FLAG(bool, tf32, false,
 ABSL_FLAG(int, max_seconds, 60, "minimize, repro: time budget of the reducer in seconds");
 ABSL_FLAG(std::string, out, "",
           "minimize: output program (default FILE.min.dfz; - for stdout); repro: output folder "
-          "(default: the finding's folder, or FILE.repro/)");
+          "(default: the finding's folder, or FILE.repro/); report: the HTML file (default "
+          "DIR/report.html)");
 ABSL_FLAG(std::string, signature, "",
           "minimize, repro: the root divergence to keep, op|dtype|class|wrong_side (default: a "
           "finding's bucket, else the most severe root)");

@@ -1,0 +1,40 @@
+// divfuzz report DIR: the campaign's HTML report (report/report.h).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "fuzz/commands.h"
+#include "fuzz/flags.h"
+#include "report/report.h"
+
+namespace divfuzz::fuzz {
+
+int RunReport(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::cerr << "usage: divfuzz report DIR [--findings=F] [--out=FILE]\n"
+                 "  DIR: a campaign's work folder (stats.csv, campaign.json)\n";
+    return 2;
+  }
+  report::ReportOptions options;
+  options.work_dir = args[0];
+  // --findings has a default for campaign; here only a value other than the
+  // default wins over campaign.json and DIR/../findings (this Abseil keeps
+  // IsSpecifiedOnCommandLine private).
+  const absl::CommandLineFlag* findings = absl::FindCommandLineFlag("findings");
+  if (findings != nullptr && findings->CurrentValue() != findings->DefaultValue()) {
+    options.findings_dir = absl::GetFlag(FLAGS_findings);
+  }
+  options.out = absl::GetFlag(FLAGS_out);
+  absl::StatusOr<std::string> written = report::WriteReport(options);
+  if (!written.ok()) {
+    std::cerr << "divfuzz report: " << written.status().message() << "\n";
+    return absl::IsNotFound(written.status()) || absl::IsInvalidArgument(written.status()) ? 2 : 1;
+  }
+  std::cout << "report: " << *written << "\n";
+  return 0;
+}
+
+}  // namespace divfuzz::fuzz
