@@ -192,8 +192,19 @@ absl::StatusOr<Stats> ParseStatsCsv(std::string_view text, const std::string& pa
     return absl::InvalidArgumentError(
         absl::StrCat(path, ":1: expected a header line (elapsed_s,executions,...), got nothing"));
   }
-  if (stats.Column("elapsed_s") < 0) {
+  const int x = stats.Column("elapsed_s");
+  if (x < 0) {
     warnings->push_back(absl::StrCat(path, ":1: no elapsed_s column: nothing to plot"));
+  } else {
+    // A clock that starts again (a resumed run counting from 0) continues
+    // where the previous run ended, so the plots stay functions of time.
+    double offset = 0, last = -std::numeric_limits<double>::infinity();
+    for (std::vector<double>& row : stats.rows) {
+      if (!std::isfinite(row[x])) continue;
+      if (row[x] + offset < last) offset = last - row[x];
+      row[x] += offset;
+      last = row[x];
+    }
   }
   return stats;
 }
@@ -287,10 +298,21 @@ std::string RenderHtml(const ReportData& data) {
     }
     targets = seen.empty() ? "unknown" : absl::StrJoin(seen, ", ");
   }
-  const std::optional<double> elapsed = data.stats.Last("elapsed_s");
+  const nlohmann::json& state = data.state;
+  // state.json holds the fuzzing time over all runs of a resumed campaign.
+  std::optional<double> elapsed = data.stats.Last("elapsed_s");
+  if (state.contains("elapsed_seconds") && state["elapsed_seconds"].is_number()) {
+    elapsed = state["elapsed_seconds"].get<double>();
+  }
   const std::optional<double> executions = data.stats.Last("executions");
   std::vector<std::pair<std::string, std::string>> rows;
   rows.emplace_back("targets", targets);
+  if (c.contains("gpus") && c["gpus"].is_array() && !c["gpus"].empty()) {
+    std::vector<std::string> gpus;
+    for (const nlohmann::json& g : c["gpus"])
+      gpus.push_back(g.is_string() ? g.get<std::string>() : g.dump());
+    rows.emplace_back("GPUs", absl::StrJoin(gpus, ", "));
+  }
   if (!Str(c, "started").empty()) rows.emplace_back("started", Str(c, "started"));
   std::string duration = elapsed ? Duration(*elapsed) : "no samples";
   if (c.contains("budget_seconds") && c["budget_seconds"].is_number()) {
@@ -308,8 +330,12 @@ std::string RenderHtml(const ReportData& data) {
   if (std::optional<double> corpus = data.stats.Last("corpus")) {
     rows.emplace_back("corpus", Num(*corpus));
   }
-  for (const char* key : {"workers", "restarts"}) {
-    if (c.contains(key) && c[key].is_number()) {
+  for (const char* key : {"workers", "restarts", "resumes"}) {
+    if (state.contains(key) && state[key].is_number()) {
+      if (std::string(key) != "resumes" || state[key].get<double>() > 0) {
+        rows.emplace_back(key, Num(state[key].get<double>()));
+      }
+    } else if (c.contains(key) && c[key].is_number()) {
       rows.emplace_back(key, Num(c[key].get<double>()));
     } else if (std::optional<double> v = data.stats.Last(key)) {
       rows.emplace_back(key, Num(*v));
@@ -374,8 +400,9 @@ std::string RenderHtml(const ReportData& data) {
                     HtmlEscape(b.wrong_side), "</td><td class=\"n\">", Num(b.count), "</td><td>",
                     HtmlEscape(b.first_seen), "</td>");
     absl::StrAppend(&html, "<td>", link(b.report_md, "report.md"), "</td><td>",
-                    link(b.repro_py, "repro.py"), "</td><td>", link(b.program, b.program_name),
-                    "</td></tr>\n");
+                    link(b.repro_py, "repro.py"),
+                    b.repro_cpp.empty() ? "" : absl::StrCat(" ", link(b.repro_cpp, "C++")),
+                    "</td><td>", link(b.program, b.program_name), "</td></tr>\n");
   }
   absl::StrAppend(&html, "</tbody></table>\n");
   if (data.buckets.empty()) absl::StrAppend(&html, "<p>No buckets yet.</p>\n");
@@ -407,6 +434,18 @@ absl::StatusOr<ReportData> LoadReport(const ReportOptions& options) {
     if (data.campaign.is_discarded() || !data.campaign.is_object()) {
       return absl::InvalidArgumentError(
           absl::StrCat(campaign_path, ":1: expected a JSON object (findings, targets, ...)"));
+    }
+  }
+
+  // state.json (fuzzing time, restarts, resumes) is optional and only informs
+  // the summary: a bad one is a warning.
+  const std::string state_path = Join(work, "state.json");
+  if (IsFile(state_path) && ReadFile(state_path, &text)) {
+    nlohmann::json state = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (state.is_object()) {
+      data.state = std::move(state);
+    } else {
+      data.warnings.push_back(absl::StrCat(state_path, ": not a JSON object; ignored"));
     }
   }
 
@@ -456,6 +495,7 @@ absl::StatusOr<ReportData> LoadReport(const ReportOptions& options) {
     };
     b.report_md = href(FirstExisting(findings, {Str(e, "report_md"), id + "/report.md"}));
     b.repro_py = href(FirstExisting(findings, {Str(e, "repro_py"), id + "/repro.py"}));
+    b.repro_cpp = href(FirstExisting(findings, {id + "/repro_cpp/main.cpp"}));
     const std::string min = FirstExisting(findings, {Str(e, "minimized"), id + "/min.dfz"});
     const std::string program =
         min.empty() ? FirstExisting(findings, {Str(e, "program"), id + "/program.dfz"}) : min;

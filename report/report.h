@@ -5,8 +5,9 @@
 //
 // Inputs: DIR/stats.csv (columns found by header name; unknown ones are
 // ignored, missing ones leave a gap), DIR/campaign.json when present
-// (findings, targets, budget_seconds, started, workers, restarts) and the
-// findings store's index.jsonl and <id>/ folders.
+// (findings, targets, budget_seconds, started, workers, gpus), DIR/state.json
+// when present (elapsed_seconds, restarts, resumes) and the findings store's
+// index.jsonl and <id>/ folders.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,8 @@ struct Stats {
 
 // A header line and numeric rows. Rows with another number of fields than
 // the header (a line cut short by a kill) are skipped with a warning naming
-// path:line; a file without a header is an error.
+// path:line; a file without a header is an error. An elapsed_s that goes
+// back (a run resumed with its clock at 0) is shifted to continue.
 absl::StatusOr<Stats> ParseStatsCsv(std::string_view text, const std::string& path,
                                     std::vector<std::string>* warnings);
 
@@ -47,6 +49,7 @@ struct Bucket {
   std::string targets;  // "cpu vs cuda"
   int64_t count = 0;
   std::string report_md, repro_py, program;  // hrefs, not yet URL-escaped
+  std::string repro_cpp;                     // repro_cpp/main.cpp
   std::string program_name;                  // "min.dfz" or "program.dfz"
 };
 
@@ -70,6 +73,7 @@ struct ReportData {
   std::string findings_dir;                            // resolved (realpath)
   std::string generated;                               // UTC time of writing
   nlohmann::json campaign = nlohmann::json::object();  // campaign.json, or {}
+  nlohmann::json state = nlohmann::json::object();     // state.json, or {}
   Stats stats;
   std::vector<Bucket> buckets;  // sorted by severity
   std::vector<std::string> warnings;

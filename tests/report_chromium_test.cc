@@ -70,8 +70,8 @@ TEST(ReportCommand, ChromiumRendersThePlotsAndTheTable) {
 
   // --user-data-dir: a private profile, so parallel runs cannot collide.
   const std::string browser = absl::StrCat(
-      "timeout 60 ", chromium, " --headless --no-sandbox --disable-gpu --hide-scrollbars ",
-      "--user-data-dir=", root, "/profile --window-size=1200,1600 ");
+      "timeout 60 ", chromium, " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage ",
+      "--hide-scrollbars ", "--user-data-dir=", root, "/profile --window-size=1200,1600 ");
   run = RunShell(absl::StrCat(browser, "--screenshot=", root, "/shot.png file://", page));
   ASSERT_EQ(run.exit_code, 0) << run.output;
 

@@ -101,6 +101,8 @@ inline void MakeCampaignFixture(const std::string& root, int samples = 40) {
       e["minimized"] = b.id + "/min.dfz";
     }
     if (b.report_md) {
+      MakeFolder(findings + "/" + b.id + "/repro_cpp");
+      WriteTextFile(findings + "/" + b.id + "/repro_cpp/main.cpp", "int main() {}\n");
       WriteTextFile(findings + "/" + b.id + "/report.md", "# report\n");
       e["report_md"] = b.id + "/report.md";
     }

@@ -122,6 +122,8 @@ TEST(ReportHtml, RowsInSeverityOrderEscapedWithLinks) {
     const std::string dir = absl::StrCat("../findings/", b.id, "/");
     EXPECT_TRUE(absl::StrContains(html, absl::StrCat("href=\"", dir, "repro.py\"")));
     EXPECT_EQ(absl::StrContains(html, absl::StrCat("href=\"", dir, "report.md\"")), b.report_md);
+    EXPECT_EQ(absl::StrContains(html, absl::StrCat("href=\"", dir, "repro_cpp/main.cpp\">C++<")),
+              b.report_md);
     EXPECT_EQ(absl::StrContains(html, absl::StrCat("href=\"", dir, "min.dfz\">min.dfz<")),
               b.minimized);
     EXPECT_EQ(absl::StrContains(html, absl::StrCat("href=\"", dir, "program.dfz\">program.dfz<")),
@@ -183,6 +185,41 @@ TEST(ReportHtml, CampaignJsonNamesFindingsAndLinksFollowOut) {
   EXPECT_TRUE(absl::StrContains(html, "<th>restarts</th><td>6</td>"));  // campaign.json wins
   EXPECT_TRUE(absl::StrContains(html, "3min 20s of 10min 00s budget"));
   EXPECT_TRUE(absl::StrContains(html, "<th>started</th><td>2026-11-21T15:51:00Z</td>"));
+}
+
+TEST(ReportHtml, StateJsonAndAResumedClock) {
+  std::vector<std::string> warnings;
+  // The second run's clock starts again at 5: it continues from 10.
+  absl::StatusOr<Stats> stats =
+      ParseStatsCsv("elapsed_s,executions\n5,10\n10,20\n5,30\n10,40\n", "w/stats.csv", &warnings);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  std::vector<double> xs;
+  for (const auto& [x, y] : stats->Series("executions")) xs.push_back(x);
+  EXPECT_EQ(xs, (std::vector<double>{5, 10, 10, 15}));
+
+  // The campaign's own files, as `divfuzz campaign` writes them (absolute
+  // findings path, GPUs, and fuzzing time and restarts in state.json).
+  const std::string root = TempDir("report");
+  MakeCampaignFixture(root);
+  WriteTextFile(root + "/campaign/campaign.json",
+                absl::StrCat(R"({"version": 1, "targets": "cpu,cuda", "findings": ")", root,
+                             R"(/findings", "budget_seconds": 1200, "workers": 4,
+                             "gpus": ["0"], "started": "2026-11-21T15:00:00Z"})"));
+  WriteTextFile(root + "/campaign/state.json",
+                R"({"elapsed_seconds": 1190.4, "restarts": 3, "resumes": 1})");
+  ReportOptions options;
+  options.work_dir = root + "/campaign";
+  absl::StatusOr<ReportData> data = LoadReport(options);
+  ASSERT_TRUE(data.ok()) << data.status();
+  const std::string html = RenderHtml(*data);
+  EXPECT_TRUE(absl::StrContains(html, "<th>duration</th><td>19min 50s of 20min 00s budget</td>"))
+      << html;
+  EXPECT_TRUE(absl::StrContains(html, "<th>restarts</th><td>3</td>"));
+  EXPECT_TRUE(absl::StrContains(html, "<th>resumes</th><td>1</td>"));
+  EXPECT_TRUE(absl::StrContains(html, "<th>workers</th><td>4</td>"));
+  EXPECT_TRUE(absl::StrContains(html, "<th>GPUs</th><td>0</td>"));
+  EXPECT_TRUE(absl::StrContains(html, "<th>targets</th><td>cpu,cuda</td>"));
+  EXPECT_EQ(CountOf(html, "<tr class=\"bucket\""), 4);
 }
 
 TEST(ReportHtml, MissingStatsOrIndexIsNotFoundNamingThePath) {
