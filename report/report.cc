@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "report/html.h"
@@ -122,7 +123,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 8px}
 .plot .tick{font-size:11px;fill:#555}.plot .ptitle{font-size:14px;font-weight:bold;fill:#222}
 .plot .empty{font-size:14px;fill:#999}
 #bucket-table{border-collapse:collapse;width:100%;font-size:13px}
-#bucket-table thead th{background:#0b3d5c;color:#fff;text-align:left;padding:6px 8px}
+#bucket-table thead th{background:$HEAD;color:#fff;text-align:left;padding:6px 8px}
 #bucket-table td{padding:4px 8px;border-bottom:1px solid #e4e4e4;vertical-align:top}
 #bucket-table tbody tr:nth-child(even){background:#f7f7f7}
 #bucket-table td.n{text-align:right}
@@ -273,7 +274,8 @@ std::string RenderHtml(const ReportData& data) {
   std::string html;
   const std::string title = absl::StrCat("divfuzz campaign report: ", data.work_dir);
   absl::StrAppend(&html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
-                  "<title>", HtmlEscape(title), "</title>\n<style>", kStyle,
+                  "<title>", HtmlEscape(title), "</title>\n<style>",
+                  absl::StrReplaceAll(kStyle, {{"$HEAD", kTableHeadColor}}),
                   "</style></head>\n<body>\n");
   absl::StrAppend(&html, "<h1>divfuzz campaign report</h1>\n<p class=\"sub\">work folder <code>",
                   HtmlEscape(data.work_dir), "</code> &middot; findings <code>",
@@ -368,9 +370,15 @@ std::string RenderHtml(const ReportData& data) {
   absl::StrAppend(&html, "</section>\n");
 
   // Plots.
-  PlotSpec exec{"plot-exec", "executions per second", "exec/s"};
+  PlotSpec exec;
+  exec.id = "plot-exec";
+  exec.title = "executions per second";
+  exec.y_label = "exec/s";
   exec.series.push_back({"exec/s", kExecColor, data.stats.Series("exec_per_s"), false});
-  PlotSpec buckets{"plot-buckets", "buckets over time", "buckets"};
+  PlotSpec buckets;
+  buckets.id = "plot-buckets";
+  buckets.title = "buckets over time";
+  buckets.y_label = "buckets";
   for (const TierStyle& t : kBucketSeries) {
     if (data.stats.Column(t.column) >= 0) {
       buckets.series.push_back({t.column, t.color, data.stats.Series(t.column), true});
