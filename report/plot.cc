@@ -11,8 +11,8 @@ namespace divfuzz::report {
 namespace {
 
 constexpr int kLeft = 64, kRight = 16, kTop = 34, kBottom = 62;
-// Long campaigns sample every 5 s; more points than this add bytes, not detail.
-constexpr size_t kMaxPoints = 2000;
+// Long campaigns sample every 5 s; a plot ~470 px wide shows no more points.
+constexpr size_t kMaxPoints = 600;
 
 std::string FormatNumber(double v) {
   const double a = std::fabs(v);
@@ -33,16 +33,33 @@ TimeUnit UnitFor(double max_seconds) {
   return {1, "s"};
 }
 
-std::vector<std::pair<double, double>> Thin(const std::vector<std::pair<double, double>>& in) {
+// Finite points; beyond kMaxPoints, one point per x bin: the mean of a rate
+// (so a noisy overnight series reads as its trend), the last value of a
+// count.
+std::vector<std::pair<double, double>> Thin(const std::vector<std::pair<double, double>>& in,
+                                            bool step) {
   std::vector<std::pair<double, double>> out;
   for (const auto& p : in) {
     if (std::isfinite(p.first) && std::isfinite(p.second)) out.push_back(p);
   }
   if (out.size() <= kMaxPoints) return out;
+  const double x0 = out.front().first, x1 = out.back().first;
+  const double width = (x1 - x0) / kMaxPoints;
+  if (!(width > 0)) return {out.back()};
   std::vector<std::pair<double, double>> thin;
-  const double stride = static_cast<double>(out.size()) / kMaxPoints;
-  for (double i = 0; i < out.size(); i += stride) thin.push_back(out[static_cast<size_t>(i)]);
-  if (thin.back() != out.back()) thin.push_back(out.back());
+  size_t i = 0;
+  while (i < out.size()) {
+    const size_t bin = std::min<size_t>(kMaxPoints - 1, (out[i].first - x0) / width);
+    double sx = 0, sy = 0;
+    size_t n = 0, j = i;
+    for (; j < out.size() && std::min<size_t>(kMaxPoints - 1, (out[j].first - x0) / width) == bin;
+         ++j, ++n) {
+      sx += out[j].first;
+      sy += out[j].second;
+    }
+    thin.push_back(step ? out[j - 1] : std::make_pair(sx / n, sy / n));
+    i = j;
+  }
   return thin;
 }
 
@@ -50,18 +67,32 @@ std::vector<std::pair<double, double>> Thin(const std::vector<std::pair<double, 
 
 std::vector<double> NiceTicks(double max, int target_count) {
   if (!(max > 0) || !std::isfinite(max)) return {0, 1};
-  const double raw = max / std::max(1, target_count);
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = magnitude;
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    step = m * magnitude;
-    if (step >= raw) break;
+  // Of the 1-2-5 steps giving 3 to target_count + 2 intervals, the one whose
+  // last tick overshoots max least (then the fewest ticks): 12 h ends at 12,
+  // not 15.
+  const double base = std::pow(10.0, std::floor(std::log10(max)) - 2);
+  double best_step = 0, best_end = 0;
+  int best_n = 0;
+  for (double magnitude = base; magnitude <= max * 10; magnitude *= 10) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double step = m * magnitude;
+      const int n = static_cast<int>(std::ceil(max / step * (1 - 1e-12)));
+      if (n < 3 || n > target_count + 2) continue;
+      const double end = n * step;
+      if (best_step == 0 || end < best_end * (1 - 1e-12) ||
+          (end <= best_end * (1 + 1e-12) && n < best_n)) {
+        best_step = step;
+        best_end = end;
+        best_n = n;
+      }
+    }
+  }
+  if (best_step == 0) {  // max below 3 of the smallest step: cannot happen, but be total
+    best_step = max;
+    best_n = 1;
   }
   std::vector<double> ticks;
-  for (int i = 0;; ++i) {
-    ticks.push_back(i * step);
-    if (i * step >= max * (1 - 1e-12)) break;
-  }
+  for (int i = 0; i <= best_n; ++i) ticks.push_back(i * best_step);
   return ticks;
 }
 
@@ -70,7 +101,7 @@ std::string RenderLinePlot(const PlotSpec& spec) {
   double max_x = 0, max_y = 0;
   bool any = false;
   for (const Series& s : spec.series) {
-    data.push_back(Thin(s.points));
+    data.push_back(Thin(s.points, s.step));
     for (const auto& [x, y] : data.back()) {
       max_x = std::max(max_x, x);
       max_y = std::max(max_y, y);

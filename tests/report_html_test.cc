@@ -97,7 +97,10 @@ TEST(ReportHtml, SeverityOrder) {
 
 TEST(ReportHtml, NiceTicks) {
   EXPECT_EQ(NiceTicks(200), (std::vector<double>{0, 50, 100, 150, 200}));
-  EXPECT_EQ(NiceTicks(7), (std::vector<double>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(NiceTicks(7), (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(NiceTicks(12), (std::vector<double>{0, 2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ(NiceTicks(3.4), (std::vector<double>{0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5}));
+  EXPECT_EQ(NiceTicks(150), (std::vector<double>{0, 50, 100, 150}));
   EXPECT_EQ(NiceTicks(0), (std::vector<double>{0, 1}));
 }
 
