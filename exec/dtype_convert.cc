@@ -1,5 +1,7 @@
 #include "exec/dtype_convert.h"
 
+#include <ATen/ops/zeros.h>
+
 namespace divfuzz::exec {
 
 c10::ScalarType ToScalarType(graph::DType dtype) {
@@ -38,6 +40,28 @@ std::optional<graph::DType> FromScalarType(c10::ScalarType type) {
     if (ToScalarType(d) == type) return d;
   }
   return std::nullopt;
+}
+
+at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout) {
+  switch (layout) {
+    case graph::Layout::kContiguous:
+      return t;
+    case graph::Layout::kTransposed:
+      if (t.dim() < 2) return t;
+      return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+    case graph::Layout::kStrided: {
+      if (t.dim() < 1) return t;
+      std::vector<int64_t> sizes = t.sizes().vec();
+      sizes.back() *= 2;
+      at::Tensor view = at::zeros(sizes, t.options()).slice(-1, 0, sizes.back(), 2);
+      view.copy_(t);
+      return view;
+    }
+    case graph::Layout::kChannelsLast:
+      if (t.dim() != 4) return t;
+      return t.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+  return t;
 }
 
 }  // namespace divfuzz::exec

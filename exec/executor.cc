@@ -205,7 +205,9 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
     for (const graph::Input& in : program.inputs) {
       at::Tensor t = MakeInput(in);
       result.inputs[in.name] = t;
-      env[in.name] = Place(t, target);
+      // The layout comes last, on the target's device and dtype, so that a
+      // move or upcast cannot make the tensor contiguous again.
+      env[in.name] = ApplyLayout(Place(t, target), in.layout);
     }
   } catch (const std::exception& e) {
     result.setup_error = Classify(e.what()).message;

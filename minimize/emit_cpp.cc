@@ -168,6 +168,17 @@ std::string InputStatement(const graph::Input& input) {
                       "    }, ", tail);
 }
 
+// `{"x", "transposed"}, ...`: the inputs whose layout is not contiguous.
+std::string LayoutEntries(const graph::Program& program) {
+  std::vector<std::string> entries;
+  for (const graph::Input& in : program.inputs) {
+    if (in.layout == graph::Layout::kContiguous) continue;
+    entries.push_back(absl::StrCat("{", CppStr(in.name), ", ",
+                                   CppStr(std::string(graph::LayoutName(in.layout))), "}"));
+  }
+  return absl::StrJoin(entries, ", ");
+}
+
 std::string NodeText(const graph::Node& node) {
   std::vector<std::string> results, args;
   for (const std::string& r : node.results) results.push_back("%" + r);
@@ -320,6 +331,11 @@ const double kNaN = NAN;
   }
   absl::StrAppend(&s,
                   "  return v;\n}\n\n"
+                  "// The inputs' memory layouts (contiguous when not named), applied on the\n"
+                  "// target's device and dtype: see ApplyLayout.\n"
+                  "std::map<std::string, std::string> Layouts() {\n  return {",
+                  LayoutEntries(program),
+                  "};\n}\n\n"
                   "// Its nodes: results, op, overload, arguments (positional: empty name).\n"
                   "std::vector<Node> Program() {\n  return {\n");
   for (const graph::Node& node : program.nodes) {
@@ -428,7 +444,26 @@ struct Node {
 };
 
 std::map<std::string, at::Tensor> MakeInputs();
+std::map<std::string, std::string> Layouts();
 std::vector<Node> Program();
+
+// The same values in the layout the program names, as divfuzz builds it.
+at::Tensor ApplyLayout(const at::Tensor& t, const std::string& layout) {
+  if (layout == "transposed" && t.dim() >= 2) {
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+  }
+  if (layout == "strided" && t.dim() >= 1) {
+    std::vector<int64_t> sizes = t.sizes().vec();
+    sizes.back() *= 2;
+    at::Tensor view = at::zeros(sizes, t.options()).slice(-1, 0, sizes.back(), 2);
+    view.copy_(t);
+    return view;
+  }
+  if (layout == "channels_last" && t.dim() == 4) {
+    return t.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+  return t;
+}
 
 at::Tensor Values(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
   const int64_t n = static_cast<int64_t>(v.size());
@@ -700,9 +735,12 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
   const bool f64 = target == "cpu-f64";
   std::map<std::string, at::Tensor> env;
   std::map<std::string, Failure> failed;
+  const std::map<std::string, std::string> layouts = Layouts();
   for (auto& [name, t] : MakeInputs()) {
     at::Tensor x = f64 ? Upcast(t) : t;
-    env[name] = cuda ? x.to(at::kCUDA) : x;
+    const auto layout = layouts.find(name);
+    env[name] = ApplyLayout(cuda ? x.to(at::kCUDA) : x,
+                            layout == layouts.end() ? "" : layout->second);
   }
   const Lookup lookup = [&env](const std::string& n) {
     auto it = env.find(n);
@@ -1086,9 +1124,14 @@ int Main(int argc, char** argv) {
   std::string ta = kTargetA, tb = kTargetB;
   if (argc == 2 && std::string(argv[1]) == "--dump-inputs") {
     // Every input exactly: hex floats (complex: re, im), integers.
+    // A layout shows as its name and the strides it gives on the CPU.
+    const std::map<std::string, std::string> layouts = Layouts();
     for (const auto& [name, t] : MakeInputs()) {
-      std::cout << name << " " << c10::toString(t.scalar_type()) << " " << t.sizes() << ": "
-                << Exact(t, t.numel()) << "\n";
+      std::cout << name << " " << c10::toString(t.scalar_type()) << " " << t.sizes();
+      if (const auto l = layouts.find(name); l != layouts.end()) {
+        std::cout << " " << l->second << " strides " << ApplyLayout(t, l->second).strides();
+      }
+      std::cout << ": " << Exact(t, t.numel()) << "\n";
     }
     return 0;
   }

@@ -292,6 +292,34 @@ int64_t ToInt64(double v) {
   return static_cast<int64_t>(v);
 }
 
+// The same values in the layout the program names, as divfuzz builds it.
+#define DIVFUZZ_LAYOUT_PY                                                                \
+  "def _layout(t, layout):\n"                                                            \
+  "    \"\"\"An input in the memory layout the program names: same values.\"\"\"\n"      \
+  "    if layout == 'transposed' and t.dim() >= 2:\n"                                    \
+  "        return t.transpose(-1, -2).contiguous().transpose(-1, -2)\n"                  \
+  "    if layout == 'strided' and t.dim() >= 1:\n"                                       \
+  "        big = torch.zeros(tuple(t.shape[:-1]) + (2 * t.shape[-1],), dtype=t.dtype,\n" \
+  "                          device=t.device)\n"                                         \
+  "        view = big[..., ::2]\n"                                                       \
+  "        view.copy_(t)\n"                                                              \
+  "        return view\n"                                                                \
+  "    if layout == 'channels_last' and t.dim() == 4:\n"                                 \
+  "        return t.contiguous(memory_format=torch.channels_last)\n"                     \
+  "    return t\n"
+const char kLayoutPy[] = DIVFUZZ_LAYOUT_PY;
+
+// `{'x': 'transposed', ...}`: the inputs whose layout is not contiguous.
+std::string PyLayouts(const graph::Program& program) {
+  std::vector<std::string> entries;
+  for (const graph::Input& in : program.inputs) {
+    if (in.layout == graph::Layout::kContiguous) continue;
+    entries.push_back(
+        absl::StrCat(PyStr(in.name), ": ", PyStr(std::string(graph::LayoutName(in.layout)))));
+  }
+  return absl::StrCat("{", absl::StrJoin(entries, ", "), "}");
+}
+
 // One input: `v['x'] = ...`, built in float64 (int64 for integers and bool,
 // complex128 for complex) and cast to its dtype, exactly like the executor.
 std::string InputStatement(const graph::Input& input) {
@@ -429,6 +457,8 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
                   "  # a decomposition: compared through invariants, not raw factors\n\n\n");
 
+  absl::StrAppend(&out, "LAYOUTS = ", PyLayouts(program),
+                  "  # inputs not contiguous; applied on the target's device and dtype\n\n\n");
   absl::StrAppend(&out,
                   "def make_inputs():\n"
                   "    \"\"\"The program's inputs, built in float64 (int64 for integers and "
@@ -499,12 +529,15 @@ std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& sp
   absl::StrAppend(&out, builders);
   absl::StrAppend(&out,
                   "    return v\n\n\n"
+                  "LAYOUTS = ",
+                  PyLayouts(program), "\n\n\n", kLayoutPy,
+                  "\n\n"
                   "def run(device, float64=False):\n"
                   "    v = {}\n"
                   "    for name, t in make_inputs().items():\n"
                   "        if float64 and (t.is_floating_point() or t.is_complex()):\n"
                   "            t = t.to(torch.complex128 if t.is_complex() else torch.float64)\n"
-                  "        v[name] = t.to(device)\n"
+                  "        v[name] = _layout(t.to(device), LAYOUTS.get(name))\n"
                   "    with torch.no_grad():\n");
   for (int i = 0; i <= node_index; ++i) {
     const graph::Node& node = program.nodes[i];
@@ -551,6 +584,8 @@ def _complex(hexes, shape, dtype):
     parts = torch.tensor([F(h) for h in hexes], dtype=torch.float64).reshape(-1, 2)
     return torch.view_as_complex(parts).to(dtype).reshape(shape)
 
+
+)PY" DIVFUZZ_LAYOUT_PY R"PY(
 
 class Failure:
     """Stands in for the results of a node that raised (or whose inputs did)."""
@@ -625,7 +660,7 @@ def run(target):
     v = make_inputs()
     for name in list(v):
         t = _upcast(v[name]) if target == 'cpu-f64' else v[name]
-        v[name] = t.to(device)
+        v[name] = _layout(t.to(device), LAYOUTS.get(name))
     captured = {}
 
     def node(index, results, uses, fn):

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/materialize.h"
 #include "graph/printer.h"
+#include "mutators/input_mutations.h"
 #include "mutators/node_builder.h"
 #include "ops/catalogue.h"
 #include "ops/infer.h"
@@ -294,7 +295,7 @@ Program Generate(uint64_t seed, const GenerateOptions& options) {
     const int want = static_cast<int>(random.Range(1, std::max(1, options.max_nodes)));
     for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random);
     std::optional<Program> repaired = Repair(std::move(p));
-    if (repaired) return *repaired;
+    if (repaired) return SeasonInputs(*std::move(repaired), random);
   }
 }
 
@@ -314,10 +315,13 @@ Program Mutate(const Program& program, uint64_t seed) {
       changed = ChangeAttributes(p, random);
     } else if (r < 70) {
       changed = MutateInputType(p, random);
-    } else {
+    } else if (r < 85) {
       changed = MutateValues(p, random);
+    } else {
+      changed = MutateInputNumerics(p, random);
     }
     if (!changed) continue;
+    FitPayloadsToTypes(p, random);
     std::optional<Program> repaired = Repair(std::move(p));
     // A mutation that changed nothing visible (a new seed for a fill) is retried.
     if (repaired && graph::PrintProgram(*repaired) != graph::PrintProgram(program)) {

@@ -82,19 +82,19 @@ std::vector<double> Doubles(const at::Tensor& t) {
   return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
 }
 
-// Inputs of every dtype (unused by the diverging node, so --dump-inputs can
-// check them bit for bit), a named argument, a list argument, and the
+// Inputs of every dtype, two in other layouts (unused by the diverging node, so
+// --dump-inputs can check them bit for bit), a named argument, a list argument, and the
 // diverging node: (1e8 + 1) - 1e8 is 0 in float32 and 1 in float64.
 constexpr char kProgram[] = R"(divfuzz v1
 input %a: f32[2,3] = values(100000000.0, 0.5, -2.0, 0.1, 3.0, -0.0)
 input %b: f32[2,3] = fill(1.0)
-input %h: f16[2,2] = special(seed=5)
+input %h: f16[2,2] layout=transposed = special(seed=5)
 input %g: bf16[3] = uniform(seed=1, low=-2.0, high=2.0)
 input %w: c128[2] = values(0.1, -0.2, inf, nan)
 input %i: i64[3] = values(-9223372036854775808, 9223372036854774784, 0)
 input %u: u8[2] = values(0, 255)
 input %t: bool[3] = values(1, 0, 1)
-input %f: f32[4] = values(-0.0, 0x1p-149, 0x1.fffffep+127, -inf)
+input %f: f32[4] layout=strided = values(-0.0, 0x1p-149, 0x1.fffffep+127, -inf)
 %c = aten::add.Tensor(%a, %b, alpha=1)
 %s = aten::sum.dim_IntList(%c, [1], True, dtype=f64)
 %d = aten::sub.Tensor(%c, %a)
@@ -173,6 +173,9 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
     if (colon == std::string::npos) continue;
     dumped[line.substr(0, line.find(' '))] = Numbers(line.substr(colon + 1));
   }
+  // The layouts the repro builds, with their strides.
+  EXPECT_THAT(r.output, HasSubstr("f Float [4] strided strides [2]: "));
+  EXPECT_THAT(r.output, HasSubstr("h Half [2, 2] transposed strides [1, 2]: "));
   for (const graph::Input& input : p.inputs) {
     const std::vector<double> want = graph::MaterializePayload(input);
     const std::vector<double>& got = dumped[input.name];

@@ -383,6 +383,36 @@ TEST(EmitPython, SnippetRunsOnItsOwn) {
   EXPECT_THAT(run.output, HasSubstr("float64:  tensor([1.], dtype=torch.float64)"));
 }
 
+// Input layouts are rebuilt on each side's device and dtype: aten::stride.int
+// reports them, and a view that needs a contiguous input fails on them.
+constexpr char kLayoutProgram[] = R"(divfuzz v1
+input %x: f32[3,5] layout=strided = planted(seed=1)
+input %c: f64[2,3,4,5] layout=channels_last = edges(seed=2)
+input %t: f32[4,6] layout=transposed = planted(seed=3)
+%a = aten::stride.int(%x, 1)
+%b = aten::stride.int(%c, 1)
+%v = aten::view(%t, [24])
+output %a, %b, %v
+)";
+
+TEST(EmitPython, RebuildsInputLayouts) {
+  const graph::Program p = Parse(kLayoutProgram);
+  const std::string script = EmitPython(p, Spec(0));
+  EXPECT_THAT(script, HasSubstr("LAYOUTS = {'x': 'strided', 'c': 'channels_last', "
+                                "'t': 'transposed'}"));
+  // stride 2 on both sides (the scalar kernels' child runs the same run()).
+  divfuzz::testing::CommandRun run = RunScript(script);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (const char* side : {"cpu", "cpu-f64"}) {
+    EXPECT_THAT(run.output,
+                HasSubstr(std::string(side) + ": dtype torch.int64, shape []\ntensor(2)"));
+  }
+  // The snippet too: the transposed input cannot be viewed flat.
+  run = RunScript(EmitPythonSnippet(p, Spec(2)));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("view size is not compatible"));
+}
+
 // A decomposition's factors are free up to sign: like the oracle, the script
 // compares invariants (here eigenvalues and V diag(w) V^T). Found by a
 // campaign here: eigh of a matrix with one huge off-diagonal entry.
