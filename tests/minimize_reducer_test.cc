@@ -169,7 +169,7 @@ TEST(Reducer, PassTableNamesEveryPassOnce) {
   std::set<std::string> names;
   for (const PassInfo& p : Passes()) EXPECT_TRUE(names.insert(p.name).second) << p.name;
   EXPECT_EQ(names, (std::set<std::string>{"slice", "delta", "freeze", "shapes", "dtypes",
-                                          "attributes", "values"}));
+                                          "attributes", "layouts", "values"}));
   ReduceOptions o = Options();
   o.passes = {"nope"};
   EXPECT_EQ(Reduce(MustParse("divfuzz v1\ninput %x: f32[1] = fill(1.0)\n%y = aten::neg(%x)\n"
@@ -307,6 +307,21 @@ output %s
   EXPECT_THAT(text, ::testing::Not(HasSubstr("dtype=")));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("True")));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("f64")));
+}
+
+TEST(Reducer, LayoutsGoBackToContiguous) {
+  // The planted bug does not depend on the layouts: they are noise.
+  Runner faulty = Planted(
+      "aten::neg", [](const auto&, exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1.0); });
+  ReduceResult r = MustReduce(R"(divfuzz v1
+input %x: f32[2,3,4,5] layout=channels_last = planted(seed=1)
+input %y: f32[4,6] layout=transposed = ill_conditioned(seed=2)
+%a = aten::neg(%x)
+%b = aten::mul.Tensor(%y, %y)
+output %a, %b
+)",
+                              Options(faulty), "aten::neg|f32|tolerance|cpu");
+  EXPECT_THAT(graph::PrintProgram(r.program), ::testing::Not(HasSubstr("layout=")));
 }
 
 TEST(Reducer, IsDeterministic) {
