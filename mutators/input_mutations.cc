@@ -96,7 +96,14 @@ bool MutateShapeEdge(graph::Program& p, Random& random) {
   if (in == nullptr) return false;
   const std::vector<int64_t> old = in->type.shape;
   std::vector<int64_t> shape = old;
-  switch (random.Below(4)) {
+  bool channels_last = false;
+  switch (random.Below(5)) {
+    case 4:  // an NCHW image batch, laid out channels-last
+      shape = {random.Range(1, 2), random.Pick(std::vector<int64_t>{2, 3, 4, 8}),
+               random.Pick(std::vector<int64_t>{3, 4, 7}),
+               random.Pick(std::vector<int64_t>{4, 5, 9})};
+      channels_last = true;
+      break;
     case 0:  // empty
       if (shape.empty()) shape = {0};
       shape[random.Below(shape.size())] = 0;
@@ -116,7 +123,9 @@ bool MutateShapeEdge(graph::Program& p, Random& random) {
   if (shape == old) return false;
   const bool all = random.Chance(0.5);
   for (Input& other : p.inputs) {
-    if (&other == in || (all && other.type.shape == old)) other.type.shape = shape;
+    if (&other != in && !(all && other.type.shape == old)) continue;
+    other.type.shape = shape;
+    if (channels_last) other.layout = Layout::kChannelsLast;
   }
   FitPayloadsToTypes(p, random);
   return true;

@@ -14,7 +14,8 @@ namespace divfuzz::mutators {
 bool MutateNumericPayload(graph::Program& p, Random& random);
 // One input gets another layout valid for its rank.
 bool MutateLayout(graph::Program& p, Random& random);
-// An empty dim, a 0-d scalar, a size-1 dim or one more leading size-1 dim;
+// An empty dim, a 0-d scalar, a size-1 dim, one more leading size-1 dim or a
+// channels-last NCHW batch;
 // sometimes applied to every input of the same shape, so broadcasts stay valid.
 bool MutateShapeEdge(graph::Program& p, Random& random);
 // The last dim becomes k*C + r, C the unrolled AVX512 chunk of the dtype and

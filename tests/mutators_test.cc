@@ -1,8 +1,11 @@
 #include <set>
 
+#include "exec/executor.h"
+#include "graph/materialize.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
+#include "mutators/input_mutations.h"
 #include "mutators/mutator.h"
 #include "ops/infer.h"
 
@@ -52,6 +55,62 @@ TEST(Mutate, MutantsAreValidChangedAndDeterministic) {
   EXPECT_GE(changed, total * 9 / 10) << changed << " of " << total;
   // Special values get planted into inputs.
   EXPECT_GE(seen_kinds.size(), 4u);
+}
+
+// Value, layout and shape mutation reaches every numerics payload, every
+// layout, empty and 0-d inputs, and sizes with a vector body and a scalar tail.
+TEST(Mutate, ReachesNumericsPayloadsLayoutsAndVectorTails) {
+  std::set<std::string> kinds, layouts;
+  int tails = 0, empty = 0, scalar = 0, total = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    graph::Program p = Generate(seed);
+    for (unsigned m = 0; m < 5; ++m) {
+      p = Mutate(p, seed * 31 + m);
+      ++total;
+      for (const graph::Input& in : p.inputs) {
+        kinds.insert(std::string(graph::PayloadKindName(in.payload.kind)));
+        layouts.insert(std::string(graph::LayoutName(in.layout)));
+        const std::vector<int64_t> chunks = graph::VectorChunks(in.type.dtype);
+        const int64_t last = in.type.shape.empty() ? 1 : in.type.shape.back();
+        tails += last > chunks.back() && last % chunks.front() != 0 &&
+                 in.payload.kind == graph::Payload::Kind::kPlanted;
+        empty += in.type.Numel() == 0;
+        scalar += in.type.shape.empty();
+      }
+    }
+  }
+  for (const char* kind : {"limits", "edges", "ties", "dynamic", "planted", "singular",
+                           "near_singular", "rank_deficient", "ill_conditioned", "spd", "scaled"}) {
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  }
+  EXPECT_EQ(layouts,
+            (std::set<std::string>{"contiguous", "transposed", "strided", "channels_last"}));
+  EXPECT_GE(tails, total / 50) << tails << " of " << total;
+  EXPECT_GT(empty, 0);
+  EXPECT_GT(scalar, 0);
+}
+
+// Input mutations alone keep >= 90% of mutants running without argument errors.
+TEST(Mutate, InputNumericsMutantsRunOnTheCpu) {
+  int ran = 0, total = 0;
+  for (uint64_t seed = 0; seed < 120; ++seed) {
+    graph::Program p = Generate(seed);
+    Random random(seed);
+    if (!MutateInputNumerics(p, random)) continue;
+    FitPayloadsToTypes(p, random);
+    std::optional<graph::Program> q = Repair(p);
+    if (!q) continue;
+    ASSERT_TRUE(Valid(*q)) << graph::PrintProgram(*q);
+    ++total;
+    const exec::RunResult r = exec::Run(*q, *ops::InferProgram(*q), exec::Target::kCpu);
+    bool ok = r.setup_error.empty();
+    for (const exec::NodeResult& n : r.nodes) {
+      ok = ok && !(n.error && n.error->kind == exec::NodeError::Kind::kBadArguments);
+    }
+    ran += ok;
+  }
+  EXPECT_GE(total, 100);
+  EXPECT_GE(ran, total * 9 / 10) << ran << " of " << total;
 }
 
 TEST(CrossOver, SplicesBothParentsIntoAValidProgram) {
