@@ -98,6 +98,15 @@ bool CudaAvailable() {
   return available;
 }
 
+int CudaDeviceCount() {
+  if (!CudaAvailable()) return 0;
+  try {
+    return static_cast<int>(torch::cuda::device_count());
+  } catch (...) {
+    return 0;
+  }
+}
+
 absl::string_view ErrorKindName(NodeError::Kind kind) {
   switch (kind) {
     case NodeError::Kind::kRaised:

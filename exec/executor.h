@@ -14,6 +14,8 @@
 namespace divfuzz::exec {
 
 bool CudaAvailable();
+// Visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
+int CudaDeviceCount();
 
 // ATen's CPU kernel capability in this process: "default", "avx2", "avx512".
 std::string CpuCapability();

@@ -1,6 +1,7 @@
 #include "fuzz/artifacts.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   const std::string out = artifact + ".locate.log";
   const pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the campaign, even on kill -9
     FILE* f = std::fopen(out.c_str(), "w");
     if (f != nullptr) {
       dup2(fileno(f), STDOUT_FILENO);
@@ -126,9 +128,10 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
         {"signal", r.signal},
         {"summary", absl::StrCat(hit.divergence_class, " in ", hit.root_op, " on ", hit.wrong_side,
                                  reproduced ? "" : " (did not recur in a fresh process)")}};
-    if (r.hung && !r.op.empty() && quarantine->insert(r.op).second) {
-      std::cout << "divfuzz campaign: " << r.op
-                << " hangs reproducibly; later workers skip programs that use it\n";
+    // An op that kills workers again and again would stall the campaign on it.
+    if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {
+      std::cout << "divfuzz campaign: " << r.op << (r.hung ? " hangs" : " crashes")
+                << " reproducibly; later workers skip programs that use it\n";
     }
     absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, graph::PrintProgram(program));
     if (!rec.ok()) continue;

@@ -18,7 +18,7 @@ struct ArtifactContext {
 
 // Handles every artifact not in `seen` (and adds it); returns how many became
 // findings. Progress goes to stdout.
-// Ops of reproduced hangs are added to `quarantine`.
+// Ops of reproduced hangs and crashes are added to `quarantine`.
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
 

@@ -1,31 +1,33 @@
-// divfuzz campaign: supervises libFuzzer worker processes for a time budget,
-// restarting any that die, and prints a summary of the findings store.
+// divfuzz campaign: supervises libFuzzer worker processes for a time budget
+// (several per GPU, or on the CPU pair), replaces any that die, turns what
+// killed them into crash/hang findings, minimizes new buckets beside the
+// fuzzing, and keeps enough state in its work folder to resume after kill -9.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "fuzz/artifacts.h"
+#include "fuzz/campaign_state.h"
+#include "fuzz/campaign_status.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
-#include "nlohmann/json.hpp"
+#include "fuzz/repro_queue.h"
 #include "oracles/policy.h"
-#include "store/findings_store.h"
 
 extern "C" int LLVMFuzzerRunDriver(int* argc, char*** argv,
                                    int (*callback)(const uint8_t* data, size_t size));
@@ -37,21 +39,19 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() ? j : nlohmann::json::object();
-}
+volatile sig_atomic_t stop_requested = 0;
+void RequestStop(int) { stop_requested = 1; }
 
-int64_t Get(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : 0;
-}
-
-// Starts one worker; its output goes to log_path.
+// Starts one worker; its output goes to log_path. The worker dies with the
+// supervisor (PR_SET_PDEATHSIG), so a killed campaign leaves no orphans that
+// would race a resumed one.
 pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_path,
                   const std::map<std::string, std::string>& env) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   FILE* log = std::fopen(log_path.c_str(), "a");
   if (log != nullptr) {
     dup2(fileno(log), STDOUT_FILENO);
@@ -66,178 +66,281 @@ pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_p
   _exit(127);
 }
 
-int SeverityOrder(const std::string& s) {
-  static const std::vector<std::string> order = {
-      "crash", "hang", "bug-split", "bug-tolerance", "divergence", "dtype-gap", "expected"};
-  auto it = std::find(order.begin(), order.end(), s);
-  return static_cast<int>(it - order.begin());
+// libFuzzer's exit codes: 77 after a crash (-error_exitcode), 70 after a
+// timeout (-timeout_exitcode); a signal means it could not even report.
+std::string DeathReason(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
+  switch (WEXITSTATUS(status)) {
+    case 77:
+      return "an input crashed it (exit code 77)";
+    case 70:
+      return "an input ran past --timeout (exit code 70)";
+    default:
+      return absl::StrCat("exit code ", WEXITSTATUS(status), ", e.g. over --rss_limit_mb");
+  }
 }
 
-void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds, int restarts,
-                  const nlohmann::json& totals) {
-  absl::StatusOr<std::unique_ptr<store::FindingsStore>> s =
-      store::FindingsStore::Open(findings_dir);
-  std::vector<nlohmann::json> index;
-  if (s.ok()) {
-    absl::StatusOr<std::vector<nlohmann::json>> loaded = (*s)->Load();
-    if (loaded.ok()) index = *loaded;
-  }
-  std::map<std::string, int> by_class, by_tier;
-  for (const nlohmann::json& e : index) {
-    by_class[e.value("class", "?")]++;
-    by_tier[e.value("tier", "?")]++;
-  }
-  std::cout << "\n== divfuzz campaign summary\n";
-  std::cout << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n",
-                               executions, seconds, seconds > 0 ? executions / seconds : 0.0,
-                               restarts);
-  std::cout << "buckets: " << index.size() << "\n  by tier: ";
-  for (const auto& [tier, n] : by_tier) std::cout << " " << tier << "=" << n;
-  std::cout << "\n  by class:";
-  for (const auto& [cls, n] : by_class) std::cout << " " << cls << "=" << n;
-  std::cout << "\nroot divergence hits by tier:";
-  for (const auto& [tier, n] : totals["roots_by_tier"].items())
-    std::cout << " " << tier << "=" << n;
-  std::cout << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
-            << totals.value("moved_by_rules", 0) << "\n";
-  std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    const int sa = SeverityOrder(a.value("severity", "")),
-              sb = SeverityOrder(b.value("severity", ""));
-    return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
-  });
-  std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier",
-                               "wrong", "hits");
-  for (const nlohmann::json& e : index) {
-    std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
-                                 e.value("severity", ""), e.value("tier", ""),
-                                 e.value("wrong_side", ""), e.value("count", 0));
-  }
-  std::cout << "findings: " << findings_dir << "/index.jsonl\n";
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
 }
 
-// Minimizes new buckets and writes their repros while fuzzing goes on: one
-// `divfuzz repro` process at a time, beside the workers.
-class ReproQueue {
+// The CUDA_VISIBLE_DEVICES value of each worker slot: `per_gpu` workers on
+// every device this process may use.
+absl::StatusOr<std::vector<std::string>> GpuSlots(int per_gpu) {
+  std::vector<std::string> devices;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr && *v != '\0') {
+    for (absl::string_view d : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+      devices.emplace_back(d);
+    }
+  }
+  const int count = exec::CudaDeviceCount();
+  if (count == 0) {
+    return absl::FailedPreconditionError("the targets name cuda, but no CUDA device is visible");
+  }
+  if (devices.empty()) {
+    for (int i = 0; i < count; ++i) devices.push_back(std::to_string(i));
+  }
+  devices.resize(std::min<size_t>(devices.size(), count));
+  std::vector<std::string> slots;
+  for (const std::string& d : devices) {
+    for (int i = 0; i < per_gpu; ++i) slots.push_back(d);
+  }
+  return slots;
+}
+
+// A fresh campaign in a folder that held one: its corpus is reused, its
+// statistics move aside so they are neither lost nor counted again.
+void SetAsidePreviousCampaign(const std::string& work) {
+  if (!fs::exists(work + "/campaign.json")) return;
+  const std::string aside = absl::StrCat(work, "/previous-", UtcNow());
+  std::error_code ec;
+  fs::create_directories(aside, ec);
+  for (const char* name : {"campaign.json", "state.json", "stats.csv", "logs"}) {
+    if (fs::exists(fs::path(work) / name))
+      fs::rename(fs::path(work) / name, fs::path(aside) / name, ec);
+  }
+  std::cout << "divfuzz campaign: " << work << " held an earlier campaign; its corpus is reused, "
+            << "its statistics moved to " << aside << "/\n";
+}
+
+absl::StatusOr<CampaignConfig> ConfigFromFlags(const std::string& work) {
+  CampaignConfig c;
+  const int64_t budget = int64_t{absl::GetFlag(FLAGS_hours)} * 3600 +
+                         int64_t{absl::GetFlag(FLAGS_minutes)} * 60 + absl::GetFlag(FLAGS_seconds);
+  if (absl::GetFlag(FLAGS_hours) < 0 || absl::GetFlag(FLAGS_minutes) < 0 ||
+      absl::GetFlag(FLAGS_seconds) < 0 || budget > 30 * 24 * 3600) {
+    return absl::InvalidArgumentError(
+        "--hours, --minutes and --seconds must be non-negative and add up to at most 30 days");
+  }
+  c.budget_seconds = budget == 0 ? 60 : static_cast<int>(budget);
+  c.targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
+  if (absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = exec::ParseTargetPair(c.targets);
+      !pair.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--targets: ", pair.status().message()));
+  }
+  const int per = absl::GetFlag(FLAGS_workers);
+  if (per < 1 || per > 256) return absl::InvalidArgumentError("--workers must be 1 to 256");
+  if (absl::StrContains(c.targets, "cuda")) {
+    absl::StatusOr<std::vector<std::string>> slots = GpuSlots(per);
+    if (!slots.ok()) return slots.status();
+    c.gpus = *slots;
+    c.workers = static_cast<int>(c.gpus.size());
+  } else {
+    c.workers = per;
+  }
+  std::error_code ec;
+  c.findings = fs::absolute(absl::GetFlag(FLAGS_findings), ec).string();
+  for (absl::string_view part :
+       absl::StrSplit(absl::GetFlag(FLAGS_corpus), ',', absl::SkipEmpty())) {
+    const std::string dir(part);
+    if (fs::is_directory(dir)) {
+      c.seeds.push_back(fs::absolute(dir, ec).string());
+    } else {
+      std::cerr << "divfuzz campaign: seed corpus folder " << dir << " does not exist; skipped\n";
+    }
+  }
+  c.policy = absl::GetFlag(FLAGS_policy);
+  if (!c.policy.empty()) {
+    if (absl::StatusOr<oracles::Policy> p = oracles::LoadPolicy(c.policy); !p.ok()) {
+      return p.status();
+    }
+    c.policy = fs::absolute(c.policy, ec).string();
+  }
+  c.timeout = absl::GetFlag(FLAGS_timeout);
+  c.rss_limit_mb = absl::GetFlag(FLAGS_rss_limit_mb);
+  c.memory_budget_mb = absl::GetFlag(FLAGS_memory_budget_mb);
+  if (c.timeout < 1 || c.rss_limit_mb < 0 || c.memory_budget_mb < 1) {
+    return absl::InvalidArgumentError(
+        "--timeout and --memory_budget_mb must be positive, --rss_limit_mb non-negative");
+  }
+  c.tf32 = absl::GetFlag(FLAGS_tf32);
+  c.feedback = absl::GetFlag(FLAGS_feedback);
+  c.repro_seconds = absl::GetFlag(FLAGS_repro_seconds);
+  c.seed = absl::GetFlag(FLAGS_seed);
+  if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;
+  c.started = UtcNow();
+  (void)work;
+  return c;
+}
+
+class Supervisor {
  public:
-  ReproQueue(std::string findings, std::string work, int max_seconds)
-      : findings_(std::move(findings)), work_(std::move(work)), max_seconds_(max_seconds) {}
+  Supervisor(std::string work, CampaignConfig config, CampaignState state)
+      : work_(std::move(work)),
+        config_(std::move(config)),
+        state_(std::move(state)),
+        slots_(config_.workers),
+        status_(work_, config_.findings),
+        repros_(config_.findings, work_, config_.repro_seconds) {}
 
-  // Starts a job for the next bucket without a minimized program, if none runs.
-  void Poll() {
-    if (pid_ > 0) {
-      if (waitpid(pid_, nullptr, WNOHANG) == 0) return;
-      pid_ = -1;
-      ++done_;
-    }
-    auto store = store::FindingsStore::Open(findings_);
-    if (!store.ok()) return;
-    auto index = (*store)->Load();
-    if (!index.ok()) return;
-    for (const nlohmann::json& e : *index) {
-      const std::string id = e.value("id", "");
-      const std::string cls = e.value("class", "");
-      // Crashes and hangs would take the reducer down with them.
-      if (id.empty() || !e.value("minimized", "").empty() || cls == "crash" || cls == "hang" ||
-          !tried_.insert(id).second) {
-        continue;
-      }
-      Start(id);
-      return;
-    }
-  }
-
-  // Waits for the running job up to `seconds`, then stops it.
-  void Finish(int seconds) {
-    if (pid_ <= 0) return;
-    for (int i = 0; i < seconds * 10 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
-  int done() const { return done_; }
-
- private:
-  void Start(const std::string& id) {
-    const std::string log = absl::StrCat(work_, "/logs/repro-", id, ".log");
-    pid_ = fork();
-    if (pid_ != 0) return;
-    FILE* f = std::fopen(log.c_str(), "w");
-    if (f != nullptr) {
-      dup2(fileno(f), STDOUT_FILENO);
-      dup2(fileno(f), STDERR_FILENO);
-    }
-    const std::string dir = absl::StrCat(findings_, "/", id);
-    const std::string budget = absl::StrCat("--max_seconds=", max_seconds_);
-    const std::string policy = absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy));
-    const std::string tf32 = absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false");
-    execl("/proc/self/exe", "divfuzz", "repro", budget.c_str(), policy.c_str(), tf32.c_str(),
-          dir.c_str(), nullptr);
-    _exit(127);
-  }
-
-  std::string findings_, work_;
-  int max_seconds_;
-  pid_t pid_ = -1;
-  int done_ = 0;
-  std::set<std::string> tried_;
-};
-
-// One status line for the terminal and one row for stats.csv.
-class StatusReporter {
- public:
-  StatusReporter(std::string work, std::string findings)
-      : work_(std::move(work)), findings_(std::move(findings)) {
-    csv_path_ = work_ + "/stats.csv";
-    if (!fs::exists(csv_path_)) {
-      std::ofstream(csv_path_) << "elapsed_s,executions,exec_per_s,corpus,buckets,bug,divergence,"
-                                  "expected,dtype_gap\n";
-    }
-  }
-
-  void Report(double elapsed, int64_t executions) {
-    const double rate =
-        elapsed > last_elapsed_ ? (executions - last_executions_) / (elapsed - last_elapsed_) : 0;
-    last_elapsed_ = elapsed;
-    last_executions_ = executions;
-    std::error_code ec;
-    int64_t corpus = 0;
-    for (auto it = fs::directory_iterator(work_ + "/corpus", ec);
-         !ec && it != fs::directory_iterator(); it.increment(ec)) {
-      ++corpus;
-    }
-    std::map<std::string, int> tiers;
-    std::string newest, newest_time;
-    int buckets = 0;
-    if (auto store = store::FindingsStore::Open(findings_); store.ok()) {
-      if (auto index = (*store)->Load(); index.ok()) {
-        for (const nlohmann::json& e : *index) {
-          ++buckets;
-          tiers[e.value("tier", "?")]++;
-          if (e.value("first_seen", "") >= newest_time) {
-            newest_time = e.value("first_seen", "");
-            newest = e.value("id", "");
-          }
+  int Run() {
+    signal(SIGINT, RequestStop);
+    signal(SIGTERM, RequestStop);
+    const auto start = Clock::now();
+    const double base = state_.elapsed_seconds;
+    auto elapsed = [&] {
+      return base + std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    auto last_report = Clock::now() - std::chrono::seconds(4);
+    while (true) {
+      const int remaining = config_.budget_seconds - static_cast<int>(elapsed());
+      if (!stop_requested && remaining >= 1) {
+        for (size_t i = 0; i < slots_.size(); ++i) {
+          if (slots_[i].pid <= 0 && !slots_[i].finished) Spawn(i, remaining);
         }
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Reap();
+      if (config_.repro_seconds > 0 && !stop_requested) repros_.Poll();
+      state_.elapsed_seconds = elapsed();
+      if (Clock::now() - last_report >= std::chrono::seconds(5)) {
+        last_report = Clock::now();
+        Checkpoint();
+      }
+      if (stop_requested) {
+        std::cout << "divfuzz campaign: stopping (resume with --resume=" << work_ << ")\n";
+        StopAll();
+        break;
+      }
+      if (Alive() == 0 && (remaining < 1 || AllFinished())) break;
+      // libFuzzer missed its own deadline (a hung input past -timeout's reach).
+      if (elapsed() > config_.budget_seconds + 30) StopAll();
     }
-    std::cout << absl::StrFormat(
-                     "[%5.0fs] %d execs (%.0f/s), corpus %d, buckets %d (bug %d, divergence %d, "
-                     "expected %d, gap %d), last new: %s\n",
-                     elapsed, executions, rate, corpus, buckets, tiers["bug"], tiers["divergence"],
-                     tiers["expected"], tiers["dtype_gap"], newest.empty() ? "-" : newest)
-              << std::flush;
-    std::ofstream(csv_path_, std::ios::app) << absl::StrFormat(
-        "%.0f,%d,%.1f,%d,%d,%d,%d,%d,%d\n", elapsed, executions, rate, corpus, buckets,
-        tiers["bug"], tiers["divergence"], tiers["expected"], tiers["dtype_gap"]);
+    repros_.Finish(stop_requested ? 0 : 30);
+    state_.elapsed_seconds = elapsed();
+    Checkpoint();
+    if (config_.repro_seconds > 0) {
+      std::cout << "divfuzz campaign: buckets minimized with repros in this run: " << repros_.done()
+                << "\n";
+    }
+    const nlohmann::json totals = SumWorkerStats(work_);
+    PrintSummary(config_.findings, totals.value("executions", int64_t{0}), state_.elapsed_seconds,
+                 state_.restarts, totals);
+    return 0;
   }
 
  private:
-  std::string work_, findings_, csv_path_;
-  double last_elapsed_ = 0;
-  int64_t last_executions_ = 0;
+  struct Slot {
+    pid_t pid = -1;
+    bool finished = false;  // ran to the end of its time
+    std::string log;
+  };
+
+  void Spawn(size_t i, int remaining) {
+    const int gen = state_.generations++;
+    Slot& s = slots_[i];
+    s.log = absl::StrCat(work_, "/logs/worker-", i, "-", gen, ".log");
+    std::vector<std::string> argv = {
+        "divfuzz", "fuzz", absl::StrCat("-max_total_time=", remaining), "-max_len=65536",
+        absl::StrCat("-timeout=", config_.timeout),
+        absl::StrCat("-rss_limit_mb=", config_.rss_limit_mb),
+        absl::StrCat("-artifact_prefix=", work_, "/crashes/"), "-print_final_stats=1",
+        // Corpus files are only ever added, so a resumed campaign finds every
+        // one it had (libFuzzer would otherwise replace inputs by smaller ones).
+        "-reduce_inputs=0"};
+    if (config_.seed != 0) argv.push_back(absl::StrCat("-seed=", config_.seed + gen));
+    if (!config_.feedback) argv.push_back("-keep_seed=1");
+    argv.push_back(work_ + "/corpus");
+    argv.insert(argv.end(), config_.seeds.begin(), config_.seeds.end());
+    std::map<std::string, std::string> env = {
+        {"DIVFUZZ_TARGETS", config_.targets},
+        {"DIVFUZZ_FINDINGS", config_.findings},
+        {"DIVFUZZ_STATS", absl::StrCat(work_, "/logs/stats-", i, "-", gen, ".json")},
+        {"DIVFUZZ_POLICY", config_.policy},
+        {"DIVFUZZ_TF32", config_.tf32 ? "1" : "0"},
+        {"DIVFUZZ_FEEDBACK", config_.feedback ? "1" : "0"},
+        {"DIVFUZZ_MEMORY_BUDGET_MB", absl::StrCat(config_.memory_budget_mb)},
+        {"DIVFUZZ_PLUGINS", config_.plugins},
+        {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")}};
+    if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
+    // Workers share the cores instead of each starting one thread per core.
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      env["OMP_NUM_THREADS"] = std::to_string(std::max<unsigned>(1, cores / slots_.size()));
+    }
+    s.pid = SpawnWorker(argv, s.log, env);
+  }
+
+  void Reap() {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      int status = 0;
+      if (s.pid <= 0 || waitpid(s.pid, &status, WNOHANG) != s.pid) continue;
+      s.pid = -1;
+      if (stop_requested) continue;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        s.finished = true;
+        continue;
+      }
+      ++state_.restarts;
+      std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
+                << " (log: " << s.log << "); starting a new one\n";
+      RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
+                         &state_.handled_artifacts, &state_.quarantine);
+      (void)SaveState(work_, state_);
+    }
+  }
+
+  void StopAll() {
+    for (Slot& s : slots_) {
+      if (s.pid > 0) kill(s.pid, SIGKILL);
+    }
+    for (Slot& s : slots_) {
+      if (s.pid > 0) waitpid(s.pid, nullptr, 0);
+      s.pid = -1;
+    }
+  }
+
+  int Alive() const {
+    int n = 0;
+    for (const Slot& s : slots_) n += s.pid > 0;
+    return n;
+  }
+
+  bool AllFinished() const {
+    for (const Slot& s : slots_) {
+      if (!s.finished) return false;
+    }
+    return true;
+  }
+
+  void Checkpoint() {
+    if (absl::Status st = SaveState(work_, state_); !st.ok()) {
+      std::cerr << "divfuzz campaign: saving state failed: " << st.message() << "\n";
+    }
+    status_.Report(state_.elapsed_seconds, SumWorkerStats(work_).value("executions", int64_t{0}),
+                   Alive(), state_.restarts);
+  }
+
+  std::string work_;
+  CampaignConfig config_;
+  CampaignState state_;
+  std::vector<Slot> slots_;
+  StatusReporter status_;
+  ReproQueue repros_;
 };
 
 }  // namespace
@@ -267,107 +370,58 @@ int RunCampaign(const std::vector<std::string>& args) {
               << "' (it takes flags only)\n";
     return 2;
   }
-  const int budget = absl::GetFlag(FLAGS_seconds);
-  if (budget <= 0) {
-    std::cerr << "divfuzz campaign: --seconds must be positive\n";
-    return 2;
+  const std::string resume = absl::GetFlag(FLAGS_resume);
+  const std::string work = resume.empty() ? absl::GetFlag(FLAGS_work) : resume;
+  CampaignConfig config;
+  CampaignState state;
+  if (!resume.empty()) {
+    absl::StatusOr<CampaignConfig> c = LoadConfig(work);
+    absl::StatusOr<CampaignState> s = c.ok() ? LoadState(work) : CampaignState{};
+    if (!c.ok() || !s.ok()) {
+      std::cerr << "divfuzz campaign: --resume: "
+                << (c.ok() ? s.status().message() : c.status().message()) << "\n";
+      return 2;
+    }
+    config = *std::move(c);
+    state = *std::move(s);
+    ++state.resumes;
+    // The repro jobs read these flags; they follow the campaign's settings.
+    absl::SetFlag(&FLAGS_policy, config.policy);
+    absl::SetFlag(&FLAGS_tf32, config.tf32);
+    if (!config.plugins.empty()) setenv("DIVFUZZ_PLUGINS", config.plugins.c_str(), 1);
+    TrimPartialCsvRow(work + "/stats.csv");
+    std::cout << "divfuzz campaign: resuming " << work << " at "
+              << static_cast<int>(state.elapsed_seconds) << " s of " << config.budget_seconds
+              << " s\n";
+  } else {
+    std::error_code ec;
+    fs::create_directories(work, ec);
+    SetAsidePreviousCampaign(work);
+    absl::StatusOr<CampaignConfig> c = ConfigFromFlags(work);
+    if (!c.ok()) {
+      std::cerr << "divfuzz campaign: " << c.status().message() << "\n";
+      return 2;
+    }
+    config = *std::move(c);
   }
-  const std::string work = absl::GetFlag(FLAGS_work);
-  const std::string findings = absl::GetFlag(FLAGS_findings);
-  const std::string targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
   std::error_code ec;
-  for (const char* sub : {"corpus", "crashes", "logs"})
+  for (const char* sub : {"corpus", "crashes", "logs"}) {
     fs::create_directories(fs::path(work) / sub, ec);
+  }
   if (ec) {
     std::cerr << "divfuzz campaign: cannot create " << work << ": " << ec.message() << "\n";
     return 2;
   }
-  std::vector<std::string> seeds;
-  for (absl::string_view part :
-       absl::StrSplit(absl::GetFlag(FLAGS_corpus), ',', absl::SkipEmpty())) {
-    const std::string dir(part);
-    if (fs::is_directory(dir)) {
-      seeds.push_back(dir);
-    } else {
-      std::cerr << "divfuzz campaign: seed corpus folder " << dir << " does not exist; skipped\n";
-    }
+  if (absl::Status s = SaveConfig(work, config); !s.ok()) {
+    std::cerr << "divfuzz campaign: " << s.message() << "\n";
+    return 2;
   }
-  if (const std::string p = absl::GetFlag(FLAGS_policy); !p.empty()) {
-    if (absl::StatusOr<oracles::Policy> policy = oracles::LoadPolicy(p); !policy.ok()) {
-      std::cerr << "divfuzz campaign: " << policy.status().message() << "\n";
-      return 2;
-    }
-  }
-  std::cout << "divfuzz campaign: " << budget << " s, targets " << targets << ", findings "
-            << findings << "/, work " << work << "/\n";
-
-  const auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  int64_t executions = 0;
-  int restarts = 0;
-  std::set<std::string> handled_artifacts, quarantine;
-  StatusReporter status_line(work, findings);
-  ReproQueue repros(findings, work, absl::GetFlag(FLAGS_repro_seconds));
-  const bool minimize_new = absl::GetFlag(FLAGS_repro_seconds) > 0;
-  nlohmann::json totals = {{"roots_by_tier", nlohmann::json::object()}, {"moved_by_rules", 0}};
-  for (int worker = 0;; ++worker) {
-    const int remaining = budget - static_cast<int>(elapsed());
-    if (remaining < 1) break;
-    const std::string stats = absl::StrCat(work, "/logs/stats-", worker, ".json");
-    const std::string log = absl::StrCat(work, "/logs/worker-", worker, ".log");
-    std::vector<std::string> argv = {
-        "divfuzz",
-        "fuzz",
-        absl::StrCat("-max_total_time=", remaining),
-        "-max_len=65536",
-        absl::StrCat("-timeout=", absl::GetFlag(FLAGS_timeout)),
-        absl::StrCat("-rss_limit_mb=", absl::GetFlag(FLAGS_rss_limit_mb)),
-        absl::StrCat("-artifact_prefix=", work, "/crashes/"),
-        "-print_final_stats=1",
-        absl::StrCat(work, "/corpus")};
-    argv.insert(argv.end(), seeds.begin(), seeds.end());
-    const pid_t pid = SpawnWorker(argv, log,
-                                  {{"DIVFUZZ_TARGETS", targets},
-                                   {"DIVFUZZ_FINDINGS", findings},
-                                   {"DIVFUZZ_STATS", stats},
-                                   {"DIVFUZZ_POLICY", absl::GetFlag(FLAGS_policy)},
-                                   {"DIVFUZZ_TF32", absl::GetFlag(FLAGS_tf32) ? "1" : "0"},
-                                   {"DIVFUZZ_QUARANTINE", absl::StrJoin(quarantine, ",")}});
-    int status = 0;
-    auto last_print = Clock::now();
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (minimize_new) repros.Poll();
-      if (Clock::now() - last_print >= std::chrono::seconds(5)) {
-        last_print = Clock::now();
-        status_line.Report(elapsed(), executions + Get(ReadJson(stats), "executions"));
-      }
-      if (elapsed() > budget + 30) kill(pid, SIGKILL);  // libFuzzer missed its deadline
-    }
-    const nlohmann::json final_stats = ReadJson(stats);
-    executions += Get(final_stats, "executions");
-    totals["moved_by_rules"] =
-        totals["moved_by_rules"].get<int64_t>() + Get(final_stats, "moved_by_rules");
-    if (final_stats.contains("roots_by_tier") && final_stats["roots_by_tier"].is_object()) {
-      for (const auto& [tier, n] : final_stats["roots_by_tier"].items()) {
-        totals["roots_by_tier"][tier] = totals["roots_by_tier"].value(tier, 0) + n.get<int64_t>();
-      }
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
-    ++restarts;
-    RecordNewArtifacts(
-        {absl::StrCat(work, "/crashes"), findings, targets, absl::GetFlag(FLAGS_timeout)},
-        &handled_artifacts, &quarantine);
-    std::cout << "divfuzz campaign: worker " << worker << " ended with "
-              << (WIFSIGNALED(status) ? absl::StrCat("signal ", WTERMSIG(status))
-                                      : absl::StrCat("exit code ", WEXITSTATUS(status)))
-              << " (log: " << log << "); starting a new one\n";
-  }
-  repros.Finish(30);
-  if (minimize_new)
-    std::cout << "divfuzz campaign: buckets minimized with repros: " << repros.done() << "\n";
-  PrintSummary(findings, executions, elapsed(), restarts, totals);
-  return 0;
+  std::cout << "divfuzz campaign: " << config.budget_seconds << " s, targets " << config.targets
+            << ", " << config.workers << " worker(s)"
+            << (config.gpus.empty() ? ""
+                                    : absl::StrCat(" on GPU(s) ", absl::StrJoin(config.gpus, ",")))
+            << ", findings " << config.findings << "/, work " << work << "/\n";
+  return Supervisor(work, std::move(config), std::move(state)).Run();
 }
 
 }  // namespace divfuzz::fuzz

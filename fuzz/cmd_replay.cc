@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "exec/format.h"
+#include "exec/memory_budget.h"
 #include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
@@ -67,6 +68,12 @@ int RunReplay(const std::vector<std::string>& args) {
     absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(*program, path);
     if (!types.ok()) {
       std::cerr << types.status().message() << "\n";
+      return 2;
+    }
+    if (absl::Status budget =
+            exec::CheckMemoryBudget(*program, *types, absl::GetFlag(FLAGS_memory_budget_mb), path);
+        !budget.ok()) {
+      std::cerr << budget.message() << "\n";
       return 2;
     }
     const exec::RunResult a = exec::Run(*program, *types, *ta);

@@ -5,16 +5,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "exec/plugins.h"
 #include "fuzz/commands.h"
+#include "fuzz/flags.h"
 
 namespace {
 
 constexpr char kUsage[] = R"(divfuzz COMMAND [flags] [args]
 
 Commands:
-  campaign            fuzz for --seconds on a target pair, write findings/ and print a summary
+  campaign            fuzz for a time budget (--hours/--minutes/--seconds) with --workers per GPU
+                      (or on the CPU pair), write findings/ with repros, print a summary;
+                      --resume=DIR continues a stopped or killed campaign
   replay FILE.dfz...  run programs on both targets, print every node's outputs and the verdict
                       (exit 1 when they diverge, 2 on a bad program)
   ops [--json]        list the op catalogue
@@ -38,6 +43,14 @@ Run 'divfuzz --help' for every flag.)";
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Plugins register kernels, so they load before anything runs; workers and
+  // helper processes inherit the variable.
+  if (const char* plugins = std::getenv("DIVFUZZ_PLUGINS"); plugins != nullptr) {
+    if (absl::Status s = divfuzz::exec::LoadPlugins(plugins); !s.ok()) {
+      std::cerr << "divfuzz: DIVFUZZ_PLUGINS: " << s.message() << "\n";
+      return 2;
+    }
+  }
   // libFuzzer parses its own -flags: hand them over before Abseil sees them.
   if (argc >= 2 && std::strcmp(argv[1], "fuzz") == 0) {
     // libFuzzer re-executes argv without "fuzz" for -merge and -fork
@@ -53,6 +66,13 @@ int main(int argc, char** argv) {
   if (rest.size() < 2) {
     std::cerr << kUsage << "\n";
     return 2;
+  }
+  if (const std::string plugins = absl::GetFlag(FLAGS_plugins); !plugins.empty()) {
+    if (absl::Status s = divfuzz::exec::LoadPlugins(plugins); !s.ok()) {
+      std::cerr << "divfuzz: --plugins: " << s.message() << "\n";
+      return 2;
+    }
+    setenv("DIVFUZZ_PLUGINS", plugins.c_str(), 1);
   }
   const std::string command = rest[1];
   const std::vector<std::string> args(rest.begin() + 2, rest.end());

@@ -13,6 +13,10 @@ namespace divfuzz::fuzz {
 
 inline constexpr size_t kNumCounters = 1 << 16;
 
+// When disabled, every bump lands on one fixed counter: libFuzzer still runs
+// (it needs a signal) but learns nothing from what a program did.
+void SetFeedbackEnabled(bool enabled);
+
 void BumpCounter(absl::string_view op, absl::string_view dtype, absl::string_view outcome);
 // How many counters are non-zero now (tests, stats).
 size_t NonZeroCounters();

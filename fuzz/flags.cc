@@ -8,7 +8,27 @@ ABSL_FLAG(std::string, targets, "",
 ABSL_FLAG(std::string, findings, "findings",
           "findings store folder (report: default campaign.json's, else DIR/../findings)");
 ABSL_FLAG(bool, json, false, "ops: print JSON instead of a table");
-ABSL_FLAG(int, seconds, 60, "campaign: time budget in seconds");
+ABSL_FLAG(int, seconds, 0,
+          "campaign: time budget in seconds, added to --minutes and --hours (all 0: 60 s)");
+ABSL_FLAG(int, minutes, 0, "campaign: time budget in minutes (added to --hours and --seconds)");
+ABSL_FLAG(int, hours, 0, "campaign: time budget in hours (added to --minutes and --seconds)");
+ABSL_FLAG(int, workers, 1,
+          "campaign: libFuzzer workers per visible GPU (each pinned with CUDA_VISIBLE_DEVICES); "
+          "without a GPU target, workers in all");
+ABSL_FLAG(std::string, resume, "",
+          "campaign: continue the campaign in this work folder (after a stop or kill -9) with "
+          "its settings, corpus, findings and statistics, for the rest of its time budget");
+ABSL_FLAG(int64_t, seed, 0,
+          "campaign: libFuzzer seed of the first worker (the others add to it); 0: random");
+ABSL_FLAG(bool, feedback, true,
+          "campaign: feed (op, dtype, divergence class and size) back to libFuzzer as coverage; "
+          "false mutates the seed corpus blindly (a baseline for benchmarks)");
+ABSL_FLAG(int64_t, memory_budget_mb, 2048,
+          "largest tensor footprint a program may have (all inputs and results at float64 "
+          "width, in MiB); larger programs are rejected before anything is allocated");
+ABSL_FLAG(std::string, plugins, "",
+          "comma-separated shared libraries to load first (custom-op libraries whose "
+          "TORCH_LIBRARY registrations add or replace kernels to fuzz); also DIVFUZZ_PLUGINS");
 ABSL_FLAG(std::string, corpus, "corpus/seed",
           "campaign: comma-separated seed corpus folders (read-only)");
 ABSL_FLAG(std::string, work, "campaign",

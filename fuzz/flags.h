@@ -1,6 +1,7 @@
 // Flags shared by several subcommands (each is defined once, in flags.cc).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -9,6 +10,14 @@ ABSL_DECLARE_FLAG(std::string, targets);
 ABSL_DECLARE_FLAG(std::string, findings);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(int, seconds);
+ABSL_DECLARE_FLAG(int, minutes);
+ABSL_DECLARE_FLAG(int, hours);
+ABSL_DECLARE_FLAG(int, workers);
+ABSL_DECLARE_FLAG(std::string, resume);
+ABSL_DECLARE_FLAG(int64_t, seed);
+ABSL_DECLARE_FLAG(bool, feedback);
+ABSL_DECLARE_FLAG(int64_t, memory_budget_mb);
+ABSL_DECLARE_FLAG(std::string, plugins);
 ABSL_DECLARE_FLAG(std::string, corpus);
 ABSL_DECLARE_FLAG(std::string, work);
 ABSL_DECLARE_FLAG(int, timeout);

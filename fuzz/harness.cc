@@ -1,17 +1,20 @@
 #include "fuzz/harness.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
+#include "exec/memory_budget.h"
 #include "fuzz/feedback.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
@@ -37,6 +40,13 @@ absl::string_view Env(const char* name) {
   return v == nullptr ? absl::string_view() : absl::string_view(v);
 }
 
+// log2(error / allowed) clamped to [0, 40]; non-finite errors get 41.
+int SizeBucket(const oracles::Divergence& d) {
+  if (!std::isfinite(d.abs_error)) return 41;
+  if (!(d.allowed > 0) || d.abs_error <= d.allowed) return 0;
+  return std::min(40, static_cast<int>(std::log2(d.abs_error / d.allowed)));
+}
+
 }  // namespace
 
 struct Harness::State {
@@ -45,12 +55,14 @@ struct Harness::State {
   std::map<std::string, int64_t> roots_by_tier;  // root divergence hits per tier
   int64_t moved_by_rules = 0;  // roots a side was blamed for that a policy rule explains
   int64_t quarantined = 0;     // programs skipped for a quarantined op
+  int64_t over_budget = 0;     // programs skipped for their memory footprint
 
   nlohmann::json Json() const {
     return {{"executions", executions},         {"parsed", parsed},
             {"generated", generated},           {"diverged", diverged},
             {"new_findings", new_findings},     {"roots_by_tier", roots_by_tier},
-            {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined}};
+            {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
+            {"over_budget", over_budget}};
   }
   std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
 };
@@ -85,6 +97,16 @@ HarnessConfig ConfigFromEnvironment() {
   for (absl::string_view op : absl::StrSplit(Env("DIVFUZZ_QUARANTINE"), ',', absl::SkipEmpty())) {
     c.quarantine.insert(std::string(op));
   }
+  if (absl::string_view m = Env("DIVFUZZ_MEMORY_BUDGET_MB"); !m.empty()) {
+    if (!absl::SimpleAtoi(m, &c.memory_budget_mb) || c.memory_budget_mb <= 0) {
+      std::cerr << "divfuzz: DIVFUZZ_MEMORY_BUDGET_MB: expected a positive number of MiB, got '"
+                << m << "'\n";
+      std::exit(2);
+    }
+  }
+  // Off: the counters say nothing about the program, so libFuzzer mutates its
+  // seeds blindly (the baseline for measuring what feedback buys).
+  SetFeedbackEnabled(Env("DIVFUZZ_FEEDBACK") != "0");
   return c;
 }
 
@@ -119,6 +141,11 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   Outcome outcome;
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
   if (!types.ok()) return outcome;
+  if (!exec::CheckMemoryBudget(program, *types, config_.memory_budget_mb).ok()) {
+    ++state_->over_budget;
+    BumpCounter("<over_budget>", "", "skipped");
+    return outcome;
+  }
   const exec::RunResult ra = RunSide(program, *types, 0);
   const exec::RunResult rb = RunSide(program, *types, 1);
   ++state_->executions;
@@ -142,6 +169,9 @@ Outcome Harness::RunProgram(const graph::Program& program) {
                                : "";
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
     BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
+    // How far past the tolerance, on a log scale: libFuzzer keeps an input
+    // that makes an op diverge by more than any input before it.
+    BumpCounter(d->op, d->dtype, absl::StrCat(oracles::ClassName(d->cls), "|x2^", SizeBucket(*d)));
     ++state_->roots_by_tier[d->tier];
     if (d->tier == "expected" && d->wrong_side != "undecided") ++state_->moved_by_rules;
     store::FindingHit hit;

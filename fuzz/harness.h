@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "exec/memory_budget.h"
 #include "exec/run_result.h"
 #include "exec/target.h"
 #include "graph/program.h"
@@ -31,6 +32,9 @@ struct HarnessConfig {
   // Ops whose programs are not run: the campaign quarantines an op once it
   // has a reproduced hang finding, so workers stop dying on the same hang.
   std::set<std::string> quarantine;
+  // Programs whose tensors would need more (see exec/memory_budget.h) are
+  // skipped, not run.
+  int64_t memory_budget_mb = exec::kDefaultMemoryBudgetMb;
   oracles::Policy policy = oracles::DefaultPolicy();
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
@@ -38,7 +42,8 @@ struct HarnessConfig {
 
 // From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS, DIVFUZZ_STATS,
 // DIVFUZZ_POLICY (a policy file), DIVFUZZ_TF32=1 (CUDA with TF32) and
-// DIVFUZZ_QUARANTINE (comma-separated ops not to run); the
+// DIVFUZZ_QUARANTINE (comma-separated ops not to run), DIVFUZZ_MEMORY_BUDGET_MB
+// and DIVFUZZ_FEEDBACK=0 (no divergence feedback to libFuzzer); the
 // default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
 // once on stderr).
 HarnessConfig ConfigFromEnvironment();

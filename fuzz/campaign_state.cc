@@ -1,0 +1,166 @@
+#include "fuzz/campaign_state.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the file"));
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return absl::DataLossError(absl::StrCat(path, ": expected a JSON object (file corrupt?)"));
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json CampaignConfig::ToJson() const {
+  return {{"version", 1},
+          {"targets", targets},
+          {"findings", findings},
+          {"seeds", seeds},
+          {"budget_seconds", budget_seconds},
+          {"workers", workers},
+          {"gpus", gpus},
+          {"timeout", timeout},
+          {"rss_limit_mb", rss_limit_mb},
+          {"memory_budget_mb", memory_budget_mb},
+          {"policy", policy},
+          {"tf32", tf32},
+          {"feedback", feedback},
+          {"repro_seconds", repro_seconds},
+          {"seed", seed},
+          {"plugins", plugins},
+          {"started", started}};
+}
+
+absl::StatusOr<CampaignConfig> CampaignConfig::FromJson(const nlohmann::json& j,
+                                                        const std::string& where) {
+  CampaignConfig c;
+  try {
+    c.targets = j.at("targets").get<std::string>();
+    c.findings = j.at("findings").get<std::string>();
+    c.seeds = j.value("seeds", std::vector<std::string>{});
+    c.budget_seconds = j.at("budget_seconds").get<int>();
+    c.workers = j.value("workers", 1);
+    c.gpus = j.value("gpus", std::vector<std::string>{});
+    c.timeout = j.value("timeout", 20);
+    c.rss_limit_mb = j.value("rss_limit_mb", 8192);
+    c.memory_budget_mb = j.value("memory_budget_mb", int64_t{0});
+    c.policy = j.value("policy", "");
+    c.tf32 = j.value("tf32", false);
+    c.feedback = j.value("feedback", true);
+    c.repro_seconds = j.value("repro_seconds", 30);
+    c.seed = j.value("seed", int64_t{0});
+    c.plugins = j.value("plugins", "");
+    c.started = j.value("started", "");
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(absl::StrCat(where, ": ", e.what()));
+  }
+  if (c.workers < 1 || c.budget_seconds < 1) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": expected workers >= 1 and budget_seconds >= 1"));
+  }
+  return c;
+}
+
+nlohmann::json CampaignState::ToJson() const {
+  return {{"elapsed_seconds", elapsed_seconds},
+          {"restarts", restarts},
+          {"generations", generations},
+          {"resumes", resumes},
+          {"handled_artifacts", handled_artifacts},
+          {"quarantine", quarantine}};
+}
+
+CampaignState CampaignState::FromJson(const nlohmann::json& j) {
+  CampaignState s;
+  s.elapsed_seconds = j.value("elapsed_seconds", 0.0);
+  s.restarts = j.value("restarts", 0);
+  s.generations = j.value("generations", 0);
+  s.resumes = j.value("resumes", 0);
+  s.handled_artifacts = j.value("handled_artifacts", std::set<std::string>{});
+  s.quarantine = j.value("quarantine", std::set<std::string>{});
+  return s;
+}
+
+nlohmann::json SumWorkerStats(const std::string& work) {
+  nlohmann::json total = {{"executions", 0},
+                          {"roots_by_tier", nlohmann::json::object()},
+                          {"moved_by_rules", 0},
+                          {"quarantined", 0},
+                          {"over_budget", 0}};
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(fs::path(work) / "logs", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!absl::StartsWith(name, "stats-") || !absl::EndsWith(name, ".json")) continue;
+    absl::StatusOr<nlohmann::json> j = ReadJsonFile(it->path().string());
+    if (!j.ok()) continue;  // a worker killed before its first write
+    for (const char* key : {"executions", "moved_by_rules", "quarantined", "over_budget"}) {
+      if ((*j).contains(key) && (*j)[key].is_number_integer()) {
+        total[key] = total[key].get<int64_t>() + (*j)[key].get<int64_t>();
+      }
+    }
+    if ((*j).contains("roots_by_tier") && (*j)["roots_by_tier"].is_object()) {
+      for (const auto& [tier, n] : (*j)["roots_by_tier"].items()) {
+        if (n.is_number_integer()) {
+          total["roots_by_tier"][tier] =
+              total["roots_by_tier"].value(tier, int64_t{0}) + n.get<int64_t>();
+        }
+      }
+    }
+  }
+  return total;
+}
+
+absl::Status SaveConfig(const std::string& work, const CampaignConfig& config) {
+  return store::WriteFileAtomically(work + "/campaign.json", config.ToJson().dump(2) + "\n");
+}
+
+absl::StatusOr<CampaignConfig> LoadConfig(const std::string& work) {
+  const std::string path = work + "/campaign.json";
+  if (!fs::exists(path)) {
+    return absl::NotFoundError(
+        absl::StrCat(path, " not found: ", work, " is not a campaign folder (nothing to resume)"));
+  }
+  absl::StatusOr<nlohmann::json> j = ReadJsonFile(path);
+  if (!j.ok()) return j.status();
+  return CampaignConfig::FromJson(*j, path);
+}
+
+absl::Status SaveState(const std::string& work, const CampaignState& state) {
+  return store::WriteFileAtomically(work + "/state.json", state.ToJson().dump() + "\n");
+}
+
+absl::StatusOr<CampaignState> LoadState(const std::string& work) {
+  const std::string path = work + "/state.json";
+  if (!fs::exists(path)) return CampaignState{};
+  absl::StatusOr<nlohmann::json> j = ReadJsonFile(path);
+  if (!j.ok()) return j.status();
+  return CampaignState::FromJson(*j);
+}
+
+void TrimPartialCsvRow(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  if (text.empty() || text.back() == '\n') return;
+  const size_t keep = text.rfind('\n');
+  (void)store::WriteFileAtomically(path, keep == std::string::npos ? "" : text.substr(0, keep + 1));
+}
+
+}  // namespace divfuzz::fuzz

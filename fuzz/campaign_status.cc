@@ -1,0 +1,119 @@
+#include "fuzz/campaign_status.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+int SeverityOrder(const std::string& s) {
+  static const std::vector<std::string> order = {
+      "crash", "hang", "bug-split", "bug-tolerance", "divergence", "dtype-gap", "expected"};
+  auto it = std::find(order.begin(), order.end(), s);
+  return static_cast<int>(it - order.begin());
+}
+
+std::vector<nlohmann::json> LoadIndex(const std::string& findings) {
+  if (auto store = store::FindingsStore::Open(findings); store.ok()) {
+    if (auto index = (*store)->Load(); index.ok()) return *index;
+  }
+  return {};
+}
+
+}  // namespace
+
+StatusReporter::StatusReporter(std::string work, std::string findings)
+    : work_(std::move(work)), findings_(std::move(findings)) {
+  csv_path_ = work_ + "/stats.csv";
+  if (!fs::exists(csv_path_)) {
+    std::ofstream(csv_path_) << "elapsed_s,executions,exec_per_s,corpus,buckets,bug,divergence,"
+                                "expected,dtype_gap,workers,restarts\n";
+  }
+}
+
+void StatusReporter::Report(double elapsed, int64_t executions, int workers_alive, int restarts) {
+  // The first report after a (re)start has no earlier sample of its own.
+  const double rate = last_elapsed_ >= 0 && elapsed > last_elapsed_
+                          ? (executions - last_executions_) / (elapsed - last_elapsed_)
+                          : 0;
+  last_elapsed_ = elapsed;
+  last_executions_ = executions;
+  std::error_code ec;
+  int64_t corpus = 0;
+  for (auto it = fs::directory_iterator(work_ + "/corpus", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    ++corpus;
+  }
+  std::map<std::string, int> tiers;
+  std::string newest, newest_time;
+  const std::vector<nlohmann::json> index = LoadIndex(findings_);
+  for (const nlohmann::json& e : index) {
+    tiers[e.value("tier", "?")]++;
+    if (e.value("first_seen", "") >= newest_time) {
+      newest_time = e.value("first_seen", "");
+      newest = e.value("id", "");
+    }
+  }
+  const int buckets = static_cast<int>(index.size());
+  std::cout << absl::StrFormat(
+                   "[%5.0fs] %d execs (%.0f/s), %d workers, %d restarts, corpus %d, buckets %d "
+                   "(bug %d, divergence %d, expected %d, gap %d), last new: %s\n",
+                   elapsed, executions, rate, workers_alive, restarts, corpus, buckets,
+                   tiers["bug"], tiers["divergence"], tiers["expected"], tiers["dtype_gap"],
+                   newest.empty() ? "-" : newest)
+            << std::flush;
+  std::ofstream(csv_path_, std::ios::app)
+      << absl::StrFormat("%.0f,%d,%.1f,%d,%d,%d,%d,%d,%d,%d,%d\n", elapsed, executions, rate,
+                         corpus, buckets, tiers["bug"], tiers["divergence"], tiers["expected"],
+                         tiers["dtype_gap"], workers_alive, restarts);
+}
+
+void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds, int restarts,
+                  const nlohmann::json& totals) {
+  std::vector<nlohmann::json> index = LoadIndex(findings_dir);
+  std::map<std::string, int> by_class, by_tier;
+  for (const nlohmann::json& e : index) {
+    by_class[e.value("class", "?")]++;
+    by_tier[e.value("tier", "?")]++;
+  }
+  std::cout << "\n== divfuzz campaign summary\n";
+  std::cout << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n",
+                               executions, seconds, seconds > 0 ? executions / seconds : 0.0,
+                               restarts);
+  std::cout << "buckets: " << index.size() << "\n  by tier: ";
+  for (const auto& [tier, n] : by_tier) std::cout << " " << tier << "=" << n;
+  std::cout << "\n  by class:";
+  for (const auto& [cls, n] : by_class) std::cout << " " << cls << "=" << n;
+  std::cout << "\nroot divergence hits by tier:";
+  for (const auto& [tier, n] : totals["roots_by_tier"].items()) {
+    std::cout << " " << tier << "=" << n;
+  }
+  std::cout << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
+            << totals.value("moved_by_rules", 0) << "\nprograms skipped: quarantined ops "
+            << totals.value("quarantined", 0) << ", over the memory budget "
+            << totals.value("over_budget", 0) << "\n";
+  std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    const int sa = SeverityOrder(a.value("severity", "")),
+              sb = SeverityOrder(b.value("severity", ""));
+    return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
+  });
+  std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier",
+                               "wrong", "hits");
+  for (const nlohmann::json& e : index) {
+    std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
+                                 e.value("severity", ""), e.value("tier", ""),
+                                 e.value("wrong_side", ""), e.value("count", 0));
+  }
+  std::cout << "findings: " << findings_dir << "/index.jsonl\n";
+}
+
+}  // namespace divfuzz::fuzz

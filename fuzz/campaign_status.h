@@ -1,0 +1,29 @@
+// The campaign's live status line (every few seconds), its stats.csv series
+// and the closing summary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace divfuzz::fuzz {
+
+class StatusReporter {
+ public:
+  // Appends to work/stats.csv (creating it with a header).
+  StatusReporter(std::string work, std::string findings);
+
+  // One line on stdout and one row in stats.csv.
+  void Report(double elapsed, int64_t executions, int workers_alive, int restarts);
+
+ private:
+  std::string work_, findings_, csv_path_;
+  double last_elapsed_ = -1;
+  int64_t last_executions_ = 0;
+};
+
+void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds, int restarts,
+                  const nlohmann::json& totals);
+
+}  // namespace divfuzz::fuzz

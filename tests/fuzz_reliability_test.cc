@@ -1,0 +1,266 @@
+// Campaign reliability, end to end with the real divfuzz tool:
+// - a deliberately faulty plugin (tests/faulty_ops_plugin.cc) whose kernels
+//   segfault, abort, hang and throw: each becomes one finding of the right
+//   class and the campaign goes on;
+// - corrupt, truncated, unknown-op, absurd-shape and over-budget corpus files
+//   are rejected cleanly;
+// - kill -9 at random moments, then --resume: nothing is lost.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/test_util.h"
+
+namespace divfuzz {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kTool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
+
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string UnaryProgram(const std::string& op) {
+  return "divfuzz v1\ninput %x: f32[8] = uniform(seed=3, low=0.5, high=2)\n%y = " + op +
+         "(%x)\noutput %y\n";
+}
+
+// Every line of index.jsonl must parse: the store's writes are atomic.
+std::vector<nlohmann::json> ReadIndex(const std::string& findings) {
+  std::vector<nlohmann::json> entries;
+  std::ifstream in(findings + "/index.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << "invalid index line: " << line;
+    if (j.is_object()) entries.push_back(j);
+  }
+  return entries;
+}
+
+std::vector<nlohmann::json> Buckets(const std::vector<nlohmann::json>& index, const std::string& op,
+                                    const std::string& cls) {
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& e : index) {
+    if (e.value("root_op", "") == op && e.value("class", "") == cls) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCampaignGoesOn) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("faulty");
+  const std::string seeds = dir + "/seeds";
+  fs::create_directories(seeds);
+  WriteFile(seeds + "/segfault.dfz", UnaryProgram("aten::expm1"));
+  WriteFile(seeds + "/abort.dfz", UnaryProgram("aten::log1p"));
+  WriteFile(seeds + "/hang.dfz", UnaryProgram("aten::exp2"));
+  WriteFile(seeds + "/throw.dfz", UnaryProgram("aten::rsqrt"));
+  // Inputs a campaign must survive without a finding.
+  WriteFile(seeds + "/corrupt.dfz", std::string("\x00\xff\x13garbage\n\x01", 14));
+  const std::string good = UnaryProgram("aten::exp");
+  WriteFile(seeds + "/truncated.dfz", good.substr(0, good.size() / 2));
+  WriteFile(seeds + "/unknown_op.dfz", UnaryProgram("aten::no_such_op"));
+  WriteFile(seeds + "/absurd_shape.dfz",
+            "divfuzz v1\ninput %x: f32[100000,100000] = fill(1)\n%y = aten::exp(%x)\noutput %y\n");
+  // Small inputs, huge intermediate: only the memory budget catches it.
+  WriteFile(seeds + "/over_budget.dfz",
+            "divfuzz v1\ninput %a: f32[3000,1] = fill(1)\ninput %b: f32[1,3000] = fill(2)\n"
+            "%c = aten::mm(%a, %b)\noutput %c\n");
+
+  const testing::CommandRun run = testing::RunShell(
+      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " --seconds=40 --timeout=3 --memory_budget_mb=32 --repro_seconds=0 --targets=cpu,cpu-f64 "
+      "--corpus=" +
+      seeds);
+  const std::string& out = run.output;
+  ASSERT_EQ(run.exit_code, 0) << out;
+  EXPECT_NE(out.find("divfuzz campaign summary"), std::string::npos) << out;
+
+  const std::vector<nlohmann::json> index = ReadIndex(dir + "/findings");
+  const auto segv = Buckets(index, "aten::expm1", "crash");
+  ASSERT_EQ(segv.size(), 1u) << out;
+  EXPECT_EQ(segv[0]["dtype"], "f32");
+  EXPECT_EQ(segv[0]["detail"]["signal"], 11);
+  EXPECT_EQ(segv[0]["detail"]["reproduced"], true);
+  EXPECT_EQ(segv[0]["wrong_side"], "cpu");
+  const auto abrt = Buckets(index, "aten::log1p", "crash");
+  ASSERT_EQ(abrt.size(), 1u) << out;
+  EXPECT_EQ(abrt[0]["detail"]["signal"], 6);
+  const auto hang = Buckets(index, "aten::exp2", "hang");
+  ASSERT_EQ(hang.size(), 1u) << out;
+  EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
+  const auto thrown = Buckets(index, "aten::rsqrt", "error_split");
+  ASSERT_EQ(thrown.size(), 1u) << out;
+  EXPECT_EQ(thrown[0]["wrong_side"], "cpu");
+  EXPECT_EQ(thrown[0]["dtype"], "f32");
+  // Each crash and hang has its program and a repro.
+  for (const auto* group : {&segv, &abrt, &hang}) {
+    const std::string id = (*group)[0]["id"];
+    EXPECT_TRUE(fs::exists(dir + "/findings/" + id + "/program.dfz")) << id;
+    EXPECT_TRUE(fs::exists(dir + "/findings/" + id + "/repro.py")) << id;
+  }
+  // Nothing else crashed: the bad inputs were rejected, not recorded.
+  for (const nlohmann::json& e : index) {
+    if (e["class"] == "crash" || e["class"] == "hang") {
+      EXPECT_TRUE(e["root_op"] == "aten::expm1" || e["root_op"] == "aten::log1p" ||
+                  e["root_op"] == "aten::exp2")
+          << e.dump();
+    }
+  }
+  // The campaign went on after the three deaths: workers were replaced, the
+  // killer ops quarantined, and fuzzing continued.
+  EXPECT_NE(out.find("worker 0 died: an input crashed it"), std::string::npos) << out;
+  EXPECT_NE(out.find("worker 0 died: an input ran past --timeout"), std::string::npos) << out;
+  EXPECT_NE(out.find("aten::exp2 hangs reproducibly"), std::string::npos) << out;
+  const nlohmann::json state = nlohmann::json::parse(ReadFile(dir + "/campaign/state.json"));
+  EXPECT_GE(state["restarts"].get<int>(), 3) << out;
+  int64_t executions = 0, over_budget = 0, quarantined = 0;
+  for (const auto& entry : fs::directory_iterator(dir + "/campaign/logs")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("stats-", 0) != 0) continue;
+    const nlohmann::json s = nlohmann::json::parse(ReadFile(entry.path().string()), nullptr, false);
+    if (!s.is_object()) continue;
+    executions += s.value("executions", int64_t{0});
+    over_budget += s.value("over_budget", int64_t{0});
+    quarantined += s.value("quarantined", int64_t{0});
+  }
+  EXPECT_GT(executions, 20) << out;
+  EXPECT_GT(over_budget, 0) << out;
+  EXPECT_GT(quarantined, 0) << out;
+
+  // The same files, replayed one by one, are refused with a clear message.
+  struct Case {
+    std::string file, message;
+  };
+  for (const Case& c : std::vector<Case>{{"corrupt.dfz", "corrupt.dfz:1:"},
+                                         {"truncated.dfz", "truncated.dfz:"},
+                                         {"unknown_op.dfz", "aten::no_such_op"},
+                                         {"absurd_shape.dfz", "absurd shape"},
+                                         {"over_budget.dfz", "over the memory budget of 32 MiB"}}) {
+    const testing::CommandRun r = testing::RunShell(
+        kTool + " replay --memory_budget_mb=32 " + "--targets=cpu,cpu-f64 " + seeds + "/" + c.file);
+    EXPECT_EQ(r.exit_code, 2) << c.file << ": " << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.file << ": " << r.output;
+  }
+}
+
+TEST(CampaignReliability, MissingPluginIsAClearError) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const testing::CommandRun r = testing::RunShell(kTool + " --plugins=/no/such/plugin.so ops");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("plugin /no/such/plugin.so: cannot load it"), std::string::npos)
+      << r.output;
+}
+
+TEST(CampaignResume, ResumeOfAFolderWithoutACampaignIsAClearError) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("empty");
+  const testing::CommandRun r = testing::RunShell(kTool + " campaign --resume=" + dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/campaign.json not found"), std::string::npos) << r.output;
+}
+
+struct Snapshot {
+  std::set<std::string> corpus;
+  std::map<std::string, int64_t> counts;  // bucket id -> hits
+  double elapsed = 0;
+};
+
+Snapshot Take(const std::string& work, const std::string& findings) {
+  Snapshot s;
+  for (const auto& e : fs::directory_iterator(work + "/corpus")) {
+    s.corpus.insert(e.path().filename().string());
+  }
+  for (const nlohmann::json& e : ReadIndex(findings)) {
+    const std::string id = e["id"];
+    s.counts[id] = e["count"].get<int64_t>();
+    EXPECT_TRUE(fs::exists(findings + "/" + id + "/program.dfz")) << id;
+  }
+  const nlohmann::json state =
+      nlohmann::json::parse(ReadFile(work + "/state.json"), nullptr, false);
+  if (state.is_object()) s.elapsed = state.value("elapsed_seconds", 0.0);
+  return s;
+}
+
+void ExpectNothingLost(const Snapshot& before, const Snapshot& after, const std::string& when) {
+  for (const std::string& f : before.corpus) {
+    EXPECT_TRUE(after.corpus.count(f)) << when << ": corpus entry " << f << " lost";
+  }
+  for (const auto& [id, n] : before.counts) {
+    auto it = after.counts.find(id);
+    ASSERT_NE(it, after.counts.end()) << when << ": finding " << id << " lost";
+    EXPECT_GE(it->second, n) << when << ": finding " << id << " lost hits";
+  }
+  EXPECT_GE(after.elapsed, before.elapsed) << when;
+}
+
+TEST(CampaignResume, KillNineAtRandomMomentsThenResumeLosesNothing) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("resume");
+  const std::string work = dir + "/campaign", findings = dir + "/findings";
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> when(5.0, 9.0);
+  SCOPED_TRACE("kill times drawn with seed " + std::to_string(seed));
+  const std::string start = kTool + " campaign --seconds=24 --workers=2 --repro_seconds=0 " +
+                            "--targets=cpu,cpu-f64 --work=" + work + " --findings=" + findings +
+                            " --corpus=" + DIVFUZZ_SOURCE_DIR + "/corpus/seed";
+  const std::string resume = kTool + " campaign --resume=" + work;
+  Snapshot last;
+  for (int round = 0; round < 2; ++round) {
+    const double t = when(rng);
+    // The supervisor is killed with SIGKILL; its workers must die with it.
+    const testing::CommandRun r = testing::RunShell(
+        "(" + (round == 0 ? start : resume) + " > " + dir + "/run" + std::to_string(round) +
+        ".log 2>&1 & pid=$!; sleep " + std::to_string(t) + "; kill -9 $pid; " +
+        "{ wait $pid; } 2>/dev/null; sleep 1; pgrep -f '" + dir + "/[c]ampaign/corpus' || true)");
+    EXPECT_EQ(r.output, "") << "workers outlived the killed campaign (round " << round << ")";
+    const Snapshot now = Take(work, findings);
+    ExpectNothingLost(last, now, "after kill " + std::to_string(round));
+    last = now;
+  }
+  // Not vacuous: the kills hit a campaign that had already written things.
+  EXPECT_FALSE(last.corpus.empty());
+  EXPECT_FALSE(last.counts.empty());
+  const testing::CommandRun r = testing::RunShell(resume);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming " + work), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("divfuzz campaign summary"), std::string::npos) << r.output;
+  const Snapshot end = Take(work, findings);
+  ExpectNothingLost(last, end, "after the final resume");
+  EXPECT_GE(end.elapsed, 23.0);
+  EXPECT_FALSE(end.counts.empty());
+  // stats.csv has whole rows only, and its clock never goes back.
+  std::ifstream csv(work + "/stats.csv");
+  std::string line;
+  std::getline(csv, line);
+  const size_t columns = std::vector<std::string>(absl::StrSplit(line, ',')).size();
+  double previous = -1;
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    const std::vector<std::string> cells = absl::StrSplit(line, ',');
+    ASSERT_EQ(cells.size(), columns) << line;
+    const double t = std::stod(cells[0]);
+    EXPECT_GE(t, previous) << line;
+    previous = t;
+    ++rows;
+  }
+  EXPECT_GE(rows, 3);
+}
+
+}  // namespace
+}  // namespace divfuzz
