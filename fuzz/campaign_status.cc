@@ -8,19 +8,13 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "report/report.h"
 #include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
-
-int SeverityOrder(const std::string& s) {
-  static const std::vector<std::string> order = {
-      "crash", "hang", "bug-split", "bug-tolerance", "divergence", "dtype-gap", "expected"};
-  auto it = std::find(order.begin(), order.end(), s);
-  return static_cast<int>(it - order.begin());
-}
 
 std::vector<nlohmann::json> LoadIndex(const std::string& findings) {
   if (auto store = store::FindingsStore::Open(findings); store.ok()) {
@@ -102,8 +96,8 @@ void PrintSummary(const std::string& findings_dir, int64_t executions, double se
             << totals.value("quarantined", 0) << ", over the memory budget "
             << totals.value("over_budget", 0) << "\n";
   std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    const int sa = SeverityOrder(a.value("severity", "")),
-              sb = SeverityOrder(b.value("severity", ""));
+    const int sa = report::SeverityOrder(a.value("severity", "")),
+              sb = report::SeverityOrder(b.value("severity", ""));
     return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
   });
   std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier",

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include "fuzz/flags.h"
 #include "fuzz/repro_queue.h"
 #include "oracles/policy.h"
+#include "report/report.h"
 
 extern "C" int LLVMFuzzerRunDriver(int* argc, char*** argv,
                                    int (*callback)(const uint8_t* data, size_t size));
@@ -115,7 +117,9 @@ absl::StatusOr<std::vector<std::string>> GpuSlots(int per_gpu) {
 // statistics move aside so they are neither lost nor counted again.
 void SetAsidePreviousCampaign(const std::string& work) {
   if (!fs::exists(work + "/campaign.json")) return;
-  const std::string aside = absl::StrCat(work, "/previous-", UtcNow());
+  std::string stamp = UtcNow();  // no ':' in a folder name
+  stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
+  const std::string aside = absl::StrCat(work, "/previous-", stamp);
   std::error_code ec;
   fs::create_directories(aside, ec);
   for (const char* name : {"campaign.json", "state.json", "stats.csv", "logs"}) {
@@ -205,6 +209,7 @@ class Supervisor {
       return base + std::chrono::duration<double>(Clock::now() - start).count();
     };
     auto last_report = Clock::now() - std::chrono::seconds(4);
+    auto last_html = Clock::now();
     while (true) {
       const int remaining = config_.budget_seconds - static_cast<int>(elapsed());
       if (!stop_requested && remaining >= 1) {
@@ -219,6 +224,11 @@ class Supervisor {
       if (Clock::now() - last_report >= std::chrono::seconds(5)) {
         last_report = Clock::now();
         Checkpoint();
+      }
+      // An overnight campaign's report is readable while it runs.
+      if (Clock::now() - last_html >= std::chrono::minutes(5)) {
+        last_html = Clock::now();
+        WriteHtmlReport();
       }
       if (stop_requested) {
         std::cout << "divfuzz campaign: stopping (resume with --resume=" << work_ << ")\n";
@@ -236,6 +246,7 @@ class Supervisor {
       std::cout << "divfuzz campaign: buckets minimized with repros in this run: " << repros_.done()
                 << "\n";
     }
+    WriteHtmlReport();
     const nlohmann::json totals = SumWorkerStats(work_);
     PrintSummary(config_.findings, totals.value("executions", int64_t{0}), state_.elapsed_seconds,
                  state_.restarts, totals);
@@ -311,6 +322,16 @@ class Supervisor {
     for (Slot& s : slots_) {
       if (s.pid > 0) waitpid(s.pid, nullptr, 0);
       s.pid = -1;
+    }
+  }
+
+  void WriteHtmlReport() {
+    absl::StatusOr<std::string> page = report::WriteReport({work_, config_.findings, ""});
+    if (page.ok()) {
+      std::cout << "divfuzz campaign: report " << *page << "\n";
+    } else {
+      std::cerr << "divfuzz campaign: writing the HTML report failed: " << page.status().message()
+                << "\n";
     }
   }
 

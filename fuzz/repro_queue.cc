@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz/flags.h"
+#include "report/report.h"
 #include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
@@ -29,16 +30,24 @@ void ReproQueue::Poll() {
   if (!store.ok()) return;
   auto index = (*store)->Load();
   if (!index.ok()) return;
+  // The most severe bucket first: bugs get their repros before expected ones.
+  const nlohmann::json* next = nullptr;
   for (const nlohmann::json& e : *index) {
     const std::string id = e.value("id", "");
     const std::string cls = e.value("class", "");
     if (id.empty() || !e.value("minimized", "").empty() || cls == "crash" || cls == "hang" ||
-        !tried_.insert(id).second) {
+        tried_.count(id)) {
       continue;
     }
-    Start(id);
-    return;
+    if (next == nullptr || report::SeverityOrder(e.value("severity", "")) <
+                               report::SeverityOrder(next->value("severity", ""))) {
+      next = &e;
+    }
   }
+  if (next == nullptr) return;
+  const std::string id = next->value("id", "");
+  tried_.insert(id);
+  Start(id);
 }
 
 void ReproQueue::Finish(int seconds) {

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Checks every minimized finding of a findings store on this host.
+
+For each bucket with a minimized program: runs its repro.py and builds and
+runs its repro_cpp/ (in parallel), and reads the reducer's numbers from the
+campaign's logs/repro-<id>.log. Prints a table and a summary (median and
+worst nodes and elements before/after, reducer time, how many repros
+reproduce) and writes the same as JSON.
+
+  python3 scripts/verify_repros.py FINDINGS [--work CAMPAIGN] [--jobs 16]
+      [--json OUT.json] [--no-cpp]
+
+A repro exits 1 when the divergence reproduces, 0 when it does not, 2 when
+the program fails; crash and hang buckets are not minimized and are skipped.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+DONE = re.compile(r"reduce: done: .*?; nodes (\d+) -> (\d+), elements (\d+) -> (\d+), "
+                  r"bytes (\d+) -> (\d+), (\d+) tests, (\d+) rounds, ([\d.]+) s")
+
+
+def run(cmd, cwd=None, timeout=300):
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=timeout, text=True)
+        return p.returncode, p.stdout, time.time() - t0
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return 124, out, time.time() - t0
+
+
+def torch_cmake():
+    return subprocess.check_output(
+        [sys.executable, "-c", "import torch; print(torch.utils.cmake_prefix_path)"],
+        text=True).strip()
+
+
+def check_py(folder):
+    rc, out, dt = run([sys.executable, "repro.py"], cwd=folder, timeout=300)
+    return {"py_rc": rc, "py_seconds": round(dt, 1), "py_tail": out[-400:]}
+
+
+def check_cpp(folder, prefix):
+    src = os.path.join(folder, "repro_cpp")
+    build = os.path.join(src, "build")
+    rc, out, dt = run(["cmake", "-S", src, "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix],
+                      timeout=600)
+    if rc == 0:
+        rc, out2, dt2 = run(["cmake", "--build", build], timeout=900)
+        out += out2
+        dt += dt2
+    if rc != 0:
+        return {"cpp_rc": "build failed", "cpp_build_seconds": round(dt, 1),
+                "cpp_tail": out[-600:]}
+    rc, out, _ = run([os.path.join(build, "repro")], cwd=src, timeout=300)
+    return {"cpp_rc": rc, "cpp_build_seconds": round(dt, 1), "cpp_tail": out[-400:]}
+
+
+def reducer_numbers(work, bucket_id):
+    log = os.path.join(work, "logs", "repro-%s.log" % bucket_id) if work else ""
+    if not log or not os.path.exists(log):
+        return {}
+    m = None
+    with open(log, errors="replace") as f:
+        for line in f:
+            m = DONE.search(line) or m
+    if not m:
+        return {}
+    g = [float(x) for x in m.groups()]
+    return {"nodes_before": int(g[0]), "nodes_after": int(g[1]), "elements_before": int(g[2]),
+            "elements_after": int(g[3]), "tests": int(g[6]), "reduce_seconds": g[8]}
+
+
+def describe(values):
+    if not values:
+        return "-"
+    return "median %g, worst %g" % (statistics.median(values), max(values))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("findings")
+    ap.add_argument("--work", default="", help="campaign work folder (for the reducer logs)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--no-cpp", action="store_true")
+    args = ap.parse_args()
+    index = os.path.join(args.findings, "index.jsonl")
+    if not os.path.exists(index):
+        sys.exit("verify_repros: %s not found" % index)
+    entries = []
+    with open(index) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                print("verify_repros: %s:%d: not JSON; skipped" % (index, n), file=sys.stderr)
+    total = len(entries)
+    todo = [e for e in entries if e.get("minimized")]
+    print("verify_repros: %d buckets, %d minimized (crash/hang buckets are not)" %
+          (total, len(todo)), flush=True)
+    prefix = "" if args.no_cpp else torch_cmake()
+    rows = {e["id"]: dict(id=e["id"], tier=e.get("tier"), cls=e.get("class"),
+                          **reducer_numbers(args.work, e["id"])) for e in todo}
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {}
+        for e in todo:
+            folder = os.path.join(args.findings, e["id"])
+            futures[pool.submit(check_py, folder)] = e["id"]
+            if not args.no_cpp:
+                futures[pool.submit(check_cpp, folder, prefix)] = e["id"]
+        for done, fut in enumerate(cf.as_completed(futures), 1):
+            rows[futures[fut]].update(fut.result())
+            if done % 20 == 0:
+                print("verify_repros: %d/%d checks done" % (done, len(futures)), flush=True)
+    table = sorted(rows.values(), key=lambda r: r["id"])
+    print("%-50s %-10s %5s %5s %9s %9s %6s %6s" % ("bucket", "tier", "n0", "n1", "el0", "el1",
+                                                  "py", "cpp"))
+    for r in table:
+        print("%-50s %-10s %5s %5s %9s %9s %6s %6s" % (
+            r["id"][:50], r.get("tier"), r.get("nodes_before", "?"), r.get("nodes_after", "?"),
+            r.get("elements_before", "?"), r.get("elements_after", "?"), r.get("py_rc"),
+            r.get("cpp_rc", "-")))
+    def col(k):
+        return [r[k] for r in table if isinstance(r.get(k), (int, float))]
+    summary = {
+        "buckets": total,
+        "minimized": len(table),
+        "py_reproduces": sum(r.get("py_rc") == 1 for r in table),
+        "cpp_reproduces": sum(r.get("cpp_rc") == 1 for r in table),
+        "cpp_build_failed": sum(r.get("cpp_rc") == "build failed" for r in table),
+        "nodes_before": describe(col("nodes_before")),
+        "nodes_after": describe(col("nodes_after")),
+        "elements_before": describe(col("elements_before")),
+        "elements_after": describe(col("elements_after")),
+        "reduce_seconds": describe(col("reduce_seconds")),
+    }
+    print("\n== summary")
+    for k, v in summary.items():
+        print("  %-16s %s" % (k, v))
+    for r in table:
+        if r.get("py_rc") != 1 or (not args.no_cpp and r.get("cpp_rc") != 1):
+            print("\n-- %s: py %s, cpp %s\n%s\n%s" % (r["id"], r.get("py_rc"), r.get("cpp_rc"),
+                                                     r.get("py_tail", ""), r.get("cpp_tail", "")))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": summary, "buckets": table}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
