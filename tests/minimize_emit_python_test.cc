@@ -400,12 +400,13 @@ TEST(EmitPython, RebuildsInputLayouts) {
   const std::string script = EmitPython(p, Spec(0));
   EXPECT_THAT(script, HasSubstr("LAYOUTS = {'x': 'strided', 'c': 'channels_last', "
                                 "'t': 'transposed'}"));
-  // stride 2 on both sides (the scalar kernels' child runs the same run()).
+  // stride 2 on every side (the scalar kernels' child runs the same run()).
   divfuzz::testing::CommandRun run = RunScript(script);
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  for (const char* side : {"cpu", "cpu-f64"}) {
-    EXPECT_THAT(run.output,
-                HasSubstr(std::string(side) + ": dtype torch.int64, shape []\ntensor(2)"));
+  std::vector<std::string> sides = {"cpu", "cpu-f64"};
+  if (exec::CudaAvailable()) sides.push_back("cuda");
+  for (const std::string& side : sides) {
+    EXPECT_THAT(run.output, HasSubstr(side + ": dtype torch.int64, shape []\ntensor(2)"));
   }
   // The snippet too: the transposed input cannot be viewed flat.
   run = RunScript(EmitPythonSnippet(p, Spec(2)));
