@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "exec/arguments.h"
 #include "exec/dtype_convert.h"
+#include "exec/generic_ops.h"
 #include "exec/scalar_helper.h"
 #include "graph/materialize.h"
 
@@ -24,6 +25,9 @@ namespace divfuzz::exec {
 namespace {
 
 using graph::DType;
+
+// Any binary that executes programs can also type and generate generic ops.
+const bool kGenericOpsInstalled = (InstallGenericOps(), true);
 
 bool IsCudaFatal(absl::string_view msg) {
   return absl::StrContains(msg, "device-side assert") ||

@@ -22,7 +22,8 @@ Commands:
                       --resume=DIR continues a stopped or killed campaign
   replay FILE.dfz...  run programs on both targets, print every node's outputs and the verdict
                       (exit 1 when they diverge, 2 on a bad program)
-  ops [--json]        list the op catalogue
+  ops [--json]        list the op catalogue (--probe=N: acceptance from real runs;
+                      --learn=N: relearn the generic ops' argument forms)
   locate FILE         replay a crash/timeout artifact node by node (campaign uses it to name
                       the node that crashed or hung)
   minimize FILE.dfz   reduce a diverging program to a minimal one with the same root divergence

@@ -57,6 +57,20 @@ bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random) {
       dtype = it->second.dtype;
     }
     std::vector<const ops::OpSpec*> candidates = OpsFor(dtype);
+    // Curated and generic ops get half the picks each: the curated ones carry
+    // value domains and policy hints, the generic ones the breadth.
+    std::vector<const ops::OpSpec*> generic;
+    for (const ops::OpSpec* s : candidates) {
+      if (s->rule == ops::Rule::kGeneric) generic.push_back(s);
+    }
+    if (!generic.empty() && generic.size() < candidates.size()) {
+      const bool pick_generic = random.Chance(0.5);
+      candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                      [&](const ops::OpSpec* s) {
+                                        return (s->rule == ops::Rule::kGeneric) != pick_generic;
+                                      }),
+                       candidates.end());
+    }
     if (candidates.empty()) continue;
     if (builder.Append(*random.Pick(candidates), dtype)) return true;
   }
@@ -193,7 +207,29 @@ bool ReplaceOp(Program& p, Random& random) {
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
   if (spec == nullptr || !types.ok() || node.args.empty()) return false;
-  const DType dtype = types->at(node.args[0].value.s).dtype;
+  const graph::Literal* first = nullptr;
+  for (const graph::Argument& a : node.args) {
+    if (a.value.kind == Literal::Kind::kValue) {
+      first = &a.value;
+      break;
+    }
+  }
+  if (first == nullptr || !types->count(first->s)) return false;
+  const DType dtype = types->at(first->s).dtype;
+  // Generic ops stand in for any op over the same tensor operands.
+  if (spec->rule == ops::Rule::kGeneric || random.Chance(0.3)) {
+    std::vector<const ops::OpSpec*> generic;
+    for (const ops::OpSpec& s : ops::Catalogue()) {
+      if (s.rule == ops::Rule::kGeneric && &s != spec && ops::Has(s.dtypes, dtype)) {
+        generic.push_back(&s);
+      }
+    }
+    NodeBuilder builder(p, *types, random);
+    for (int attempt = 0; attempt < 8 && !generic.empty(); ++attempt) {
+      if (builder.Rebind(*random.Pick(generic), node)) return true;
+    }
+    if (spec->rule == ops::Rule::kGeneric) return false;
+  }
   std::vector<const ops::OpSpec*> candidates;
   for (const ops::OpSpec& s : ops::Catalogue()) {
     if (s.rule == spec->rule && &s != spec && ops::Has(s.dtypes, dtype)) candidates.push_back(&s);

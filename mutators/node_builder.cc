@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ops/catalogue.h"
 
@@ -134,6 +135,10 @@ std::string NodeBuilder::Reuse(DType dtype, Pred pred, double probability) {
 }
 
 void NodeBuilder::RegenerateAttributes(const ops::OpSpec& spec, graph::Node& node) {
+  if (spec.rule == Rule::kGeneric) {
+    RegenerateGeneric(*spec.generic, node);
+    return;
+  }
   const size_t keep = spec.rule == Rule::kLinear ? std::min<size_t>(3, node.args.size())
                                                  : static_cast<size_t>(ops::TensorArity(spec.rule));
   node.args.resize(std::min(keep, node.args.size()));
@@ -204,6 +209,7 @@ void NodeBuilder::RegenerateAttributes(const ops::OpSpec& spec, graph::Node& nod
 
 bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
   if (!ops::Has(spec.dtypes, dtype)) return false;
+  if (spec.rule == Rule::kGeneric) return AppendGenericOp(spec, dtype);
   const graph::Program saved_program = program_;
   const ops::TypeEnv saved_types = types_;
   const ops::Domain domain = spec.domain;
@@ -350,6 +356,8 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
     case Rule::kTrace:
       push(value_or_new(Reuse(dtype, rank_is(2, 2), reuse), {dtype, RandomShape(2, 2)}));
       break;
+    case Rule::kGeneric:
+      return false;  // handled above
   }
 
   graph::Node node;
@@ -369,6 +377,366 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
   }
   program_.nodes.push_back(std::move(node));
   return true;
+}
+
+namespace {
+
+using ops::GenericArg;
+using ops::ShapeForm;
+
+bool IsIndexName(absl::string_view name) { return name == "index" || name == "indices"; }
+
+// Spatial dims of convolution- and pooling-like ops: from the name ("2d"), or
+// every dim after batch and channels.
+int64_t SpatialDims(absl::string_view op, int64_t rank) {
+  if (absl::StrContains(op, "1d")) return 1;
+  if (absl::StrContains(op, "2d")) return 2;
+  if (absl::StrContains(op, "3d")) return 3;
+  return std::max<int64_t>(rank - 2, 1);
+}
+
+std::vector<Literal> Ints(std::vector<int64_t> v) {
+  std::vector<Literal> out;
+  for (int64_t i : v) out.push_back(Literal::Int(i));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Literal> NodeBuilder::GenericLiteral(const ops::GenericOp& op, const GenericArg& a,
+                                                   const TensorType& primary) {
+  const absl::string_view name = a.name;
+  const int64_t rank = static_cast<int64_t>(primary.shape.size());
+  const int64_t r1 = std::max<int64_t>(rank, 1);
+  const int64_t sp = SpatialDims(op.name, rank);
+  const bool integral = graph::IsIntegral(primary.dtype) || primary.dtype == DType::kBool;
+  auto dim = [&] { return random_.Range(-r1, r1 - 1); };
+  switch (a.kind) {
+    case GenericArg::Kind::kInt:
+      if (absl::StrContains(name, "dim")) return Literal::Int(dim());
+      if (name == "diagonal" || name == "offset" || name == "index" || name == "start" ||
+          name == "padding_idx" || name == "correction") {
+        return Literal::Int(0);
+      }
+      if (name == "repeats" || name == "chunks" || name == "sections" || name == "size" ||
+          name == "output_size" || name == "p") {
+        return Literal::Int(2);
+      }
+      if (name == "num_classes") return Literal::Int(primary.shape.empty() ? 4 : 64);
+      return Literal::Int(1);
+    case GenericArg::Kind::kIntList: {
+      if (name == "dims" || name == "perm") {
+        std::vector<int64_t> v;
+        for (int64_t d = rank - 1; d >= 0; --d) v.push_back(d);
+        return Literal::List(Ints(v));
+      }
+      if (absl::StrContains(name, "dim")) return Literal::List(Ints({dim()}));
+      if (name == "size" || name == "shape" || name == "sizes") {
+        return Literal::List(Ints(random_.Chance(0.5) ? primary.shape : Shape{-1}));
+      }
+      if (name == "repeats") {
+        Shape v(primary.shape.size(), 1);
+        if (!v.empty()) v[0] = 2;
+        return Literal::List(Ints(v));
+      }
+      if (name == "kernel_size" || name == "output_size") return Literal::List(Ints(Shape(sp, 2)));
+      if (name == "stride" || name == "dilation") return Literal::List(Ints(Shape(sp, 1)));
+      if (name == "padding" || name == "output_padding") {
+        return Literal::List(Ints(Shape(sp, 0)));
+      }
+      if (name == "pad") return Literal::List(Ints({1, 1}));
+      if (name == "normalized_shape") {
+        return Literal::List(Ints(primary.shape.empty() ? Shape{} : Shape{primary.shape.back()}));
+      }
+      if (name == "shifts") return Literal::List(Ints({1}));
+      return Literal::List(Ints({1}));
+    }
+    case GenericArg::Kind::kFloat:
+      if (name == "eps") return Literal::Float(1e-5);
+      if (name == "momentum" || name == "negative_slope") return Literal::Float(0.1);
+      if (name == "p") return Literal::Float(2);
+      if (name == "min_val") return Literal::Float(-1);
+      if (name == "max_val" || name == "beta" || name == "margin" || name == "scale" ||
+          name == "alpha") {
+        return Literal::Float(1);
+      }
+      return Literal::Float(Round(random_.Uniform(0.1, 2), 0.05));
+    case GenericArg::Kind::kFloatList:
+      return Literal::List({Literal::Float(2), Literal::Float(2)});
+    case GenericArg::Kind::kBool:
+      return Literal::Bool(random_.Chance(0.5));
+    case GenericArg::Kind::kBoolList:
+      return Literal::List({Literal::Bool(true), Literal::Bool(true), Literal::Bool(true)});
+    case GenericArg::Kind::kScalar: {
+      if (name == "min") return Literal::Int(-1);
+      if (name == "max") return Literal::Int(1);
+      if (name == "alpha" || name == "beta" || name == "value") return Literal::Int(1);
+      if (integral) return Literal::Int(random_.Range(1, 3));
+      const std::vector<double> values = {2, 0.5, -1.5, 3, 0.25};
+      return Literal::Float(random_.Pick(values));
+    }
+    case GenericArg::Kind::kScalarType:
+      return Literal::OfDType(primary.dtype);
+    case GenericArg::Kind::kString:
+      if (name == "reduce") {
+        const std::vector<std::string> modes = {"sum", "prod", "mean", "amax", "amin"};
+        return Literal::String(random_.Pick(modes));
+      }
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+void NodeBuilder::RegenerateGeneric(const ops::GenericOp& op, graph::Node& node) {
+  // The first tensor argument decides dims and sizes.
+  const TensorType* primary = nullptr;
+  for (const graph::Argument& a : node.args) {
+    const Literal& l =
+        a.value.kind == Literal::Kind::kList && !a.value.list.empty() ? a.value.list[0] : a.value;
+    if (l.kind == Literal::Kind::kValue && types_.count(l.s)) {
+      primary = &types_.at(l.s);
+      break;
+    }
+  }
+  if (primary == nullptr) return;
+  const TensorType p = *primary;
+  for (size_t i = 0; i < node.args.size(); ++i) {
+    graph::Argument& arg = node.args[i];
+    const bool tensor = arg.value.kind == Literal::Kind::kValue ||
+                        (arg.value.kind == Literal::Kind::kList && !arg.value.list.empty() &&
+                         arg.value.list[0].kind == Literal::Kind::kValue);
+    if (tensor || arg.value.kind == Literal::Kind::kNone) continue;
+    const GenericArg* schema_arg = nullptr;
+    for (size_t k = 0; k < op.args.size(); ++k) {
+      if (arg.name.empty() ? k == i : op.args[k].name == arg.name) schema_arg = &op.args[k];
+    }
+    if (schema_arg == nullptr) continue;
+    if (std::optional<Literal> l = GenericLiteral(op, *schema_arg, p)) arg.value = *l;
+  }
+}
+
+bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm form) {
+  const graph::Program saved_program = program_;
+  const ops::TypeEnv saved_types = types_;
+  auto small = [&](int64_t hi) { return random_.Range(1, hi); };
+  // The first tensor's shape, reusing a pool value of the form when one fits.
+  Shape first;
+  std::string reused;
+  switch (form) {
+    case ShapeForm::kSame1:
+      first = {random_.Pick(kDims)};
+      reused = Reuse(
+          dtype, [](const Shape& s) { return s.size() == 1; }, 0.5);
+      break;
+    case ShapeForm::kSame2:
+    case ShapeForm::kBroadcast:
+      first = {small(8), random_.Pick(kDims)};
+      reused = Reuse(
+          dtype, [](const Shape& s) { return s.size() == 2; }, 0.5);
+      break;
+    case ShapeForm::kSame3:
+      first = {small(3), small(5), small(8)};
+      reused = Reuse(
+          dtype, [](const Shape& s) { return s.size() == 3; }, 0.5);
+      break;
+    case ShapeForm::kSame4:
+      first = {small(2), small(3), random_.Range(4, 9), random_.Range(4, 9)};
+      reused = Reuse(
+          dtype, [](const Shape& s) { return s.size() == 4 && s[2] >= 4 && s[3] >= 4; }, 0.5);
+      break;
+    case ShapeForm::kScalar:
+      reused = Reuse(
+          dtype, [](const Shape& s) { return s.empty(); }, 0.5);
+      break;
+    case ShapeForm::kSquare: {
+      const int64_t n = small(6);
+      first = random_.Chance(0.25) ? Shape{small(3), n, n} : Shape{n, n};
+      reused = Reuse(
+          dtype,
+          [](const Shape& s) {
+            return s.size() >= 2 && s.size() <= 3 && s[s.size() - 1] == s[s.size() - 2] &&
+                   s.back() <= 8;
+          },
+          0.5);
+      break;
+    }
+  }
+  if (!reused.empty()) first = types_.at(reused).shape;
+  const TensorType primary{dtype, first};
+  int64_t min_dim = 1 << 20;
+  for (int64_t d : first) min_dim = std::min(min_dim, d);
+  if (first.empty() || min_dim < 1) min_dim = 1;
+
+  const bool finite_only = op.family == "linalg" || op.family == "norm";
+  int tensors = 0;
+  // A tensor for a slot: the first is `primary`; index-like ones are in-range
+  // i64, masks bool, the rest `dtype` in the form's shape.
+  auto tensor = [&](absl::string_view arg_name) -> std::string {
+    const int slot = tensors++;
+    if (slot == 0 && !reused.empty()) return reused;
+    Shape s = first;
+    if (form == ShapeForm::kBroadcast && slot > 0) {
+      if (random_.Chance(0.3) && !s.empty()) s.erase(s.begin());
+      for (int64_t& d : s) {
+        if (random_.Chance(0.4)) d = 1;
+      }
+    }
+    if (IsIndexName(arg_name)) {
+      graph::Input in;
+      in.name = FreshName("x");
+      in.type = {DType::kI64, s};
+      in.payload.kind = graph::Payload::Kind::kUniform;
+      in.payload.seed = random_.Seed();
+      in.payload.a = 0;
+      in.payload.b = static_cast<double>(min_dim) - 0.51;
+      types_[in.name] = in.type;
+      program_.inputs.push_back(in);
+      return in.name;
+    }
+    const DType d = arg_name == "mask" ? DType::kBool : dtype;
+    if (slot > 0 && random_.Chance(0.3)) {
+      const std::string r = Reuse(
+          d, [&](const Shape& shape) { return shape == s; }, 1.0);
+      if (!r.empty()) return r;
+    }
+    const std::string name = NewInput({d, s}, ops::Domain::kAny);
+    // Factorizations raise on inf/nan input: keep their inputs finite.
+    if (finite_only && (graph::IsFloating(d) || graph::IsComplex(d))) {
+      program_.inputs.back().payload.kind = graph::Payload::Kind::kNormal;
+      program_.inputs.back().payload.a = 0;
+      program_.inputs.back().payload.b = 1;
+    }
+    return name;
+  };
+
+  graph::Node node;
+  node.op = op.name;
+  node.overload = op.overload;
+  bool positional = true;
+  // Tensors first: literals need the first tensor's type.
+  std::vector<std::optional<graph::Argument>> args(op.args.size());
+  for (size_t i = 0; i < op.args.size(); ++i) {
+    const GenericArg& a = op.args[i];
+    if (a.has_default) continue;
+    if (a.kind == GenericArg::Kind::kTensor) {
+      args[i] = graph::Argument{"", a.optional ? Literal::None() : Ref(tensor(a.name))};
+    } else if (a.kind == GenericArg::Kind::kTensorList && !a.optional) {
+      const std::string x = tensor(a.name), y = tensor(a.name);
+      args[i] = graph::Argument{"", Literal::List({Ref(x), Ref(y)})};
+    }
+  }
+  for (size_t i = 0; i < op.args.size(); ++i) {
+    const GenericArg& a = op.args[i];
+    if (a.has_default) {
+      // Vary the common reduction attributes now and then; otherwise the default.
+      const bool vary = (a.name == "keepdim" && a.kind == GenericArg::Kind::kBool) ||
+                        (a.name == "dim" && (a.kind == GenericArg::Kind::kInt ||
+                                             a.kind == GenericArg::Kind::kIntList));
+      if (vary && random_.Chance(0.3)) {
+        std::optional<Literal> l = GenericLiteral(op, a, primary);
+        if (l) node.args.push_back({a.name, *l});
+      }
+      positional = false;
+      continue;
+    }
+    graph::Argument arg;
+    if (args[i]) {
+      arg = *args[i];
+    } else if (a.optional) {
+      arg.value = Literal::None();
+    } else {
+      std::optional<Literal> l = GenericLiteral(op, a, primary);
+      if (!l) {
+        program_ = saved_program;
+        types_ = saved_types;
+        return false;
+      }
+      arg.value = *l;
+    }
+    if (!positional || a.kwarg_only) {
+      arg.name = a.name;
+      positional = false;
+    }
+    node.args.push_back(std::move(arg));
+  }
+  const ops::OpSpec* spec = ops::FindOp(op.Qualified());
+  absl::StatusOr<std::vector<TensorType>> out = spec != nullptr && spec->rule == Rule::kGeneric
+                                                    ? ops::InferNode(*spec, node, types_)
+                                                    : ops::InferGeneric(node, types_);
+  bool ok = out.ok() && static_cast<int>(out->size()) == op.num_returns;
+  if (ok) {
+    for (const TensorType& t : *out) ok = ok && t.Numel() <= 16 * kMaxGeneratedNumel;
+  }
+  if (!ok) {
+    program_ = saved_program;
+    types_ = saved_types;
+    return false;
+  }
+  for (const TensorType& t : *out) {
+    node.results.push_back(FreshName("v"));
+    types_[node.results.back()] = t;
+  }
+  program_.nodes.push_back(std::move(node));
+  return true;
+}
+
+bool NodeBuilder::Rebind(const ops::OpSpec& spec, graph::Node& node) {
+  if (spec.rule != Rule::kGeneric) return false;
+  const ops::GenericOp& op = *spec.generic;
+  std::vector<std::string> refs;
+  for (const graph::Argument& a : node.args) {
+    if (a.value.kind == Literal::Kind::kValue) refs.push_back(a.value.s);
+  }
+  size_t wanted = 0;
+  for (const GenericArg& a : op.args) {
+    if (a.kind == GenericArg::Kind::kTensorList && !a.has_default && !a.optional) return false;
+    wanted += a.kind == GenericArg::Kind::kTensor && !a.has_default && !a.optional;
+  }
+  if (refs.empty() || wanted != refs.size() || !types_.count(refs[0])) return false;
+  const TensorType primary = types_.at(refs[0]);
+  graph::Node next = node;
+  next.op = op.name;
+  next.overload = op.overload;
+  next.args.clear();
+  size_t used = 0;
+  bool positional = true;
+  for (const GenericArg& a : op.args) {
+    if (a.has_default) {
+      positional = false;
+      continue;
+    }
+    graph::Argument arg;
+    if (a.optional) {
+      arg.value = Literal::None();
+    } else if (a.kind == GenericArg::Kind::kTensor) {
+      arg.value = Ref(refs[used++]);
+    } else if (std::optional<Literal> l = GenericLiteral(op, a, primary)) {
+      arg.value = *l;
+    } else {
+      return false;
+    }
+    if (!positional || a.kwarg_only) {
+      arg.name = a.name;
+      positional = false;
+    }
+    next.args.push_back(std::move(arg));
+  }
+  absl::StatusOr<std::vector<TensorType>> out = ops::InferNode(spec, next, types_);
+  if (!out.ok() || out->size() != node.results.size()) return false;
+  node = std::move(next);
+  return true;
+}
+
+bool NodeBuilder::AppendGenericOp(const ops::OpSpec& spec, DType dtype) {
+  std::vector<const ops::GenericForm*> forms;
+  for (const ops::GenericForm& f : spec.generic->forms) {
+    if (f.dtype == dtype) forms.push_back(&f);
+  }
+  for (int attempt = 0; attempt < 3 && !forms.empty(); ++attempt) {
+    if (AppendGeneric(*spec.generic, dtype, random_.Pick(forms)->shape)) return true;
+  }
+  return false;
 }
 
 }  // namespace divfuzz::mutators

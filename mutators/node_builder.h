@@ -3,11 +3,13 @@
 // builder knows no op by name (NNSmith's design).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/program.h"
 #include "mutators/random.h"
+#include "ops/generic.h"
 #include "ops/infer.h"
 #include "ops/op_spec.h"
 
@@ -27,6 +29,16 @@ class NodeBuilder {
   // false, leaving the program unchanged, when no valid node could be made.
   bool Append(const ops::OpSpec& spec, graph::DType dtype);
 
+  // A node of a generic op (ops/generic.h) with the arguments synthesized from
+  // its schema in one shape form; false, leaving the program unchanged, when
+  // the Meta-device inference rejects them.
+  bool AppendGeneric(const ops::GenericOp& op, graph::DType dtype, ops::ShapeForm form);
+
+  // Rewrites `node` as a call of the generic op `spec` on the node's own
+  // tensor operands (in order) with fresh attributes; false, leaving the node
+  // unchanged, when the operand count differs or inference rejects it.
+  bool Rebind(const ops::OpSpec& spec, graph::Node& node);
+
   // Regenerates a node's non-tensor arguments (attributes) for its spec.
   void RegenerateAttributes(const ops::OpSpec& spec, graph::Node& node);
 
@@ -37,6 +49,12 @@ class NodeBuilder {
 
  private:
   std::string FreshName(const char* prefix);
+  bool AppendGenericOp(const ops::OpSpec& spec, graph::DType dtype);
+  void RegenerateGeneric(const ops::GenericOp& op, graph::Node& node);
+  // A literal for a non-tensor schema argument, given the first tensor's type;
+  // nullopt when the generator cannot make one.
+  std::optional<graph::Literal> GenericLiteral(const ops::GenericOp& op, const ops::GenericArg& a,
+                                               const graph::TensorType& primary);
   // A pool value of this dtype satisfying pred, or empty.
   template <typename Pred>
   std::string Reuse(graph::DType dtype, Pred pred, double probability);

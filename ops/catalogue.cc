@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "ops/generic.h"
 
 namespace divfuzz::ops {
 namespace {
@@ -208,6 +209,78 @@ std::vector<OpSpec> Build() {
       With(Op("aten::mode", "", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
       With(Op("aten::sort", "", Rule::kSort, kNum, "indexing"), kIndicesOutput),
       With(Op("aten::topk", "", Rule::kTopk, kNum, "indexing"), kIndicesOutput),
+      // More elementwise math and torch.special.
+      Op("aten::sinc", "", U, kFloat, "special"),
+      Op("aten::deg2rad", "", U, kFloat, "trig"),
+      Op("aten::rad2deg", "", U, kFloat, "trig"),
+      Op("aten::arcsin", "", U, kFloat, "trig", Domain::kUnit),
+      Op("aten::arctan", "", U, kFloat, "trig"),
+      Op("aten::arcsinh", "", U, kFloat, "hyperbolic"),
+      Op("aten::logit", "", U, kFloat, "exp_log", Domain::kUnit),
+      Op("aten::i0", "", U, kFloat, "special"),
+      Op("aten::special_i0e", "", U, kF32F64, "special"),
+      Op("aten::special_i1", "", U, kF32F64, "special"),
+      Op("aten::special_i1e", "", U, kF32F64, "special"),
+      Op("aten::special_ndtr", "", U, kF32F64, "special"),
+      Op("aten::special_ndtri", "", U, kF32F64, "special", Domain::kUnit),
+      Op("aten::special_log_ndtr", "", U, kF32F64, "special"),
+      Op("aten::special_erfcx", "", U, kF32F64, "special"),
+      Op("aten::special_entr", "", U, kF32F64, "special"),
+      Op("aten::special_expit", "", U, kFloat, "special"),
+      Op("aten::special_bessel_j0", "", U, kF32F64, "special"),
+      Op("aten::special_bessel_j1", "", U, kF32F64, "special"),
+      Op("aten::special_modified_bessel_i0", "", U, kF32F64, "special"),
+      Op("aten::special_modified_bessel_k0", "", U, kF32F64, "special", Domain::kPositive),
+      Op("aten::nan_to_num", "", U, kFloat, "special"),
+      Op("aten::sgn", "", U, kFloat | kSignedInt, "sign"),
+      Op("aten::negative", "", U, kFloat | kSignedInt, "sign"),
+      Op("aten::fix", "", U, kFloat, "rounding"),
+      Op("aten::bitwise_not", "", U, kInt, "bitwise"),
+      // More activations.
+      Op("aten::selu", "", U, kFloat, "activation"),
+      Op("aten::celu", "", U, kFloat, "activation"),
+      Op("aten::relu6", "", U, kFloat, "activation"),
+      Op("aten::hardtanh", "", U, kFloat, "activation"),
+      Op("aten::log_sigmoid", "", U, kFloat, "activation"),
+      Scalar("aten::softshrink", "", kFloat, "activation", 0.0, 1.0),
+      Scalar("aten::hardshrink", "", kFloat, "activation", 0.0, 1.0),
+      // More binary arithmetic, integer arithmetic and logic.
+      Op("aten::true_divide", "Tensor", Rule::kBinary, kFloat, "division"),
+      Op("aten::floor_divide", "", Rule::kBinary, kFloat, "division"),
+      Op("aten::nextafter", "", Rule::kBinary, kF32F64, "arith"),
+      Op("aten::ldexp", "Tensor", Rule::kBinary, kF32F64, "exp_log"),
+      Op("aten::igamma", "", Rule::kBinary, kF32F64, "special", Domain::kPositive),
+      Op("aten::igammac", "", Rule::kBinary, kF32F64, "special", Domain::kPositive),
+      Op("aten::special_xlog1py", "", Rule::kBinary, kF32F64, "special"),
+      Op("aten::special_zeta", "", Rule::kBinary, kF32F64, "special", Domain::kPositive),
+      Op("aten::logaddexp2", "", Rule::kBinary, kFloat, "exp_log"),
+      Op("aten::heaviside", "", Rule::kBinary, kNum, "sign"),
+      Op("aten::gcd", "", Rule::kBinary, kInt, "integer"),
+      Op("aten::lcm", "", Rule::kBinary, kInt, "integer"),
+      Op("aten::bitwise_left_shift", "Tensor", Rule::kBinary, kInt, "bitwise"),
+      Op("aten::bitwise_right_shift", "Tensor", Rule::kBinary, kInt, "bitwise"),
+      Op("aten::logical_and", "", Rule::kCompare, kNum, "compare"),
+      Op("aten::logical_or", "", Rule::kCompare, kNum, "compare"),
+      Op("aten::logical_xor", "", Rule::kCompare, kNum, "compare"),
+      // More reductions and softmax variants.
+      With(Op("aten::nansum", "", Rule::kReduceDims, kFloat, "reduction"), kCancellingReduction),
+      With(Op("aten::nanmean", "", Rule::kReduceDims, kFloat, "reduction"), kCancellingReduction),
+      Op("aten::special_logsumexp", "", Rule::kReduceDims, kFloat, "reduction"),
+      Op("aten::median", "", Rule::kReduceAll, kNum, "reduction"),
+      Op("aten::nanmedian", "", Rule::kReduceAll, kFloat, "reduction"),
+      With(Op("aten::nanmedian", "dim", Rule::kValuesIndices, kFloat, "indexing"), kIndicesOutput),
+      Op("aten::special_softmax", "", Rule::kDimwise, kFloat, "softmax"),
+      Op("aten::special_log_softmax", "", Rule::kDimwise, kFloat, "softmax"),
+      // More linear algebra.
+      With(Op("aten::pinverse", "", Rule::kSquare, kF32F64, "linalg"), kConditioned),
+      Op("aten::matrix_exp", "", Rule::kSquare, kF32F64, "linalg"),
+      With(Op("aten::cholesky_inverse", "", Rule::kSquare, kF32F64, "linalg", Domain::kSpd),
+           kConditioned),
+      Op("aten::triu", "", Rule::kSquare, kNum, "layout"),
+      Op("aten::tril", "", Rule::kSquare, kNum, "layout"),
+      With(Op("aten::linalg_cond", "", Rule::kSquareToBatch, kF32F64, "linalg"), kConditioned),
+      Op("aten::linalg_matrix_norm", "str_ord", Rule::kSquareToBatch, kF32F64, "norm"),
+      With(Op("aten::linalg_svdvals", "", Rule::kSquareToVector, kF32F64, "linalg"), kConditioned),
       // Casts (float to int out of range is undefined behaviour in C++).
       Op("aten::to", "dtype", Rule::kCast, kNum | Mask(DType::kBool), "cast"),
   };
@@ -222,7 +295,17 @@ std::string OpSpec::Qualified() const {
 }
 
 const std::vector<OpSpec>& Catalogue() {
-  static const std::vector<OpSpec>* catalogue = new std::vector<OpSpec>(Build());
+  // Curated entries first; then the generic ops the learned table keeps,
+  // unless a curated entry already covers them.
+  static const std::vector<OpSpec>* catalogue = [] {
+    auto* all = new std::vector<OpSpec>(Build());
+    std::map<std::string, bool> curated;
+    for (const OpSpec& s : *all) curated[s.Qualified()] = true;
+    for (const GenericOp& op : GenericOps()) {
+      if (!curated.count(op.Qualified())) all->push_back(GenericSpec(op));
+    }
+    return all;
+  }();
   return *catalogue;
 }
 

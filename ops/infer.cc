@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "ops/catalogue.h"
+#include "ops/generic.h"
 
 namespace divfuzz::ops {
 namespace {
@@ -249,6 +250,24 @@ const Literal* FindArg(const graph::Node& node, size_t position, absl::string_vi
 
 absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const graph::Node& node,
                                                   const TypeEnv& env) {
+  if (spec.rule == Rule::kGeneric) {
+    // The first tensor argument decides which learned dtypes apply.
+    for (const graph::Argument& a : node.args) {
+      const Literal& l =
+          a.value.kind == Literal::Kind::kList && !a.value.list.empty() ? a.value.list[0] : a.value;
+      if (l.kind != Literal::Kind::kValue) continue;
+      auto it = env.find(l.s);
+      if (it == env.end())
+        return absl::InvalidArgumentError(absl::StrCat("undefined value %", l.s));
+      if (!Has(spec.dtypes, it->second.dtype)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(spec.Qualified(), " was not learned to take ",
+                         std::string(graph::DTypeName(it->second.dtype))));
+      }
+      break;
+    }
+    return InferGeneric(node, env);
+  }
   const int arity = TensorArity(spec.rule);
   std::vector<TensorType> in;
   for (int i = 0; i < arity; ++i) {
@@ -502,6 +521,8 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
       return std::vector<TensorType>{{x.dtype, Shape(x.shape.begin(), x.shape.end() - 1)},
                                      {x.dtype, x.shape}};
     }
+    case Rule::kGeneric:
+      break;  // handled above
   }
   return absl::InternalError("unhandled rule");
 }

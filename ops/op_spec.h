@@ -45,6 +45,7 @@ enum class Rule {
   kEigh,              // [...,n,n] -> (w [...,n], V [...,n,n])
   kEig,               // [...,n,n] -> (w complex [...,n], V complex [...,n,n])
   kLu,                // [...,m,n] -> (P [...,m,m], L [...,m,k], U [...,k,n])
+  kGeneric,           // schema-driven: arguments from the schema, types from the Meta device
 };
 
 // What the oracle's expected-by-policy rules need to know about an op.
@@ -77,6 +78,8 @@ constexpr DTypeMask Mask(std::initializer_list<graph::DType> ds) {
 }
 inline bool Has(DTypeMask m, graph::DType d) { return (m & Mask(d)) != 0; }
 
+struct GenericOp;
+
 struct OpSpec {
   absl::string_view name;      // "aten::add"
   absl::string_view overload;  // "Scalar"; empty for the default overload
@@ -92,6 +95,8 @@ struct OpSpec {
   // Positions of dim and keepdim in the schema (-1: keyword-only).
   int dim_pos = 1;
   int keepdim_pos = 2;
+  // kGeneric: the schema and learned forms (ops/generic.h).
+  const GenericOp* generic = nullptr;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };
