@@ -390,7 +390,11 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
       if (i.name == a.value.s) input = &i;
     }
     if (input != nullptr) {
-      parts.push_back(absl::StrCat("`", graph::PrintType(input->type), " = ",
+      const std::string layout =
+          input->layout == graph::Layout::kContiguous
+              ? ""
+              : absl::StrCat(" layout=", std::string(graph::LayoutName(input->layout)));
+      parts.push_back(absl::StrCat("`", graph::PrintType(input->type), layout, " = ",
                                    input->payload.kind == graph::Payload::Kind::kValues
                                        ? "values(...)"
                                        : graph::PrintPayload(input->payload, input->type.dtype),
