@@ -95,21 +95,24 @@ Matrix NormalMatrix(SplitMix64& rng, int64_t rows, int64_t cols) {
   return a;
 }
 
-// rows x k with orthonormal columns: Gram-Schmidt, twice for accuracy.
+// k orthonormal vectors of length `rows`, one after the other (vector j at
+// [j * rows, (j + 1) * rows)): Gram-Schmidt of normal draws, twice for accuracy.
 Matrix Orthonormal(SplitMix64& rng, int64_t rows, int64_t k) {
-  Matrix q = NormalMatrix(rng, rows, k);
+  Matrix q = NormalMatrix(rng, k, rows);
   for (int64_t j = 0; j < k; ++j) {
+    double* qj = &q[j * rows];
     for (int pass = 0; pass < 2; ++pass) {
       for (int64_t l = 0; l < j; ++l) {
+        const double* ql = &q[l * rows];
         double dot = 0;
-        for (int64_t i = 0; i < rows; ++i) dot += q[i * k + l] * q[i * k + j];
-        for (int64_t i = 0; i < rows; ++i) q[i * k + j] -= dot * q[i * k + l];
+        for (int64_t i = 0; i < rows; ++i) dot += ql[i] * qj[i];
+        for (int64_t i = 0; i < rows; ++i) qj[i] -= dot * ql[i];
       }
     }
     double norm = 0;
-    for (int64_t i = 0; i < rows; ++i) norm += q[i * k + j] * q[i * k + j];
+    for (int64_t i = 0; i < rows; ++i) norm += qj[i] * qj[i];
     norm = std::sqrt(norm);
-    for (int64_t i = 0; i < rows; ++i) q[i * k + j] = norm > 0 ? q[i * k + j] / norm : 0;
+    for (int64_t i = 0; i < rows; ++i) qj[i] = norm > 0 ? qj[i] / norm : 0;
   }
   return q;
 }
@@ -167,11 +170,10 @@ Matrix MatrixOf(const Payload& p, DType part, SplitMix64& rng, int64_t m, int64_
         s[l] = std::pow(p.a, -static_cast<double>(l) / static_cast<double>(k - 1));
       }
       Matrix a(static_cast<size_t>(m * n), 0.0);
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double sum = 0;
-          for (int64_t l = 0; l < k; ++l) sum += u[i * k + l] * s[l] * v[j * k + l];
-          a[i * n + j] = sum;
+      for (int64_t l = 0; l < k; ++l) {
+        for (int64_t i = 0; i < m; ++i) {
+          const double ui = u[l * m + i] * s[l];
+          for (int64_t j = 0; j < n; ++j) a[i * n + j] += ui * v[l * n + j];
         }
       }
       return a;

@@ -45,8 +45,9 @@ std::vector<double> EdgeValues(DType dtype);
 //                 A single line becomes zeros.
 //  near_singular: singular, then one element of that line 1-4 ulps off.
 //  rank_deficient(rank=K): X[m,K] * Y[K,n] / sqrt(K), X and Y normal.
-//  ill_conditioned(cond=C): U * diag(s) * V^T, U and V orthonormal (Gram-Schmidt
-//                 of normal draws), s_l = C^(-l/(k-1)), k = min(m, n).
+//  ill_conditioned(cond=C): U * diag(s) * V^T, s_l = C^(-l/(k-1)), k = min(m, n);
+//                 U's then V's k columns are drawn normal, column by column, and
+//                 orthonormalized (Gram-Schmidt, twice); sums run over l in order.
 //  spd:           B * B^T / n + I, B normal (square only).
 //  scaled(decades=E): diag(r) * N * diag(c), r and c = 10^(E' (u - 1/2)),
 //                 E' = min(E, log10(max) - 1) so entries stay finite.
