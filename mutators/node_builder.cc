@@ -303,10 +303,19 @@ bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
       std::string a;
       if (domain == ops::Domain::kSpd) {
         // A A^T is symmetric positive semi-definite: cholesky's domain.
+        const size_t inputs_before = program_.inputs.size();
         const std::string base = value_or_new(
             Reuse(
                 dtype, [n](const Shape& s) { return s.size() == 2 && s[0] <= 8; }, 0.5),
             {dtype, {n, n}});
+        // A fresh square base of normal values has full rank: A A^T is then
+        // positive definite, not just semi-definite.
+        if (program_.inputs.size() > inputs_before) {
+          graph::Payload& payload = program_.inputs.back().payload;
+          payload.kind = graph::Payload::Kind::kNormal;
+          payload.a = 0;
+          payload.b = 1;
+        }
         graph::Node t{{FreshName("v")}, "aten::t", "", {{"", Ref(base)}}};
         types_[t.results[0]] = {dtype, {types_.at(base).shape[1], types_.at(base).shape[0]}};
         graph::Node mm{
