@@ -221,6 +221,21 @@ OpSpec GenericSpec(const GenericOp& op) {
   for (const GenericForm& f : op.forms) s.dtypes |= Mask(f.dtype);
   s.family = op.family;
   s.generic = &op;
+  // Policy hints where the oracle's rules hold for any op of the kind: the
+  // condition number of input 0 bounds linear algebra; sums and dot products
+  // may round in any order (their bound re-runs the op on |inputs|, so only
+  // ops that sum their inputs' terms directly qualify).
+  const absl::string_view base = absl::string_view(op.name).substr(6);
+  if (op.family == "linalg") s.hints |= kConditioned;
+  if (op.family == "matmul" || op.family == "conv") s.hints |= kTf32Sensitive;
+  if (op.family == "matmul" && !absl::StrContains(base, "outer") &&
+      !absl::StrContains(base, "addr") && !absl::StrContains(base, "ger")) {
+    s.hints |= kCancellingMatmul;
+  }
+  if ((absl::StrContains(base, "sum") || absl::StrContains(base, "mean")) &&
+      !absl::StrContains(base, "logsumexp") && !absl::StrContains(base, "logcumsumexp")) {
+    s.hints |= kCancellingReduction;
+  }
   return s;
 }
 
