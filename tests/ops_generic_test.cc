@@ -117,6 +117,27 @@ TEST(GenericOps, TakePartInGenerationAndReplacement) {
     }
   }
   EXPECT_GE(generated.size(), 50u);
+  // Replacement: a mutant with as many nodes as its parent and a generic op
+  // the parent lacks.
+  int replaced_nodes = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const graph::Program p = mutators::Generate(seed);
+    std::set<std::string> before;
+    for (const graph::Node& n : p.nodes) before.insert(n.QualifiedName());
+    for (uint64_t m = 0; m < 5; ++m) {
+      const graph::Program q = mutators::Mutate(p, seed * 131 + m);
+      if (q.nodes.size() != p.nodes.size()) continue;
+      for (const graph::Node& n : q.nodes) {
+        const ops::OpSpec* s = ops::FindOp(n.QualifiedName());
+        if (s != nullptr && s->rule == ops::Rule::kGeneric && !before.count(n.QualifiedName())) {
+          replaced.insert(n.QualifiedName());
+          ++replaced_nodes;
+        }
+      }
+    }
+  }
+  EXPECT_GE(replaced_nodes, 20);
+  EXPECT_GE(replaced.size(), 10u);
 }
 
 TEST(OpsCommand, JsonListsEveryOpWithItsFields) {
