@@ -336,8 +336,10 @@ absl::StatusOr<std::vector<graph::TensorType>> InferWith(
   } catch (const std::exception& e) {
     std::string msg = e.what();
     if (size_t nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    *no_kernel = absl::StrContains(msg, "Meta kernel registered") ||
-                 (absl::StrContains(msg, "Could not run") && absl::StrContains(msg, "'Meta'"));
+    // No Meta kernel, or a composite that routes Meta tensors to a backend
+    // hook (conv2d -> convolution_overrideable).
+    *no_kernel = absl::StrContains(msg, "Meta") || absl::StrContains(msg, "overrideable") ||
+                 absl::StrContains(msg, "not implemented");
     return absl::InvalidArgumentError(absl::StrCat(node.QualifiedName(), " rejects: ", msg));
   }
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
@@ -71,6 +72,18 @@ bool AcceptedEverywhere(const graph::Program& p, const ops::TypeEnv& types,
     if (r.nodes.empty() || r.nodes.back().error) {
       if (!r.nodes.empty()) *error = r.nodes.back().error->message;
       return false;
+    }
+    // A call whose results differ from the inferred types would poison every
+    // node after it: it counts as rejected.
+    const graph::Node& node = p.nodes.back();
+    const std::vector<at::Tensor>& outs = r.nodes.back().outputs;
+    for (size_t i = 0; i < node.results.size() && i < outs.size(); ++i) {
+      const graph::TensorType& want = types.at(node.results[i]);
+      if (!outs[i].defined() || outs[i].scalar_type() != exec::ToScalarType(want.dtype) ||
+          outs[i].sizes().vec() != want.shape) {
+        *error = "the result's type differs from the inferred one";
+        return false;
+      }
     }
   }
   return true;

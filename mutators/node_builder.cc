@@ -742,7 +742,7 @@ bool NodeBuilder::AppendGenericOp(const ops::OpSpec& spec, DType dtype) {
   for (const ops::GenericForm& f : spec.generic->forms) {
     if (f.dtype == dtype) forms.push_back(&f);
   }
-  for (int attempt = 0; attempt < 3 && !forms.empty(); ++attempt) {
+  for (int attempt = 0; attempt < 5 && !forms.empty(); ++attempt) {
     if (AppendGeneric(*spec.generic, dtype, random_.Pick(forms)->shape)) return true;
   }
   return false;
