@@ -3,6 +3,7 @@
 // (minimize/repro.h). In a findings store the index's fields are updated.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -65,14 +66,8 @@ Finding OpenFinding(std::string dir) {
   return f;
 }
 
-}  // namespace
-
-int RunRepro(const std::vector<std::string>& args) {
-  if (args.size() != 1) {
-    std::cerr << "divfuzz repro: expected one finding folder or program file (.dfz)\n";
-    return 2;
-  }
-  const std::string& arg = args[0];
+// One finding or program: 0 reproduced, 1 not, 2 failed.
+int ReproOne(const std::string& arg) {
   minimize::ReproOptions options;
   Finding finding;
   std::string program_path = arg;
@@ -134,6 +129,24 @@ int RunRepro(const std::vector<std::string>& args) {
             << (files->min_dfz.empty() ? "" : "min.dfz, ") << "repro.py, repro_cpp/, report.md}"
             << (files->reproduced ? "" : " (did not reproduce here: " + files->note + ")") << "\n";
   return files->reproduced ? 0 : 1;
+}
+
+}  // namespace
+
+int RunRepro(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << "divfuzz repro: expected finding folders or program files (.dfz)\n";
+    return 2;
+  }
+  if (args.size() > 1 && !absl::GetFlag(FLAGS_out).empty()) {
+    std::cerr << "divfuzz repro: --out takes a single finding or program\n";
+    return 2;
+  }
+  // Several in one process share libtorch's and CUDA's start-up, which costs
+  // more than reducing a typical finding.
+  int worst = 0;
+  for (const std::string& arg : args) worst = std::max(worst, ReproOne(arg));
+  return worst;
 }
 
 }  // namespace divfuzz::fuzz

@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -24,14 +26,15 @@ void ReproQueue::Poll() {
   if (pid_ > 0) {
     if (waitpid(pid_, nullptr, WNOHANG) == 0) return;
     pid_ = -1;
-    ++done_;
+    done_ += batch_size_;
   }
   auto store = store::FindingsStore::Open(findings_);
   if (!store.ok()) return;
   auto index = (*store)->Load();
   if (!index.ok()) return;
-  // The most severe bucket first: bugs get their repros before expected ones.
-  const nlohmann::json* next = nullptr;
+  // The most severe buckets first: bugs get their repros before expected
+  // ones. One process takes a batch, so libtorch and CUDA start once for it.
+  std::vector<const nlohmann::json*> pending;
   for (const nlohmann::json& e : *index) {
     const std::string id = e.value("id", "");
     const std::string cls = e.value("class", "");
@@ -39,15 +42,20 @@ void ReproQueue::Poll() {
         tried_.count(id)) {
       continue;
     }
-    if (next == nullptr || report::SeverityOrder(e.value("severity", "")) <
-                               report::SeverityOrder(next->value("severity", ""))) {
-      next = &e;
-    }
+    pending.push_back(&e);
   }
-  if (next == nullptr) return;
-  const std::string id = next->value("id", "");
-  tried_.insert(id);
-  Start(id);
+  if (pending.empty()) return;
+  std::stable_sort(pending.begin(), pending.end(), [](const auto* a, const auto* b) {
+    return report::SeverityOrder(a->value("severity", "")) <
+           report::SeverityOrder(b->value("severity", ""));
+  });
+  std::vector<std::string> batch;
+  for (const nlohmann::json* e : pending) {
+    if (batch.size() == kBatch) break;
+    batch.push_back(e->value("id", ""));
+    tried_.insert(batch.back());
+  }
+  Start(batch);
 }
 
 void ReproQueue::Finish(int seconds) {
@@ -60,8 +68,14 @@ void ReproQueue::Finish(int seconds) {
   pid_ = -1;
 }
 
-void ReproQueue::Start(const std::string& id) {
-  const std::string log = absl::StrCat(work_, "/logs/repro-", id, ".log");
+void ReproQueue::Start(const std::vector<std::string>& ids) {
+  const std::string log = absl::StrCat(work_, "/logs/repro-", batches_++, ".log");
+  std::vector<std::string> args = {
+      "divfuzz", "repro", absl::StrCat("--max_seconds=", max_seconds_),
+      absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy)),
+      absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false")};
+  for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));
+  batch_size_ = static_cast<int>(ids.size());
   pid_ = fork();
   if (pid_ != 0) return;
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the campaign, even on kill -9
@@ -70,12 +84,10 @@ void ReproQueue::Start(const std::string& id) {
     dup2(fileno(f), STDOUT_FILENO);
     dup2(fileno(f), STDERR_FILENO);
   }
-  const std::string dir = absl::StrCat(findings_, "/", id);
-  const std::string budget = absl::StrCat("--max_seconds=", max_seconds_);
-  const std::string policy = absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy));
-  const std::string tf32 = absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false");
-  execl("/proc/self/exe", "divfuzz", "repro", budget.c_str(), policy.c_str(), tf32.c_str(),
-        dir.c_str(), nullptr);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
   _exit(127);
 }
 

@@ -1,12 +1,13 @@
 // Minimizes new buckets and writes their repros while a campaign fuzzes: one
-// `divfuzz repro` process at a time beside the workers, so fuzzing never waits
-// for the reducer.
+// `divfuzz repro` process at a time (for a batch of buckets) beside the
+// workers, so fuzzing never waits for the reducer.
 #pragma once
 
 #include <sys/types.h>
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace divfuzz::fuzz {
 
@@ -25,12 +26,16 @@ class ReproQueue {
   int done() const { return done_; }
 
  private:
-  void Start(const std::string& id);
+  void Start(const std::vector<std::string>& ids);
+
+  static constexpr size_t kBatch = 8;
 
   std::string findings_, work_;
   int max_seconds_;
   pid_t pid_ = -1;
-  int done_ = 0;
+  int done_ = 0;        // buckets handed to finished jobs
+  int batch_size_ = 0;  // of the running job
+  int batches_ = 0;
   std::set<std::string> tried_;
 };
 

@@ -12,6 +12,7 @@
 #include "minimize/emit_cpp.h"
 #include "minimize/emit_python.h"
 #include "minimize/emit_report.h"
+#include "nlohmann/json.hpp"
 
 namespace divfuzz::minimize {
 namespace {
@@ -147,6 +148,21 @@ absl::Status WriteReproToStore(store::FindingsStore& store, const std::string& i
   for (const auto& [name, content, field] : outputs) {
     if (content->empty()) continue;
     if (absl::Status s = store.WriteArtifact(id, name, *content, field); !s.ok()) return s;
+  }
+  // The reducer's numbers, for campaign reports and scripts/verify_repros.py.
+  if (files.reduction.has_value()) {
+    const ReduceResult& r = *files.reduction;
+    const nlohmann::json j = {{"nodes_before", r.nodes_before},
+                              {"nodes_after", r.nodes_after},
+                              {"elements_before", r.elements_before},
+                              {"elements_after", r.elements_after},
+                              {"bytes_before", r.bytes_before},
+                              {"bytes_after", r.bytes_after},
+                              {"tests", r.tests},
+                              {"rounds", r.rounds},
+                              {"seconds", r.seconds},
+                              {"out_of_time", r.out_of_time}};
+    return store.WriteArtifact(id, "reduction.json", j.dump(1) + "\n", "reduction");
   }
   return absl::OkStatus();
 }

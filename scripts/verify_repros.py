@@ -65,7 +65,15 @@ def check_cpp(folder, prefix):
     return {"cpp_rc": rc, "cpp_build_seconds": round(dt, 1), "cpp_tail": out[-400:]}
 
 
-def reducer_numbers(work, bucket_id):
+def reducer_numbers(findings, work, bucket_id):
+    path = os.path.join(findings, bucket_id, "reduction.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            r = json.load(f)
+        return {"nodes_before": r["nodes_before"], "nodes_after": r["nodes_after"],
+                "elements_before": r["elements_before"], "elements_after": r["elements_after"],
+                "tests": r["tests"], "reduce_seconds": r["seconds"]}
+    # Older stores: the campaign's per-bucket log.
     log = os.path.join(work, "logs", "repro-%s.log" % bucket_id) if work else ""
     if not log or not os.path.exists(log):
         return {}
@@ -110,7 +118,7 @@ def main():
           (total, len(todo)), flush=True)
     prefix = "" if args.no_cpp else torch_cmake()
     rows = {e["id"]: dict(id=e["id"], tier=e.get("tier"), cls=e.get("class"),
-                          **reducer_numbers(args.work, e["id"])) for e in todo}
+                          **reducer_numbers(args.findings, args.work, e["id"])) for e in todo}
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {}
         for e in todo:
