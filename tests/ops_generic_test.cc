@@ -1,5 +1,6 @@
 // The schema-driven generic path: the learned table, the catalogue's reach,
 // and generated calls of generic ops on the real CPU kernels.
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -142,7 +143,10 @@ TEST(GenericOps, TakePartInGenerationAndReplacement) {
   EXPECT_GE(replaced.size(), 10u);
 }
 
+const std::string kTool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
+
 TEST(OpsCommand, JsonListsEveryOpWithItsFields) {
+  if (!std::filesystem::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const testing::CommandRun run =
       testing::RunShell(std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz ops --json 2>/dev/null");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -164,6 +168,7 @@ TEST(OpsCommand, JsonListsEveryOpWithItsFields) {
 }
 
 TEST(OpsCommand, ProbeReportsAcceptanceFromRealRuns) {
+  if (!std::filesystem::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string stats = testing::TempDir("ops_probe") + "/stats.json";
   const testing::CommandRun run = testing::RunShell(
       std::string(DIVFUZZ_BINARY_DIR) +
