@@ -6,11 +6,14 @@
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/linalg_svdvals.h>
+#include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_or.h>
 
 #include <cmath>
+#include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "graph/printer.h"
@@ -173,10 +176,34 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
     return std::nullopt;
   }
   const double limit = 1.0 / graph::Epsilon(dt);
-  if (!(worst > limit) && std::isfinite(worst)) return std::nullopt;
-  return RuleMatch{"ill_conditioned", absl::StrCat("condition number ", graph::FormatFloat(worst),
-                                                   " > 1/eps(", std::string(graph::DTypeName(dt)),
-                                                   ") = ", graph::FormatFloat(limit))};
+  if (worst > limit || !std::isfinite(worst)) {
+    return RuleMatch{"ill_conditioned", absl::StrCat("condition number ", graph::FormatFloat(worst),
+                                                     " > 1/eps(", std::string(graph::DTypeName(dt)),
+                                                     ") = ", graph::FormatFloat(limit))};
+  }
+  // Below 1/eps a backward-stable algorithm still loses up to about
+  // n * cond * eps of relative accuracy (log|det| loses that much absolutely):
+  // two correct results may differ by twice that.
+  if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.numel() == 0) {
+    return std::nullopt;
+  }
+  const double n = static_cast<double>(x.size(-1));
+  const double bound = 2 * n * worst * graph::Epsilon(dt);
+  const double diff = at::linalg_vector_norm(ya.sub(yb)).item<double>();
+  const double scale = at::linalg_vector_norm(yb).item<double>();
+  const bool log_scale = absl::StrContains(c.node.op, "logdet");
+  const double error = log_scale ? at::abs(ya.sub(yb)).max().item<double>()
+                                 : diff / std::max(scale, std::numeric_limits<double>::min());
+  if (!(error <= bound)) return std::nullopt;
+  return RuleMatch{
+      "ill_conditioned",
+      absl::StrCat(log_scale ? "absolute" : "normwise relative", " difference ",
+                   graph::FormatFloat(error), " <= 2 * n * cond * eps(",
+                   std::string(graph::DTypeName(dt)), ") = ", graph::FormatFloat(bound),
+                   " (n = ", static_cast<int64_t>(n), ", cond ", graph::FormatFloat(worst), ")")};
 }
 
 // Sums and dot products: any summation order is correct, and orders differ

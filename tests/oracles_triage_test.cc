@@ -232,6 +232,22 @@ TEST(ExpectedRules, IllConditionedLinearAlgebra) {
   EXPECT_NE(fine.tier, "expected");
 }
 
+TEST(ExpectedRules, ModeratelyConditionedWithinTheForwardErrorBound) {
+  // cond 1e4 < 1/eps(f32): a 1e-4 relative error is what n * cond * eps allows
+  // (about 0.005 here), a 10% error is not.
+  const std::string program =
+      "divfuzz v1\ninput %m: f32[5,5] = ill_conditioned(seed=4, cond=1e4)\n"
+      "%i = aten::linalg_inv(%m)\noutput %i\n";
+  Divergence small =
+      Planted(program, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1 + 1e-4); });
+  EXPECT_EQ(small.tier, "expected") << small.reason;
+  EXPECT_EQ(small.expected_rule, "ill_conditioned") << small.reason;
+  EXPECT_NE(small.reason.find("2 * n * cond * eps(f32)"), std::string::npos) << small.reason;
+  Divergence large =
+      Planted(program, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1.1); });
+  EXPECT_NE(large.tier, "expected") << large.reason;
+}
+
 TEST(ExpectedRules, CancellingReductionsWithinTheSummationBound) {
   // sum(1e8, 1, -1e8): 0 and 1 are both correct float32 results of some order.
   Divergence cancel = Planted(
