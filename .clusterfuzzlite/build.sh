@@ -28,7 +28,8 @@ for f in graph_fuzzer parser_fuzzer; do
   cp "$SRC_DIR/fuzz/$f.options" "$OUT/"
 done
 cp "$SRC_DIR/corpus/parser_fuzzer.dict" "$OUT/"
-(cd "$SRC_DIR/corpus/seed" && rm -f "$OUT/graph_fuzzer_seed_corpus.zip" && zip -q -j "$OUT/graph_fuzzer_seed_corpus.zip" ./*.dfz)
+rm -f "$OUT/graph_fuzzer_seed_corpus.zip"
+(cd "$SRC_DIR/corpus" && zip -q -j "$OUT/graph_fuzzer_seed_corpus.zip" seed/*.dfz families/*.dfz regressions/*.dfz)
 # The parser's seeds: its own syntax examples plus every seed program (names made unique).
 seeds=$(mktemp -d)
 for f in "$SRC_DIR"/corpus/parser/*.dfz; do cp "$f" "$seeds/parser_$(basename "$f")"; done

@@ -16,6 +16,7 @@ int RunOps(const std::vector<std::string>& args);
 int RunLocate(const std::vector<std::string>& args);
 int RunMinimize(const std::vector<std::string>& args);
 int RunRepro(const std::vector<std::string>& args);
+int RunSeeds(const std::vector<std::string>& args);
 int RunReport(const std::vector<std::string>& args);
 
 // "cpu,cuda" where CUDA is available, else "cpu,cpu-f64"; a --targets value wins.

@@ -36,6 +36,8 @@ Commands:
                       plots of exec/s and buckets over time, buckets by severity with links
                       [--findings=F (default: campaign.json's, else DIR/../findings)]
                       [--out=FILE (default DIR/report.html)] (exit 2 without stats.csv/index)
+  seeds --out=DIR     a seed corpus: --per_family=2 programs per op family, each checked to
+                      run on the CPU (corpus/families/ is written this way)
   fuzz LIBFUZZER_ARGS a raw libFuzzer worker (what campaign runs); DIVFUZZ_TARGETS,
                       DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it
 
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
   if (command == "locate") return divfuzz::fuzz::RunLocate(args);
   if (command == "minimize") return divfuzz::fuzz::RunMinimize(args);
   if (command == "repro") return divfuzz::fuzz::RunRepro(args);
+  if (command == "seeds") return divfuzz::fuzz::RunSeeds(args);
   if (command == "report") return divfuzz::fuzz::RunReport(args);
   std::cerr << "divfuzz: unknown command '" << command << "'\n\n" << kUsage << "\n";
   return 2;

@@ -29,7 +29,7 @@ ABSL_FLAG(int64_t, memory_budget_mb, 2048,
 ABSL_FLAG(std::string, plugins, "",
           "comma-separated shared libraries to load first (custom-op libraries whose "
           "TORCH_LIBRARY registrations add or replace kernels to fuzz); also DIVFUZZ_PLUGINS");
-ABSL_FLAG(std::string, corpus, "corpus/seed",
+ABSL_FLAG(std::string, corpus, "corpus/seed,corpus/families",
           "campaign: comma-separated seed corpus folders (read-only)");
 ABSL_FLAG(std::string, work, "campaign",
           "campaign: working folder (its corpus/, crashes/, logs and statistics)");
@@ -54,3 +54,4 @@ ABSL_FLAG(std::string, signature, "",
 ABSL_FLAG(std::string, passes, "",
           "minimize, repro: comma-separated reduction passes to run (default: all)");
 ABSL_FLAG(bool, minimize, true, "repro: minimize before writing the repros");
+ABSL_FLAG(int, per_family, 2, "seeds: programs to write for each op family");

@@ -30,3 +30,4 @@ ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(std::string, signature);
 ABSL_DECLARE_FLAG(std::string, passes);
 ABSL_DECLARE_FLAG(bool, minimize);
+ABSL_DECLARE_FLAG(int, per_family);

@@ -45,10 +45,12 @@ std::vector<const ops::OpSpec*> OpsFor(DType dtype) {
   return out;
 }
 
-// Appends one random op over the program's values; false when none fit.
-bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random) {
+// Appends one random op over the program's values (from `family` when it is
+// not empty); false when none fit.
+bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random,
+                    const std::string& family = "") {
   NodeBuilder builder(p, types, random);
-  for (int attempt = 0; attempt < 8; ++attempt) {
+  for (int attempt = 0; attempt < (family.empty() ? 8 : 64); ++attempt) {
     DType dtype = RandomDType(random);
     // Prefer continuing a chain: the dtype of a value already there.
     if (!types.empty() && random.Chance(0.7)) {
@@ -57,6 +59,11 @@ bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random) {
       dtype = it->second.dtype;
     }
     std::vector<const ops::OpSpec*> candidates = OpsFor(dtype);
+    if (!family.empty()) {
+      candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                      [&](const ops::OpSpec* s) { return s->family != family; }),
+                       candidates.end());
+    }
     // Curated and generic ops get half the picks each: the curated ones carry
     // value domains and policy hints, the generic ones the breadth.
     std::vector<const ops::OpSpec*> generic;
@@ -325,11 +332,13 @@ std::optional<Program> Repair(Program program) {
 
 Program Generate(uint64_t seed, const GenerateOptions& options) {
   Random random(seed);
-  for (;;) {
+  for (int tries = 0;; ++tries) {
+    // A family none of whose ops fits anything gives up with no nodes.
+    if (!options.family.empty() && tries == 50) return Program{};
     Program p;
     ops::TypeEnv types;
     const int want = static_cast<int>(random.Range(1, std::max(1, options.max_nodes)));
-    for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random);
+    for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random, options.family);
     std::optional<Program> repaired = Repair(std::move(p));
     if (repaired) return SeasonInputs(*std::move(repaired), random);
   }

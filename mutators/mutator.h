@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "graph/program.h"
 
@@ -11,8 +12,12 @@ namespace divfuzz::mutators {
 
 struct GenerateOptions {
   int max_nodes = 5;
+  // Non-empty: every op comes from this catalogue family ("linalg", "fft" ...).
+  std::string family;
 };
 
+// A valid program of up to max_nodes ops; with a family that fits nothing, a
+// program without nodes.
 graph::Program Generate(uint64_t seed, const GenerateOptions& options = {});
 
 // Drops nodes that no longer type-check (unknown op, undefined or mistyped

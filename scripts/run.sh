@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec build/fuzz/divfuzz campaign --seconds=60 --corpus=corpus/seed --findings=findings \
+exec build/fuzz/divfuzz campaign --seconds=60 --corpus=corpus/seed,corpus/families --findings=findings \
   --work=campaign "$@"

@@ -28,7 +28,7 @@ mkdir -p "$scratch/graph"
 # limits payloads reach; CI checks divfuzz, campaigns report such crashes.
 DIVFUZZ_TARGETS=cpu,cpu-f64 DIVFUZZ_FINDINGS="$scratch/findings" DIVFUZZ_QUARANTINE=aten::lcm \
   "$BUILD_DIR/fuzz/graph_fuzzer" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=30 \
-  -seed=1 -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch/graph" corpus/seed \
+  -seed=1 -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch/graph" corpus/seed corpus/families \
   >"$scratch/graph.log" 2>&1 || { tail -40 "$scratch/graph.log"; echo "graph_fuzzer failed"; exit 1; }
 grep -E 'stat::number_of_executed_units' "$scratch/graph.log"
 echo "test: all passed"
