@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "mutators/input_mutations.h"
 #include "mutators/mutator.h"
+#include "ops/catalogue.h"
 #include "ops/infer.h"
 
 namespace divfuzz::mutators {
@@ -32,6 +33,26 @@ TEST(Generate, ProgramsAreValidAndCoverManyOps) {
     for (const graph::Node& n : p.nodes) ops.insert(n.QualifiedName());
   }
   EXPECT_GE(ops.size(), 80u);
+}
+
+TEST(Generate, FamilyRestrictsEveryOp) {
+  for (const std::string family : {"linalg", "fft", "pooling", "bitwise"}) {
+    GenerateOptions options;
+    options.family = family;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      const graph::Program p = Generate(seed, options);
+      ASSERT_FALSE(p.nodes.empty()) << family;
+      EXPECT_TRUE(ops::InferProgram(p).ok()) << graph::PrintProgram(p);
+      for (const graph::Node& n : p.nodes) {
+        const ops::OpSpec* spec = ops::FindOp(n.QualifiedName());
+        ASSERT_NE(spec, nullptr) << n.QualifiedName();
+        EXPECT_EQ(std::string(spec->family), family) << n.QualifiedName();
+      }
+    }
+  }
+  GenerateOptions none;
+  none.family = "no_such_family";
+  EXPECT_TRUE(Generate(1, none).nodes.empty());
 }
 
 TEST(Mutate, MutantsAreValidChangedAndDeterministic) {
