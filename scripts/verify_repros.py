@@ -8,7 +8,11 @@ worst nodes and elements before/after, reducer time, how many repros
 reproduce) and writes the same as JSON.
 
   python3 scripts/verify_repros.py FINDINGS [--work CAMPAIGN] [--jobs 16]
-      [--json OUT.json] [--no-cpp]
+      [--json OUT.json] [--no-cpp] [--cpp-standalone] [--build DIR]
+
+The C++ repros are compiled together in one CMake project (one configure, one
+precompiled <ATen/ATen.h>, the flags of the emitted CMakeLists.txt);
+--cpp-standalone builds each with its own CMakeLists.txt instead.
 
 A repro exits 1 when the divergence reproduces, 0 when it does not, 2 when
 the program fails; crash and hang buckets are not minimized and are skipped.
@@ -65,6 +69,52 @@ def check_cpp(folder, prefix):
     return {"cpp_rc": rc, "cpp_build_seconds": round(dt, 1), "cpp_tail": out[-400:]}
 
 
+def build_together(folders, prefix, build, jobs):
+    """Builds every repro_cpp/main.cpp in one CMake project: one configure and
+    one precompiled <ATen/ATen.h> instead of one each (with the same flags as
+    the emitted CMakeLists.txt). Returns {folder: binary path or None}, log."""
+    os.makedirs(build, exist_ok=True)
+    src = os.path.join(build, "src")
+    os.makedirs(src, exist_ok=True)
+    lines = ["cmake_minimum_required(VERSION 3.18)", "project(divfuzz_repros CXX)",
+             "set(CMAKE_CXX_STANDARD 17)", "set(CMAKE_CXX_STANDARD_REQUIRED ON)",
+             "find_package(Torch REQUIRED)",
+             'set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")']
+    names = {}
+    for i, folder in enumerate(folders):
+        name = "repro_%d" % i
+        names[folder] = name
+        main = os.path.abspath(os.path.join(folder, "repro_cpp", "main.cpp"))
+        lines.append("add_executable(%s %s)" % (name, main))
+        lines.append('target_link_libraries(%s PRIVATE "${TORCH_LIBRARIES}" ${CMAKE_DL_LIBS})' %
+                     name)
+        lines.append("target_precompile_headers(%s %s)" %
+                     (name, "PRIVATE <ATen/ATen.h>" if i == 0 else "REUSE_FROM repro_0"))
+    with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    bin_dir = os.path.join(build, "bin")
+    rc, out, dt = run(["cmake", "-S", src, "-B", bin_dir, "-DCMAKE_BUILD_TYPE=Release",
+                       "-DCMAKE_PREFIX_PATH=" + prefix], timeout=600)
+    if rc == 0:
+        # -k 0: one repro that does not compile must not hide the others.
+        rc, out2, dt2 = run(["cmake", "--build", bin_dir, "-j", str(jobs), "--", "-k", "0"],
+                            timeout=3600)
+        out += out2
+        dt += dt2
+    binaries = {}
+    for folder, name in names.items():
+        path = os.path.join(bin_dir, name)
+        binaries[folder] = path if os.path.exists(path) else None
+    return binaries, out, dt
+
+
+def run_binary(folder, binary):
+    if binary is None:
+        return {"cpp_rc": "build failed"}
+    rc, out, _ = run([binary], cwd=os.path.join(folder, "repro_cpp"), timeout=300)
+    return {"cpp_rc": rc, "cpp_tail": out[-400:]}
+
+
 def reducer_numbers(findings, work, bucket_id):
     path = os.path.join(findings, bucket_id, "reduction.json")
     if os.path.exists(path):
@@ -101,6 +151,10 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--json", default="")
     ap.add_argument("--no-cpp", action="store_true")
+    ap.add_argument("--cpp-standalone", action="store_true",
+                    help="build each repro_cpp/ with its own CMakeLists.txt (slower)")
+    ap.add_argument("--build", default="", help="build folder for the C++ repros "
+                    "(default FINDINGS/../verify_build)")
     args = ap.parse_args()
     index = os.path.join(args.findings, "index.jsonl")
     if not os.path.exists(index):
@@ -119,13 +173,27 @@ def main():
     prefix = "" if args.no_cpp else torch_cmake()
     rows = {e["id"]: dict(id=e["id"], tier=e.get("tier"), cls=e.get("class"),
                           **reducer_numbers(args.findings, args.work, e["id"])) for e in todo}
+    binaries = {}
+    if not args.no_cpp and not args.cpp_standalone:
+        folders = [os.path.join(args.findings, e["id"]) for e in todo]
+        build = args.build or os.path.join(args.findings, "..", "verify_build")
+        binaries, log, seconds = build_together(folders, prefix, build, args.jobs)
+        built = sum(b is not None for b in binaries.values())
+        print("verify_repros: built %d of %d repro_cpp programs in one project in %.0f s" %
+              (built, len(folders), seconds), flush=True)
+        if built < len(folders):
+            print(log[-3000:])
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {}
         for e in todo:
             folder = os.path.join(args.findings, e["id"])
             futures[pool.submit(check_py, folder)] = e["id"]
-            if not args.no_cpp:
+            if args.no_cpp:
+                continue
+            if args.cpp_standalone:
                 futures[pool.submit(check_cpp, folder, prefix)] = e["id"]
+            else:
+                futures[pool.submit(run_binary, folder, binaries[folder])] = e["id"]
         for done, fut in enumerate(cf.as_completed(futures), 1):
             rows[futures[fut]].update(fut.result())
             if done % 20 == 0:
