@@ -22,6 +22,7 @@ import concurrent.futures as cf
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -93,11 +94,14 @@ def build_together(folders, prefix, build, jobs):
     with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     bin_dir = os.path.join(build, "bin")
+    ninja = shutil.which("ninja") is not None
     rc, out, dt = run(["cmake", "-S", src, "-B", bin_dir, "-DCMAKE_BUILD_TYPE=Release",
-                       "-DCMAKE_PREFIX_PATH=" + prefix], timeout=600)
+                       "-DCMAKE_PREFIX_PATH=" + prefix] + (["-G", "Ninja"] if ninja else []),
+                      timeout=600)
     if rc == 0:
-        # -k 0: one repro that does not compile must not hide the others.
-        rc, out2, dt2 = run(["cmake", "--build", bin_dir, "-j", str(jobs), "--", "-k", "0"],
+        # Keep going: one repro that does not compile must not hide the others.
+        keep_going = ["-k", "0"] if ninja else ["-k"]
+        rc, out2, dt2 = run(["cmake", "--build", bin_dir, "-j", str(jobs), "--"] + keep_going,
                             timeout=3600)
         out += out2
         dt += dt2
@@ -176,7 +180,7 @@ def main():
     binaries = {}
     if not args.no_cpp and not args.cpp_standalone:
         folders = [os.path.join(args.findings, e["id"]) for e in todo]
-        build = args.build or os.path.join(args.findings, "..", "verify_build")
+        build = os.path.abspath(args.build or os.path.join(args.findings, "..", "verify_build"))
         binaries, log, seconds = build_together(folders, prefix, build, args.jobs)
         built = sum(b is not None for b in binaries.values())
         print("verify_repros: built %d of %d repro_cpp programs in one project in %.0f s" %
