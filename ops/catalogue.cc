@@ -140,7 +140,7 @@ std::vector<OpSpec> Build() {
       // Reductions.
       With(Widening(Op("aten::sum", "", Rule::kReduceAll, kNum, "reduction")),
            kCancellingReduction),
-      Widening(Op("aten::prod", "", Rule::kReduceAll, kNum, "reduction")),
+      With(Widening(Op("aten::prod", "", Rule::kReduceAll, kNum, "reduction")), kProductReduction),
       With(Op("aten::mean", "", Rule::kReduceAll, kFloat, "reduction"), kCancellingReduction),
       Op("aten::max", "", Rule::kReduceAll, kNum, "reduction"),
       Op("aten::min", "", Rule::kReduceAll, kNum, "reduction"),
@@ -153,12 +153,13 @@ std::vector<OpSpec> Build() {
       Positions(Op("aten::var", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
       Positions(Op("aten::std", "correction", Rule::kReduceDims, kFloat, "reduction"), 1, -1),
       Positions(Op("aten::linalg_vector_norm", "", Rule::kReduceDims, kFloat, "norm"), 2, 3),
-      Widening(Op("aten::prod", "dim_int", Rule::kReduceOneDim, kNum, "reduction")),
+      With(Widening(Op("aten::prod", "dim_int", Rule::kReduceOneDim, kNum, "reduction")),
+           kProductReduction),
       // Softmax family and scans.
       Op("aten::softmax", "int", Rule::kDimwise, kFloat, "softmax"),
       Op("aten::log_softmax", "int", Rule::kDimwise, kFloat, "softmax"),
       With(Widening(Op("aten::cumsum", "", Rule::kDimwise, kNum, "scan")), kCancellingReduction),
-      Widening(Op("aten::cumprod", "", Rule::kDimwise, kNum, "scan")),
+      With(Widening(Op("aten::cumprod", "", Rule::kDimwise, kNum, "scan")), kProductReduction),
       Op("aten::logcumsumexp", "", Rule::kDimwise, kFloat, "scan"),
       // Matrix products.
       With(Op("aten::mm", "", Rule::kMm, kFloat, "matmul"), kCancellingMatmul | kTf32Sensitive),

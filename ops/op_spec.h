@@ -58,6 +58,8 @@ enum Hint : uint32_t {
   kCancellingMatmul = 1 << 4,     // dot products (mm, matmul, linear ...)
   kDecomposition = 1 << 5,        // factors are free up to sign/phase: compare invariants
   kTf32Sensitive = 1 << 6,        // CUDA may use TF32 / reduced-precision reductions
+  kProductReduction = 1 << 7,     // a product over dims (prod, cumprod): order decides
+                                  // intermediate over/underflow and rounding
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.

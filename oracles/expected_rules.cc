@@ -2,13 +2,20 @@
 
 #include <ATen/ops/abs.h>
 #include <ATen/ops/all.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/cumsum.h>
 #include <ATen/ops/gather.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/linalg_svdvals.h>
 #include <ATen/ops/linalg_vector_norm.h>
+#include <ATen/ops/log2.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_or.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
 
 #include <cmath>
 #include <limits>
@@ -259,6 +266,69 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
                                 "), the rounding bound of any summation order")};
 }
 
+// Products (prod, cumprod): any multiplication order is correct. Where the
+// factors above 1 multiply past the dtype's range, or those below 1 past its
+// smallest subnormal, an intermediate over- or underflows in some orders and
+// not in others; otherwise orders differ by up to about n * eps relatively.
+std::optional<RuleMatch> ProductOrder(const Context& c) {
+  if (!(c.spec.hints & ops::kProductReduction) || !graph::IsFloating(c.dtype)) {
+    return std::nullopt;
+  }
+  const bool split = c.d.cls == DivergenceClass::kClassSplit;
+  if (c.d.cls != DivergenceClass::kTolerance && !split) return std::nullopt;
+  const at::Tensor x = c.Input(0);
+  if (!x.defined() || x.numel() == 0) return std::nullopt;
+  // log2 of every factor's magnitude; zeros and non-finite factors count as 1
+  // here (a zero makes the exact product 0; nan and inf are classes of their own).
+  at::Tensor lg = at::abs(x).log2();
+  lg = at::where(at::isfinite(lg), lg, at::zeros_like(lg));
+  at::Tensor up = lg.clamp_min(0), down = lg.clamp_max(0);
+  int64_t terms = x.numel();
+  const int64_t dims = std::max<int64_t>(1, x.dim());
+  if (c.spec.rule == ops::Rule::kReduceAll) {
+    up = up.sum(), down = down.sum();
+  } else {
+    int64_t dim = IntArgOr(c.node, 1, "dim", 0);
+    dim = dim < 0 ? dim + dims : dim;
+    if (x.dim() > 0) {
+      terms = x.size(dim);
+      if (c.spec.rule == ops::Rule::kDimwise) {
+        up = up.cumsum(dim), down = down.cumsum(dim);  // every prefix is an output
+      } else {
+        const bool keepdim =
+            ops::FindArg(c.node, 2, "keepdim") != nullptr && ops::FindArg(c.node, 2, "keepdim")->b;
+        up = up.sum(dim, keepdim), down = down.sum(dim, keepdim);
+      }
+    }
+  }
+  const double top = std::log2(graph::MaxFinite(c.dtype));
+  const double bottom = std::log2(graph::DenormMin(c.dtype));
+  const at::Tensor risky = at::logical_or(up.gt(top), down.lt(bottom)).reshape(-1);
+  const int64_t element = c.d.element;
+  const bool at_element = element >= 0 && element < risky.numel() ? risky[element].item<bool>()
+                                                                  : risky.any().item<bool>();
+  if (at_element) {
+    return RuleMatch{"cancelling_reductions",
+                     absl::StrCat("the factors' magnitudes span past the range of ",
+                                  std::string(graph::DTypeName(c.dtype)),
+                                  ": partial products over- or underflow depending on the "
+                                  "order of multiplication")};
+  }
+  if (split) return std::nullopt;
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes()) return std::nullopt;
+  const double eps = graph::Epsilon(c.dtype);
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  const at::Tensor bound = yb.abs().mul(2.0 * terms * eps).add(tol.atol);
+  const at::Tensor ok =
+      at::logical_or(ya.sub(yb).abs().le(bound), at::isfinite(ya.sub(yb)).logical_not());
+  if (!at::all(ok).item<bool>()) return std::nullopt;
+  return RuleMatch{"cancelling_reductions",
+                   absl::StrCat("|A - B| <= 2 n eps |B| (n = ", terms,
+                                "), the rounding bound of any multiplication order")};
+}
+
 std::optional<RuleMatch> Tf32(const Context& c) {
   if (!c.policy.cuda_tf32 || !(c.spec.hints & ops::kTf32Sensitive)) return std::nullopt;
   if (c.a.target != exec::Target::kCuda && c.b.target != exec::Target::kCuda) return std::nullopt;
@@ -297,6 +367,7 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.cancelling_reductions) {
       if (auto m = CancellingReduction(c)) return m;
+      if (auto m = ProductOrder(c)) return m;
     }
     if (r.tf32) {
       if (auto m = Tf32(c)) return m;

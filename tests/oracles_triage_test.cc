@@ -3,6 +3,7 @@
 #include <ATen/ops/tensor.h>
 
 #include <cmath>
+#include <limits>
 
 #include "exec/executor.h"
 #include "fuzz/harness.h"
@@ -246,6 +247,38 @@ TEST(ExpectedRules, ModeratelyConditionedWithinTheForwardErrorBound) {
   Divergence large =
       Planted(program, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1.1); });
   EXPECT_NE(large.tier, "expected") << large.reason;
+}
+
+TEST(ExpectedRules, ProductsOverflowOrRoundDependingOnOrder) {
+  // 1e30 * 1e30 overflows f32 in this order; the exact product is 1.
+  Divergence order = Planted(
+      "divfuzz v1\ninput %x: f32[4] = values(1e30, 1e30, 1e-30, 1e-30)\n%p = aten::prod(%x)\n"
+      "output %p\n",
+      [](exec::NodeResult& n) {
+        // Whichever class this CPU's order gives, the other side gets the other.
+        const bool inf = std::isinf(n.outputs[0].item<float>());
+        n.outputs[0].fill_(inf ? 1.0f : std::numeric_limits<float>::infinity());
+      });
+  EXPECT_EQ(order.tier, "expected") << order.reason;
+  EXPECT_EQ(order.expected_rule, "cancelling_reductions") << order.reason;
+  EXPECT_NE(order.reason.find("order of multiplication"), std::string::npos) << order.reason;
+  // Factors near 1 cannot overflow: inf there is a bug.
+  Divergence inf = Planted(
+      "divfuzz v1\ninput %x: f32[4] = values(2, 3, 0.5, 0.25)\n%p = aten::prod(%x)\n"
+      "output %p\n",
+      [](exec::NodeResult& n) { n.outputs[0].fill_(std::numeric_limits<float>::infinity()); });
+  EXPECT_NE(inf.tier, "expected") << inf.reason;
+  // 64 factors: orders differ by up to about 64 eps relatively (5e-6 is past
+  // the f32 tolerance but within that), not by 10%.
+  const std::string scan =
+      "divfuzz v1\ninput %x: f32[64] = uniform(seed=3, low=1.5, high=2.0)\n"
+      "%c = aten::cumprod(%x, 0)\noutput %c\n";
+  Divergence rounding =
+      Planted(scan, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1 + 5e-6); });
+  EXPECT_EQ(rounding.tier, "expected") << rounding.reason;
+  Divergence wrong =
+      Planted(scan, [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1.1); });
+  EXPECT_NE(wrong.tier, "expected") << wrong.reason;
 }
 
 TEST(ExpectedRules, CancellingReductionsWithinTheSummationBound) {
