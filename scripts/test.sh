@@ -29,10 +29,17 @@ mkdir -p "$scratch/graph"
 # Fork mode with -ignore_timeouts/-ignore_ooms: a libtorch kernel that is slow
 # on some value (special_zeta, the special_*_polynomial ops on a huge degree)
 # is a campaign's hang finding, not a CI failure; a crash still fails CI.
+# libFuzzer's fork mode still exits with the timeout code (70) after an ignored
+# timeout, so success is: exit 0 or 70, and no crash-* artifact.
+rc=0
 DIVFUZZ_TARGETS=cpu,cpu-f64 DIVFUZZ_FINDINGS="$scratch/findings" DIVFUZZ_QUARANTINE=aten::lcm \
   "$BUILD_DIR/fuzz/graph_fuzzer" -fork=1 -ignore_timeouts=1 -ignore_ooms=1 \
-  -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=30 -seed=1 \
+  -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -seed=1 \
   -artifact_prefix="$scratch/" "$scratch/graph" corpus/seed corpus/families \
-  >"$scratch/graph.log" 2>&1 || { tail -40 "$scratch/graph.log"; echo "graph_fuzzer failed"; exit 1; }
+  >"$scratch/graph.log" 2>&1 || rc=$?
+if { [ "$rc" -ne 0 ] && [ "$rc" -ne 70 ]; } || compgen -G "$scratch/crash-*" >/dev/null; then
+  tail -40 "$scratch/graph.log"; echo "graph_fuzzer failed (exit $rc)"; exit 1
+fi
 grep -E '^#[0-9]+: cov' "$scratch/graph.log" | tail -1
+echo "graph_fuzzer: $(compgen -G "$scratch/timeout-*" | wc -l) slow input(s) set aside (-timeout=10)"
 echo "test: all passed"
