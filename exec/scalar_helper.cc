@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
+#include "exec/plugins.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "ops/infer.h"
@@ -190,6 +191,10 @@ bool Deserialize(const std::string& bytes, RunResult* r) {
 // --- the helper side -----------------------------------------------------
 
 [[noreturn]] void Serve(int fd) {
+  // The parent's plugins replace kernels: the scalar side must run them too.
+  if (const char* plugins = std::getenv("DIVFUZZ_PLUGINS"); plugins != nullptr) {
+    (void)LoadPlugins(plugins);
+  }
   std::string request;
   while (ReadFrame(fd, &request)) {
     RunResult result;

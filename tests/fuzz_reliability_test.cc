@@ -168,6 +168,20 @@ TEST(CampaignReliability, MissingPluginIsAClearError) {
       << r.output;
 }
 
+TEST(CampaignReliability, PluginKernelsRunInTheScalarHelperToo) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("scalar");
+  WriteFile(dir + "/throw.dfz", UnaryProgram("aten::rsqrt"));
+  const testing::CommandRun r =
+      testing::RunShell(kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+                        " replay --targets=cpu,cpu-scalar " + dir + "/throw.dfz");
+  EXPECT_NE(r.output.find("    cpu: error (raised): divfuzz faulty plugin"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("    cpu-scalar: error (raised): divfuzz faulty plugin"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(CampaignResume, ResumeOfAFolderWithoutACampaignIsAClearError) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("empty");
