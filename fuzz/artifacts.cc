@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -51,10 +52,28 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
     execl("/proc/self/exe", "divfuzz", "locate", targets.c_str(), artifact.c_str(), nullptr);
     _exit(127);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(c.timeout_seconds);
+  // A hang is one node running past the timeout: the clock restarts at every
+  // "RUN" line locate prints, and process start-up (loading libtorch, which
+  // takes seconds on a loaded machine) gets a minute of its own.
+  using Clock = std::chrono::steady_clock;
+  auto since = Clock::now();
+  auto allowed = std::chrono::seconds(60);
+  std::uintmax_t seen_size = 0;
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(out, ec);
+    if (!ec && size != seen_size) {
+      seen_size = size;
+      std::ifstream log(out);
+      const std::string text((std::istreambuf_iterator<char>(log)),
+                             std::istreambuf_iterator<char>());
+      if (absl::StrContains(text, "RUN ")) {
+        since = Clock::now();
+        allowed = std::chrono::seconds(c.timeout_seconds);
+      }
+    }
+    if (Clock::now() - since > allowed) {
       r.hung = true;
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
