@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -56,6 +57,11 @@ struct Harness::State {
   int64_t moved_by_rules = 0;  // roots a side was blamed for that a policy rule explains
   int64_t quarantined = 0;     // programs skipped for a quarantined op
   int64_t over_budget = 0;     // programs skipped for their memory footprint
+  // Signatures already in the store: their repeat hits are counted here and
+  // added to the index every few seconds in one rewrite (and before exit),
+  // since rewriting it for each hit cost more than running the program.
+  std::set<std::string> known;
+  std::map<std::string, int64_t> pending_hits;
 
   nlohmann::json Json() const {
     return {{"executions", executions},         {"parsed", parsed},
@@ -131,7 +137,16 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
   state_->store = *std::move(s);
 }
 
+void Harness::FlushHits() {
+  if (state_->pending_hits.empty()) return;
+  if (absl::Status s = state_->store->AddHits(state_->pending_hits); !s.ok()) {
+    std::cerr << "divfuzz: adding hits to the findings store failed: " << s.message() << "\n";
+  }
+  state_->pending_hits.clear();
+}
+
 Harness::~Harness() {
+  FlushHits();
   if (config_.stats_path.empty()) return;
   const nlohmann::json j = state_->Json();
   (void)store::WriteFileAtomically(config_.stats_path, j.dump());
@@ -174,8 +189,13 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     BumpCounter(d->op, d->dtype, absl::StrCat(oracles::ClassName(d->cls), "|x2^", SizeBucket(*d)));
     ++state_->roots_by_tier[d->tier];
     if (d->tier == "expected" && d->wrong_side != "undecided") ++state_->moved_by_rules;
+    const std::string signature = oracles::Signature(*d);
+    if (state_->known.count(signature)) {
+      ++state_->pending_hits[signature];
+      continue;
+    }
     store::FindingHit hit;
-    hit.signature = oracles::Signature(*d);
+    hit.signature = signature;
     hit.root_op = d->op;
     hit.dtype = d->dtype;
     hit.divergence_class = std::string(oracles::ClassName(d->cls));
@@ -205,6 +225,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
       std::cerr << "divfuzz: recording a finding failed: " << r.status().message() << "\n";
       continue;
     }
+    state_->known.insert(signature);
     if (!r->is_new) continue;
     ++outcome.new_findings;
     ++state_->new_findings;
@@ -235,12 +256,16 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     hit.signature = "cuda_fatal||crash";
     hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
     (void)state_->store->Record(hit, text);
+    FlushHits();
     std::cerr << "divfuzz: CUDA fault; aborting so the supervisor restarts the worker\n";
     std::abort();
   }
   auto now = std::chrono::steady_clock::now();
-  if (!config_.stats_path.empty() && now - state_->last_stats > std::chrono::seconds(2)) {
+  if (now - state_->last_stats > std::chrono::seconds(2)) {
     state_->last_stats = now;
+    FlushHits();
+  }
+  if (!config_.stats_path.empty() && state_->last_stats == now) {
     const nlohmann::json j = state_->Json();
     (void)store::WriteFileAtomically(config_.stats_path, j.dump());
   }
@@ -257,8 +282,11 @@ exec::RunResult Harness::RunSide(const graph::Program& program, const ops::TypeE
 void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv& types,
                                const exec::RunResult& ra, const exec::RunResult& rb,
                                oracles::Verdict& verdict) {
-  auto candidate = [](const oracles::Divergence& d) {
-    return d.root && d.node_index >= 0 && d.tier != "expected" && d.tier != "dtype_gap";
+  // A bucket already in the store had its first program checked; reruns for
+  // its repeat hits would double their cost.
+  auto candidate = [&](const oracles::Divergence& d) {
+    return d.root && d.node_index >= 0 && d.tier != "expected" && d.tier != "dtype_gap" &&
+           !state_->known.count(oracles::Signature(d));
   };
   bool needed = false;
   for (const oracles::Divergence& d : verdict.divergences) needed = needed || candidate(d);

@@ -67,6 +67,9 @@ class Harness {
   size_t CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size, uint8_t* out,
                    size_t max_out_size, unsigned seed);
   const HarnessConfig& config() const { return config_; }
+  // Repeat hits of buckets already in the store are batched: they reach the
+  // index's counts every 2 s, here, and when the harness is destroyed.
+  void FlushHits();
 
  private:
   exec::RunResult RunSide(const graph::Program& program, const ops::TypeEnv& types, int side);

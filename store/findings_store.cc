@@ -293,6 +293,25 @@ std::string FindingsStore::NowUtc() {
   return buf;
 }
 
+absl::Status FindingsStore::AddHits(const std::map<std::string, int64_t>& hits_by_signature) {
+  if (hits_by_signature.empty()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
+  if (!lines.ok()) return lines.status();
+  const std::string now = NowUtc();
+  bool changed = false;
+  for (IndexLine& line : *lines) {
+    if (!line.ok) continue;
+    auto it = hits_by_signature.find(line.entry["signature"].get<std::string>());
+    if (it == hits_by_signature.end() || it->second <= 0) continue;
+    line.entry["count"] = line.entry.value("count", int64_t{0}) + it->second;
+    line.entry["last_seen"] = now;
+    changed = true;
+  }
+  return changed ? RewriteIndex(dir_, *lines) : absl::OkStatus();
+}
+
 absl::StatusOr<RecordResult> FindingsStore::Record(const FindingHit& hit,
                                                    std::string_view program_text) {
   if (hit.signature.empty()) return absl::InvalidArgumentError("finding without a signature");

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -53,6 +54,12 @@ class FindingsStore {
   // and first program are kept). Corrupt index lines are skipped (and moved to
   // index.jsonl.corrupt) so they never cost the other entries.
   absl::StatusOr<RecordResult> Record(const FindingHit& hit, std::string_view program_text);
+
+  // Adds hits to known buckets in one locked rewrite of the index: counts
+  // (signature -> hits) and last_seen. Signatures not in the index are
+  // ignored. How a fuzzer batches repeat hits instead of rewriting the index
+  // for each.
+  absl::Status AddHits(const std::map<std::string, int64_t>& hits_by_signature);
 
   // Writes <id>/<relative_path> atomically (creating subfolders) and, when
   // index_field is not empty, sets that index field to "<id>/<relative_path>".

@@ -55,6 +55,7 @@ TEST(Attribution, FaultySeedBugIsBlamedOnTheRightSideAndBucketedOnce) {
     found += o.new_findings;
   }
   EXPECT_EQ(found, 1);
+  harness.FlushHits();  // repeat hits are batched
   auto store = store::FindingsStore::Open(dir);
   auto index = (*store)->Load();
   ASSERT_EQ(index->size(), 1u);

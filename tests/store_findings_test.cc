@@ -165,6 +165,23 @@ TEST(FindingsStore, ArtifactsAreWrittenAndIndexed) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(FindingsStore, AddHitsUpdatesKnownBucketsInOneRewrite) {
+  std::string dir = MakeTempDir();
+  auto store = FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  auto a = (*store)->Record(Hit("aten::logdet", "class_split"), "program a\n");
+  auto b = (*store)->Record(Hit("aten::add.Tensor", "tolerance"), "program b\n");
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string sig_a = Hit("aten::logdet", "class_split").signature;
+  ASSERT_TRUE((*store)->AddHits({{sig_a, 41}, {"never|seen|before|x", 7}}).ok());
+  auto entries = (*store)->Load();
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 2u);  // unknown signatures are not invented
+  EXPECT_EQ((*entries)[0]["count"], 42);
+  EXPECT_EQ((*entries)[1]["count"], 1);
+  ExpectConsistent(dir);
+}
+
 TEST(FindingsStore, CorruptLineIsReportedAndDoesNotLoseOthers) {
   std::string dir = MakeTempDir();
   auto store = FindingsStore::Open(dir);
