@@ -1,5 +1,7 @@
 #include "fuzz/campaign_state.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -123,6 +125,25 @@ nlohmann::json SumWorkerStats(const std::string& work) {
     }
   }
   return total;
+}
+
+std::vector<int64_t> ExecutionsPerWorker(const std::string& work, int workers) {
+  std::vector<int64_t> per(std::max(0, workers), 0);
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(fs::path(work) / "logs", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int slot = -1, generation = -1;
+    if (std::sscanf(name.c_str(), "stats-%d-%d.json", &slot, &generation) != 2 || slot < 0 ||
+        slot >= workers) {
+      continue;
+    }
+    absl::StatusOr<nlohmann::json> j = ReadJsonFile(it->path().string());
+    if (j.ok() && (*j).contains("executions") && (*j)["executions"].is_number_integer()) {
+      per[slot] += (*j)["executions"].get<int64_t>();
+    }
+  }
+  return per;
 }
 
 absl::Status SaveConfig(const std::string& work, const CampaignConfig& config) {

@@ -57,6 +57,10 @@ struct CampaignState {
 // executions, roots_by_tier, moved_by_rules, quarantined, over_budget.
 nlohmann::json SumWorkerStats(const std::string& work);
 
+// Executions per worker slot (stats-W-G.json summed over generations G),
+// indexed by W.
+std::vector<int64_t> ExecutionsPerWorker(const std::string& work, int workers);
+
 absl::Status SaveConfig(const std::string& work, const CampaignConfig& config);
 absl::StatusOr<CampaignConfig> LoadConfig(const std::string& work);
 absl::Status SaveState(const std::string& work, const CampaignState& state);

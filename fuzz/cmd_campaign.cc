@@ -19,6 +19,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
@@ -248,6 +249,16 @@ class Supervisor {
     }
     WriteHtmlReport();
     const nlohmann::json totals = SumWorkerStats(work_);
+    if (config_.workers > 1 && state_.elapsed_seconds > 0) {
+      std::cout << "divfuzz campaign: exec/s per worker:";
+      const std::vector<int64_t> per = ExecutionsPerWorker(work_, config_.workers);
+      for (size_t i = 0; i < per.size(); ++i) {
+        std::cout << absl::StrFormat(" %d%s=%.1f", i,
+                                     i < config_.gpus.size() ? "@gpu" + config_.gpus[i] : "",
+                                     per[i] / state_.elapsed_seconds);
+      }
+      std::cout << "\n";
+    }
     PrintSummary(config_.findings, totals.value("executions", int64_t{0}), state_.elapsed_seconds,
                  state_.restarts, totals);
     return 0;
