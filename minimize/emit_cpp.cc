@@ -217,30 +217,13 @@ std::string ErrorProgram(const std::string& title, const std::string& message) {
 CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
   CppRepro out;
   out.cmake_lists = kCMakeLists;
-  int node_index = spec.node_index;
-  if (node_index < 0) {
-    node_index = static_cast<int>(program.nodes.size()) - 1;
-    if (!program.outputs.empty()) {
-      for (size_t i = 0; i < program.nodes.size(); ++i) {
-        for (const std::string& r : program.nodes[i].results) {
-          if (r == program.outputs[0]) node_index = static_cast<int>(i);
-        }
-      }
-    }
-  }
-  if (node_index < 0 || node_index >= static_cast<int>(program.nodes.size())) {
-    out.main_cpp =
-        ErrorProgram(spec.title, absl::StrCat("the repro names node ", spec.node_index,
-                                              " of a program of ", program.nodes.size(), " nodes"));
+  std::string spec_error;
+  const int node_index = ResolveNode(program, spec, &spec_error);
+  if (!spec_error.empty()) {
+    out.main_cpp = ErrorProgram(spec.title, spec_error);
     return out;
   }
   const graph::Node& target = program.nodes[node_index];
-  if (spec.output_index < 0 || spec.output_index >= static_cast<int>(target.results.size())) {
-    out.main_cpp = ErrorProgram(
-        spec.title, absl::StrCat("the repro names result ", spec.output_index, " of node ",
-                                 node_index, ", which has ", target.results.size()));
-    return out;
-  }
   const std::string& value = target.results[spec.output_index];
   const std::string where = absl::StrCat("%", value, ", result ", spec.output_index, " of node ",
                                          node_index, " (", target.QualifiedName(), ")");

@@ -406,8 +406,8 @@ std::string Invariants(const graph::Node& node) {
   return name.empty() ? "None" : absl::StrCat("'", name, "'");
 }
 
-// The diverging node's index (spec.node_index, or the node defining the first
-// output, or the last node), or an error message.
+}  // namespace
+
 int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::string* error) {
   int node_index = spec.node_index;
   if (node_index < 0) {
@@ -430,8 +430,6 @@ int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::strin
   }
   return node_index;
 }
-
-}  // namespace
 
 std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   std::string spec_error;

@@ -33,6 +33,11 @@ struct ReproSpec {
   std::string seen;
 };
 
+// The diverging node's index (spec.node_index, or the node defining the first
+// output, or the last node). When the spec names no node or result of the
+// program, *error says so (both emitters turn it into a program that exits 2).
+int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::string* error);
+
 // The script's text. Never fails: a spec that names no node of the program
 // yields a script that says so and exits 2.
 std::string EmitPython(const graph::Program& program, const ReproSpec& spec);
