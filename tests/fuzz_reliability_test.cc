@@ -24,15 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kTool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
 
-void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string UnaryProgram(const std::string& op) {
   return "divfuzz v1\ninput %x: f32[8] = uniform(seed=3, low=0.5, high=2)\n%y = " + op +
          "(%x)\noutput %y\n";
@@ -65,21 +56,23 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
   const std::string dir = testing::TempDir("faulty");
   const std::string seeds = dir + "/seeds";
   fs::create_directories(seeds);
-  WriteFile(seeds + "/segfault.dfz", UnaryProgram("aten::expm1"));
-  WriteFile(seeds + "/abort.dfz", UnaryProgram("aten::log1p"));
-  WriteFile(seeds + "/hang.dfz", UnaryProgram("aten::exp2"));
-  WriteFile(seeds + "/throw.dfz", UnaryProgram("aten::rsqrt"));
+  testing::WriteTextFile(seeds + "/segfault.dfz", UnaryProgram("aten::expm1"));
+  testing::WriteTextFile(seeds + "/abort.dfz", UnaryProgram("aten::log1p"));
+  testing::WriteTextFile(seeds + "/hang.dfz", UnaryProgram("aten::exp2"));
+  testing::WriteTextFile(seeds + "/throw.dfz", UnaryProgram("aten::rsqrt"));
   // Inputs a campaign must survive without a finding.
-  WriteFile(seeds + "/corrupt.dfz", std::string("\x00\xff\x13garbage\n\x01", 14));
+  testing::WriteTextFile(seeds + "/corrupt.dfz", std::string("\x00\xff\x13garbage\n\x01", 14));
   const std::string good = UnaryProgram("aten::exp");
-  WriteFile(seeds + "/truncated.dfz", good.substr(0, good.size() / 2));
-  WriteFile(seeds + "/unknown_op.dfz", UnaryProgram("aten::no_such_op"));
-  WriteFile(seeds + "/absurd_shape.dfz",
-            "divfuzz v1\ninput %x: f32[100000,100000] = fill(1)\n%y = aten::exp(%x)\noutput %y\n");
+  testing::WriteTextFile(seeds + "/truncated.dfz", good.substr(0, good.size() / 2));
+  testing::WriteTextFile(seeds + "/unknown_op.dfz", UnaryProgram("aten::no_such_op"));
+  testing::WriteTextFile(
+      seeds + "/absurd_shape.dfz",
+      "divfuzz v1\ninput %x: f32[100000,100000] = fill(1)\n%y = aten::exp(%x)\noutput %y\n");
   // Small inputs, huge intermediate: only the memory budget catches it.
-  WriteFile(seeds + "/over_budget.dfz",
-            "divfuzz v1\ninput %a: f32[3000,1] = fill(1)\ninput %b: f32[1,3000] = fill(2)\n"
-            "%c = aten::mm(%a, %b)\noutput %c\n");
+  testing::WriteTextFile(
+      seeds + "/over_budget.dfz",
+      "divfuzz v1\ninput %a: f32[3000,1] = fill(1)\ninput %b: f32[1,3000] = fill(2)\n"
+      "%c = aten::mm(%a, %b)\noutput %c\n");
 
   const testing::CommandRun run = testing::RunShell(
       "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
@@ -128,13 +121,15 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
   EXPECT_NE(out.find("worker 0 died: an input crashed it"), std::string::npos) << out;
   EXPECT_NE(out.find("worker 0 died: an input ran past --timeout"), std::string::npos) << out;
   EXPECT_NE(out.find("aten::exp2 hangs reproducibly"), std::string::npos) << out;
-  const nlohmann::json state = nlohmann::json::parse(ReadFile(dir + "/campaign/state.json"));
+  const nlohmann::json state =
+      nlohmann::json::parse(testing::ReadTextFile(dir + "/campaign/state.json"));
   EXPECT_GE(state["restarts"].get<int>(), 3) << out;
   int64_t executions = 0, over_budget = 0, quarantined = 0;
   for (const auto& entry : fs::directory_iterator(dir + "/campaign/logs")) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("stats-", 0) != 0) continue;
-    const nlohmann::json s = nlohmann::json::parse(ReadFile(entry.path().string()), nullptr, false);
+    const nlohmann::json s =
+        nlohmann::json::parse(testing::ReadTextFile(entry.path().string()), nullptr, false);
     if (!s.is_object()) continue;
     executions += s.value("executions", int64_t{0});
     over_budget += s.value("over_budget", int64_t{0});
@@ -171,7 +166,7 @@ TEST(CampaignReliability, MissingPluginIsAClearError) {
 TEST(CampaignReliability, PluginKernelsRunInTheScalarHelperToo) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("scalar");
-  WriteFile(dir + "/throw.dfz", UnaryProgram("aten::rsqrt"));
+  testing::WriteTextFile(dir + "/throw.dfz", UnaryProgram("aten::rsqrt"));
   const testing::CommandRun r =
       testing::RunShell(kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
                         " replay --targets=cpu,cpu-scalar " + dir + "/throw.dfz");
@@ -207,7 +202,7 @@ Snapshot Take(const std::string& work, const std::string& findings) {
     EXPECT_TRUE(fs::exists(findings + "/" + id + "/program.dfz")) << id;
   }
   const nlohmann::json state =
-      nlohmann::json::parse(ReadFile(work + "/state.json"), nullptr, false);
+      nlohmann::json::parse(testing::ReadTextFile(work + "/state.json"), nullptr, false);
   if (state.is_object()) s.elapsed = state.value("elapsed_seconds", 0.0);
   return s;
 }

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/findings_store.h"
+#include "tests/test_util.h"
 
 namespace divfuzz::store {
 namespace {
@@ -24,13 +25,6 @@ std::string MakeTempDir() {
   char* made = ::mkdtemp(tmpl.data());
   EXPECT_NE(made, nullptr);
   return tmpl + "/findings";  // Open must create it
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 FindingHit Hit(const std::string& op, const std::string& cls) {
@@ -95,7 +89,7 @@ TEST(FindingsStore, SameSignatureIsOneBucket) {
   EXPECT_TRUE(std::regex_match(e["first_seen"].get<std::string>(), iso)) << e["first_seen"];
   EXPECT_TRUE(std::regex_match(e["last_seen"].get<std::string>(), iso)) << e["last_seen"];
   // The first program is kept.
-  EXPECT_EQ(ReadFile(dir + "/" + first_id + "/program.dfz"), "divfuzz v1\n# run 1\n");
+  EXPECT_EQ(testing::ReadTextFile(dir + "/" + first_id + "/program.dfz"), "divfuzz v1\n# run 1\n");
   int folders = 0;
   for (const auto& entry : fs::directory_iterator(dir)) folders += entry.is_directory();
   EXPECT_EQ(folders, 1);
@@ -126,8 +120,8 @@ TEST(FindingsStore, TwoSignaturesTwoEntries) {
   EXPECT_FALSE(a2->is_new);
   EXPECT_NE(a->id, b->id);
   EXPECT_EQ(a2->id, a->id);
-  EXPECT_EQ(ReadFile(dir + "/" + a->id + "/program.dfz"), "program a\n");
-  EXPECT_EQ(ReadFile(dir + "/" + b->id + "/program.dfz"), "program b\n");
+  EXPECT_EQ(testing::ReadTextFile(dir + "/" + a->id + "/program.dfz"), "program a\n");
+  EXPECT_EQ(testing::ReadTextFile(dir + "/" + b->id + "/program.dfz"), "program b\n");
   auto entries = (*store)->Load();
   ASSERT_TRUE(entries.ok()) << entries.status();
   ASSERT_EQ(entries->size(), 2u);
@@ -147,8 +141,8 @@ TEST(FindingsStore, ArtifactsAreWrittenAndIndexed) {
   ASSERT_TRUE(
       (*store)->WriteArtifact(r->id, "repro_cpp/main.cpp", "int main(){}\n", "repro_cpp").ok());
   ExpectConsistent(dir);
-  EXPECT_EQ(ReadFile(dir + "/" + r->id + "/repro.py"), "print(1)\n");
-  EXPECT_EQ(ReadFile(dir + "/" + r->id + "/repro_cpp/CMakeLists.txt"), "project(x)\n");
+  EXPECT_EQ(testing::ReadTextFile(dir + "/" + r->id + "/repro.py"), "print(1)\n");
+  EXPECT_EQ(testing::ReadTextFile(dir + "/" + r->id + "/repro_cpp/CMakeLists.txt"), "project(x)\n");
   auto entries = (*store)->Load();
   ASSERT_TRUE(entries.ok());
   EXPECT_EQ((*entries)[0]["repro_py"], r->id + "/repro.py");
@@ -190,7 +184,7 @@ TEST(FindingsStore, CorruptLineIsReportedAndDoesNotLoseOthers) {
   auto b = (*store)->Record(Hit("aten::add.Tensor", "tolerance"), "b\n");
   ASSERT_TRUE(a.ok() && b.ok());
   // Corrupt the index: a torn line between the two entries.
-  std::string index = ReadFile(dir + "/index.jsonl");
+  std::string index = testing::ReadTextFile(dir + "/index.jsonl");
   size_t nl = index.find('\n');
   index.insert(nl + 1, "{\"id\": \"torn\", \"sig\n");
   {
@@ -214,7 +208,7 @@ TEST(FindingsStore, CorruptLineIsReportedAndDoesNotLoseOthers) {
   EXPECT_EQ((*loaded)[1]["id"], b->id);
   EXPECT_EQ((*loaded)[2]["id"], c->id);
   // The bad line is set aside, not destroyed.
-  EXPECT_THAT(ReadFile(dir + "/index.jsonl.corrupt"), HasSubstr("\"torn\""));
+  EXPECT_THAT(testing::ReadTextFile(dir + "/index.jsonl.corrupt"), HasSubstr("\"torn\""));
   ExpectConsistent(dir);
 }
 

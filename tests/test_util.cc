@@ -4,9 +4,24 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace divfuzz::testing {
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  EXPECT_TRUE(out.good()) << path;
+}
 
 std::string TempDir(const std::string& name) {
   // mkdtemp rather than std::filesystem::remove_all: libtorch.so exports its

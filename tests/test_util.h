@@ -21,6 +21,11 @@ inline ops::TypeEnv MustInfer(const graph::Program& p) {
   return t.ok() ? *t : ops::TypeEnv{};
 }
 
+// A whole file's bytes ("" when it cannot be read), and a write of one
+// (a failed write fails the test).
+std::string ReadTextFile(const std::string& path);
+void WriteTextFile(const std::string& path, const std::string& text);
+
 // A fresh empty folder under the test's temporary directory.
 std::string TempDir(const std::string& name);
 
