@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "store/findings_store.h"
 
@@ -97,52 +96,59 @@ CampaignState CampaignState::FromJson(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+
+// Calls f(slot, stats) for every readable logs/stats-<slot>-<generation>.json;
+// a worker killed before its first write has none.
+template <typename F>
+void ForEachWorkerStats(const std::string& work, const F& f) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(fs::path(work) / "logs", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    int slot = -1, generation = -1;
+    if (std::sscanf(it->path().filename().string().c_str(), "stats-%d-%d.json", &slot,
+                    &generation) != 2) {
+      continue;
+    }
+    absl::StatusOr<nlohmann::json> j = ReadJsonFile(it->path().string());
+    if (j.ok()) f(slot, *j);
+  }
+}
+
+}  // namespace
+
 nlohmann::json SumWorkerStats(const std::string& work) {
   nlohmann::json total = {{"executions", 0},
                           {"roots_by_tier", nlohmann::json::object()},
                           {"moved_by_rules", 0},
                           {"quarantined", 0},
                           {"over_budget", 0}};
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(fs::path(work) / "logs", ec);
-       !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!absl::StartsWith(name, "stats-") || !absl::EndsWith(name, ".json")) continue;
-    absl::StatusOr<nlohmann::json> j = ReadJsonFile(it->path().string());
-    if (!j.ok()) continue;  // a worker killed before its first write
+  ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key : {"executions", "moved_by_rules", "quarantined", "over_budget"}) {
-      if ((*j).contains(key) && (*j)[key].is_number_integer()) {
-        total[key] = total[key].get<int64_t>() + (*j)[key].get<int64_t>();
+      if (j.contains(key) && j[key].is_number_integer()) {
+        total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();
       }
     }
-    if ((*j).contains("roots_by_tier") && (*j)["roots_by_tier"].is_object()) {
-      for (const auto& [tier, n] : (*j)["roots_by_tier"].items()) {
+    if (j.contains("roots_by_tier") && j["roots_by_tier"].is_object()) {
+      for (const auto& [tier, n] : j["roots_by_tier"].items()) {
         if (n.is_number_integer()) {
           total["roots_by_tier"][tier] =
               total["roots_by_tier"].value(tier, int64_t{0}) + n.get<int64_t>();
         }
       }
     }
-  }
+  });
   return total;
 }
 
 std::vector<int64_t> ExecutionsPerWorker(const std::string& work, int workers) {
   std::vector<int64_t> per(std::max(0, workers), 0);
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(fs::path(work) / "logs", ec);
-       !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    int slot = -1, generation = -1;
-    if (std::sscanf(name.c_str(), "stats-%d-%d.json", &slot, &generation) != 2 || slot < 0 ||
-        slot >= workers) {
-      continue;
+  ForEachWorkerStats(work, [&](int slot, const nlohmann::json& j) {
+    if (slot >= 0 && slot < workers && j.contains("executions") &&
+        j["executions"].is_number_integer()) {
+      per[slot] += j["executions"].get<int64_t>();
     }
-    absl::StatusOr<nlohmann::json> j = ReadJsonFile(it->path().string());
-    if (j.ok() && (*j).contains("executions") && (*j)["executions"].is_number_integer()) {
-      per[slot] += (*j)["executions"].get<int64_t>();
-    }
-  }
+  });
   return per;
 }
 

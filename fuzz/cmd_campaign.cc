@@ -131,7 +131,7 @@ void SetAsidePreviousCampaign(const std::string& work) {
             << "its statistics moved to " << aside << "/\n";
 }
 
-absl::StatusOr<CampaignConfig> ConfigFromFlags(const std::string& work) {
+absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   CampaignConfig c;
   const int64_t budget = int64_t{absl::GetFlag(FLAGS_hours)} * 3600 +
                          int64_t{absl::GetFlag(FLAGS_minutes)} * 60 + absl::GetFlag(FLAGS_seconds);
@@ -187,7 +187,6 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags(const std::string& work) {
   c.seed = absl::GetFlag(FLAGS_seed);
   if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;
   c.started = UtcNow();
-  (void)work;
   return c;
 }
 
@@ -429,7 +428,7 @@ int RunCampaign(const std::vector<std::string>& args) {
     std::error_code ec;
     fs::create_directories(work, ec);
     SetAsidePreviousCampaign(work);
-    absl::StatusOr<CampaignConfig> c = ConfigFromFlags(work);
+    absl::StatusOr<CampaignConfig> c = ConfigFromFlags();
     if (!c.ok()) {
       std::cerr << "divfuzz campaign: " << c.status().message() << "\n";
       return 2;

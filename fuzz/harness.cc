@@ -264,10 +264,9 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   if (now - state_->last_stats > std::chrono::seconds(2)) {
     state_->last_stats = now;
     FlushHits();
-  }
-  if (!config_.stats_path.empty() && state_->last_stats == now) {
-    const nlohmann::json j = state_->Json();
-    (void)store::WriteFileAtomically(config_.stats_path, j.dump());
+    if (!config_.stats_path.empty()) {
+      (void)store::WriteFileAtomically(config_.stats_path, state_->Json().dump());
+    }
   }
   return outcome;
 }
