@@ -28,6 +28,11 @@ void ReproQueue::Poll() {
     pid_ = -1;
     done_ += batch_size_;
   }
+  // The supervisor polls every 200 ms; reading the whole index that often
+  // would be wasted work, new buckets can wait a second.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_scan_ < std::chrono::seconds(1)) return;
+  last_scan_ = now;
   auto store = store::FindingsStore::Open(findings_);
   if (!store.ok()) return;
   auto index = (*store)->Load();

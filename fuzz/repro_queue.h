@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ class ReproQueue {
   int done_ = 0;        // buckets handed to finished jobs
   int batch_size_ = 0;  // of the running job
   int batches_ = 0;
+  std::chrono::steady_clock::time_point last_scan_{};
   std::set<std::string> tried_;
 };
 
