@@ -13,13 +13,20 @@
 #   bash scripts/gpu/check.sh verify                  # minimize leftovers, run every repro
 #   bash scripts/gpu/check.sh probe [N]               # divfuzz ops --probe=N on cpu and cuda
 #   bash scripts/gpu/check.sh feedback on|off SECONDS # one arm of the feedback benchmark
+#   bash scripts/gpu/check.sh seed                    # replay the seed case and write its repro
+#   bash scripts/gpu/check.sh detach STEP ARGS... [-- STEP ARGS...]...
+#        # run the steps one after another in a new process session, so they
+#        # outlive this device call (logs in build-gpu/out; "done" when finished)
+#   bash scripts/gpu/check.sh watch LIMIT             # wait for a detached run (at most LIMIT s),
+#        # print its progress, copy its results to $OUT
 set -euo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 ROOT=$PWD
 SRC=$ROOT; [ -d "$ROOT/build-src" ] && SRC=$ROOT/build-src
-B=$ROOT/build-gpu
-D=$B/bin/fuzz/divfuzz
+B=${B:-$ROOT/build-gpu}
+D=${DIVFUZZ:-$B/bin/fuzz/divfuzz}
+SELF=$(readlink -f "$0")
 step=${1:-}; shift || true
 case "$step" in
   build)
@@ -66,5 +73,39 @@ for l in open('findings/index.jsonl'):
     "$D" campaign --seconds="$seconds" --seed=1 --feedback=$([ "$arm" = on ] && echo true || echo false) \
       --repro_seconds=0 --corpus="$SRC/corpus/seed,$SRC/corpus/families" >"$OUT/feedback-$arm.log" 2>&1
     grep -A6 'campaign summary' "$OUT/feedback-$arm.log" ;;
-  *) sed -n 2,16p "$0"; exit 2 ;;
+  seed)
+    mkdir -p "$B/seed"
+    "$D" replay "$SRC/corpus/seed/seed_case_logdet.dfz" >"$OUT/seed-replay.log" 2>&1 || true
+    "$D" repro "$SRC/corpus/seed/seed_case_logdet.dfz" --out="$B/seed/repro" >"$OUT/seed-repro.log" 2>&1 || true
+    cp "$B/seed/repro/min.dfz" "$B/seed/repro/report.md" "$OUT/" 2>/dev/null || true
+    tail -5 "$OUT/seed-replay.log"; tail -8 "$OUT/seed-repro.log" ;;
+  detach)
+    # The device tool ends a call's processes when it returns, except those in a
+    # new session: a 20-minute campaign and its verification run on from here.
+    mkdir -p "$B/out"; rm -f "$B/out/done" "$B/out/steps.log"
+    setsid nohup bash -c '
+      self=$1; shift; args=(); rc=0
+      run() { echo "== $(date +%T) step: $*"; OUT=$B/out bash "$self" "$@" || echo "== step failed: $?"; }
+      for a in "$@"; do
+        if [ "$a" = -- ]; then run "${args[@]}"; args=(); else args+=("$a"); fi
+      done
+      [ ${#args[@]} -gt 0 ] && run "${args[@]}"
+      echo "== $(date +%T) all steps done"; touch "$B/out/done"' detach "$SELF" "$@" \
+      >"$B/out/steps.log" 2>&1 </dev/null &
+    echo "detached (pid $!): $*; logs in $B/out" ;;
+  watch)
+    limit=$1 start=$SECONDS
+    while [ ! -e "$B/out/done" ] && [ $((SECONDS - start)) -lt "$limit" ]; do
+      sleep 30
+      last=$(cat "$B"/out/campaign-*.log 2>/dev/null | tr '\r' '\n' | grep -a 'execs (' | tail -1 || true)
+      echo "$(date +%T) ${last:-(no status yet)}"
+    done
+    cat "$B/out/steps.log"
+    [ -e "$B/out/done" ] && echo "DETACHED RUN DONE" || echo "still running"
+    # At most 8 files come back: the logs and results as one archive.
+    tar -C "$B" -czf "$OUT/results.tgz" --exclude='*/build/*' --exclude='corpus' --exclude='*.so' \
+      out $( [ -d "$B/run" ] && echo run/findings run/campaign/report.html run/campaign/stats.csv \
+             run/campaign/campaign.json run/campaign/state.json) 2>/dev/null || true
+    ls -la "$OUT" ;;
+  *) sed -n 2,22p "$0"; exit 2 ;;
 esac
