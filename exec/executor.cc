@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -18,6 +19,7 @@
 #include "exec/arguments.h"
 #include "exec/dtype_convert.h"
 #include "exec/generic_ops.h"
+#include "exec/index_precheck.h"
 #include "exec/scalar_helper.h"
 #include "graph/materialize.h"
 
@@ -147,6 +149,15 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
   if (!stack.ok()) {
     nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
     return nr;
+  }
+  if (target == Target::kCuda) {
+    if (std::optional<std::string> why = IndexRejectedOnCpu(*handle, *stack)) {
+      nr.error = NodeError{NodeError::Kind::kRaised,
+                           absl::StrCat(*why,
+                                        " (checked on the CPU before launch: the CUDA "
+                                        "kernel would fail a device-side assert)")};
+      return nr;
+    }
   }
   try {
     handle->callBoxed(&*stack);

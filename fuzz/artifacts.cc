@@ -29,8 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Replay {
-  bool hung = false;     // still running at the deadline
-  bool crashed = false;  // died from a signal
+  bool hung = false;        // still running at the deadline
+  bool crashed = false;     // died from a signal, or from a CUDA fault
+  bool cuda_fault = false;  // a device-side assert or illegal access (signal 0)
   int signal = 0;
   std::string target;  // the target and node running last
   int node = -1;
@@ -88,10 +89,14 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   std::ifstream log(out);
   for (std::string line; std::getline(log, line);) {
     std::vector<std::string> parts = absl::StrSplit(line, ' ');
-    if (parts.size() == 4 && parts[0] == "RUN") {
+    if (parts.size() == 4 && (parts[0] == "RUN" || parts[0] == "CUDA_FATAL")) {
       r.target = parts[1];
       r.node = std::atoi(parts[2].c_str());
       r.op = parts[3];
+    }
+    if (parts.size() == 4 && parts[0] == "CUDA_FATAL") {
+      r.crashed = r.cuda_fault = true;
+      break;
     }
   }
   return r;
@@ -145,7 +150,9 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
         {"node", r.node},
         {"reproduced", reproduced},
         {"signal", r.signal},
+        {"cuda_fault", r.cuda_fault},
         {"summary", absl::StrCat(hit.divergence_class, " in ", hit.root_op, " on ", hit.wrong_side,
+                                 r.cuda_fault ? " (a CUDA fault)" : "",
                                  reproduced ? "" : " (did not recur in a fresh process)")}};
     // An op that kills workers again and again would stall the campaign on it.
     if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {
@@ -169,6 +176,26 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     }
   }
   return recorded;
+}
+
+void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
+                   const std::string& path) {
+  std::string text;
+  for (const std::string& name : seen) {
+    if (!absl::StartsWith(name, "crash-") && !absl::StartsWith(name, "timeout-") &&
+        !absl::StartsWith(name, "oom-")) {
+      continue;
+    }
+    std::ifstream in(crashes_dir + "/" + name, std::ios::binary);
+    if (!in) continue;
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    absl::StrAppend(
+        &text, absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(data.data()), data.size())),
+        "\n");
+  }
+  if (absl::Status s = store::WriteFileAtomically(path, text); !s.ok()) {
+    std::cerr << "divfuzz campaign: writing " << path << " failed: " << s.message() << "\n";
+  }
 }
 
 }  // namespace divfuzz::fuzz

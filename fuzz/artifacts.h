@@ -22,4 +22,10 @@ struct ArtifactContext {
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
 
+// Writes the InputHash of every crash-/timeout-/oom- artifact in `seen` to
+// `path` (hex, one a line; the workers' DIVFUZZ_SKIP_INPUTS), so an input
+// that killed a worker is not run again, even where its op stays unnamed.
+void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
+                   const std::string& path);
+
 }  // namespace divfuzz::fuzz

@@ -295,7 +295,9 @@ class Supervisor {
         {"DIVFUZZ_FEEDBACK", config_.feedback ? "1" : "0"},
         {"DIVFUZZ_MEMORY_BUDGET_MB", absl::StrCat(config_.memory_budget_mb)},
         {"DIVFUZZ_PLUGINS", config_.plugins},
-        {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")}};
+        {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")},
+        {"DIVFUZZ_SKIP_INPUTS", work_ + "/skip_inputs.txt"}};
+    WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
     // Workers share the cores instead of each starting one thread per core.
     if (std::getenv("OMP_NUM_THREADS") == nullptr) {

@@ -3,6 +3,7 @@
 // fuzzer did) in a fresh process, announcing each node before it runs, so the
 // supervisor can tell which node crashed or hung.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,6 +24,9 @@ int RunLocate(const std::vector<std::string>& args) {
     std::cerr << "divfuzz locate: expected one input file\n";
     return 2;
   }
+  // Kernel launches are asynchronous: a CUDA fault surfaces at some later
+  // call. Synchronous launches make it surface in the node that caused it.
+  setenv("CUDA_LAUNCH_BLOCKING", "1", /*overwrite=*/0);
   std::ifstream in(args[0], std::ios::binary);
   if (!in) {
     std::cerr << args[0] << ": cannot read the file\n";
@@ -52,12 +56,23 @@ int RunLocate(const std::vector<std::string>& args) {
       std::printf("RUN %s -1 <program>\n", name.c_str());
       std::fflush(stdout);
     }
-    exec::Run(program, *types, *target, [&](int node) {
+    const exec::RunResult r = exec::Run(program, *types, *target, [&](int node) {
       // One line per node, flushed: the last one names the culprit.
       std::printf("RUN %s %d %s\n", name.c_str(), node,
                   program.nodes[node].QualifiedName().c_str());
       std::fflush(stdout);
     });
+    // A CUDA fault is caught as an exception, not a signal; it killed the
+    // worker all the same (its context was poisoned), so name the node.
+    for (size_t i = 0; i < r.nodes.size(); ++i) {
+      const auto& e = r.nodes[i].error;
+      if (e && e->kind == exec::NodeError::Kind::kCudaFatal) {
+        std::printf("CUDA_FATAL %s %zu %s\n", name.c_str(), i,
+                    program.nodes[i].QualifiedName().c_str());
+        std::printf("%s\n", e->message.c_str());
+        return 3;
+      }
+    }
   }
   std::printf("DONE\n");
   return 0;

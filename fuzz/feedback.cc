@@ -26,8 +26,10 @@ void BumpCounter(absl::string_view op, absl::string_view dtype, absl::string_vie
        {op, absl::string_view("|"), dtype, absl::string_view("|"), outcome}) {
     for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
   }
-  uint8_t& c = divfuzz_extra_counters[h % kNumCounters];
-  if (c < 255) ++c;
+  // Set, not counted: libFuzzer buckets counter values (1, 2, 3, 4-7, ...),
+  // so counting would reward a program for repeating an op it already has,
+  // and the corpus would drift to ever larger, slower programs.
+  divfuzz_extra_counters[h % kNumCounters] = 1;
 }
 
 size_t NonZeroCounters() {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -29,12 +30,6 @@
 
 namespace divfuzz::fuzz {
 namespace {
-
-uint64_t Fnv1a(const uint8_t* data, size_t size) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ULL;
-  return h;
-}
 
 absl::string_view Env(const char* name) {
   const char* v = std::getenv(name);
@@ -103,6 +98,13 @@ HarnessConfig ConfigFromEnvironment() {
   for (absl::string_view op : absl::StrSplit(Env("DIVFUZZ_QUARANTINE"), ',', absl::SkipEmpty())) {
     c.quarantine.insert(std::string(op));
   }
+  if (absl::string_view path = Env("DIVFUZZ_SKIP_INPUTS"); !path.empty()) {
+    std::ifstream in{std::string(path)};
+    for (std::string line; std::getline(in, line);) {
+      uint64_t h = 0;
+      if (absl::SimpleHexAtoi(line, &h)) c.skip_inputs.insert(h);
+    }
+  }
   if (absl::string_view m = Env("DIVFUZZ_MEMORY_BUDGET_MB"); !m.empty()) {
     if (!absl::SimpleAtoi(m, &c.memory_budget_mb) || c.memory_budget_mb <= 0) {
       std::cerr << "divfuzz: DIVFUZZ_MEMORY_BUDGET_MB: expected a positive number of MiB, got '"
@@ -116,6 +118,12 @@ HarnessConfig ConfigFromEnvironment() {
   return c;
 }
 
+uint64_t InputHash(const uint8_t* data, size_t size) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ULL;
+  return h;
+}
+
 graph::Program ProgramFromBytes(const uint8_t* data, size_t size, bool* parsed) {
   absl::StatusOr<graph::Program> p =
       graph::ParseProgram(std::string_view(reinterpret_cast<const char*>(data), size), "<input>");
@@ -124,7 +132,7 @@ graph::Program ProgramFromBytes(const uint8_t* data, size_t size, bool* parsed) 
     return *std::move(p);
   }
   if (parsed) *parsed = false;
-  return mutators::Generate(Fnv1a(data, size));
+  return mutators::Generate(InputHash(data, size));
 }
 
 Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new State) {
@@ -324,6 +332,11 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
 }
 
 int Harness::TestOneInput(const uint8_t* data, size_t size) {
+  if (!config_.skip_inputs.empty() && config_.skip_inputs.count(InputHash(data, size))) {
+    ++state_->quarantined;
+    BumpCounter("<skipped_input>", "", "quarantined");
+    return 0;
+  }
   bool parsed = false;
   graph::Program program = ProgramFromBytes(data, size, &parsed);
   ++(parsed ? state_->parsed : state_->generated);

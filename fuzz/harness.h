@@ -32,6 +32,9 @@ struct HarnessConfig {
   // Ops whose programs are not run: the campaign quarantines an op once it
   // has a reproduced hang finding, so workers stop dying on the same hang.
   std::set<std::string> quarantine;
+  // Inputs (InputHash) that already killed a worker: skipped, so a seed or
+  // corpus input that kills every new worker cannot stall a campaign.
+  std::set<uint64_t> skip_inputs;
   // Programs whose tensors would need more (see exec/memory_budget.h) are
   // skipped, not run.
   int64_t memory_budget_mb = exec::kDefaultMemoryBudgetMb;
@@ -42,11 +45,15 @@ struct HarnessConfig {
 
 // From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS, DIVFUZZ_STATS,
 // DIVFUZZ_POLICY (a policy file), DIVFUZZ_TF32=1 (CUDA with TF32) and
-// DIVFUZZ_QUARANTINE (comma-separated ops not to run), DIVFUZZ_MEMORY_BUDGET_MB
+// DIVFUZZ_QUARANTINE (comma-separated ops not to run), DIVFUZZ_SKIP_INPUTS (a
+// file of InputHash values in hex, one a line), DIVFUZZ_MEMORY_BUDGET_MB
 // and DIVFUZZ_FEEDBACK=0 (no divergence feedback to libFuzzer); the
 // default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
 // once on stderr).
 HarnessConfig ConfigFromEnvironment();
+
+// A fixed hash of an input's bytes (the same in every process).
+uint64_t InputHash(const uint8_t* data, size_t size);
 
 // A program for any bytes: a parse of them when they parse and type-check,
 // else a program generated from a hash of them (deterministic).

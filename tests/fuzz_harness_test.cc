@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "fuzz/feedback.h"
 #include "fuzz/harness.h"
 #include "graph/printer.h"
@@ -54,6 +55,32 @@ TEST(Harness, RecordsOneBucketPerSignatureWithARepro) {
   ASSERT_FALSE(e["repro_py"].get<std::string>().empty());
   EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["repro_py"].get<std::string>()));
   EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["program"].get<std::string>()));
+}
+
+TEST(Harness, SkipsInputsThatAlreadyKilledAWorker) {
+  const std::string dir = testing::TempDir("findings");
+  const auto* bytes = reinterpret_cast<const uint8_t*>(kDiverging);
+  const size_t size = sizeof(kDiverging) - 1;
+  // The supervisor's skip list, as a worker reads it from the environment.
+  const std::string list = testing::TempDir("skip") + "/skip_inputs.txt";
+  std::ofstream(list) << "0\n" << absl::StrCat(absl::Hex(InputHash(bytes, size))) << "\n";
+  setenv("DIVFUZZ_SKIP_INPUTS", list.c_str(), 1);
+  HarnessConfig c = ConfigFromEnvironment();
+  unsetenv("DIVFUZZ_SKIP_INPUTS");
+  EXPECT_EQ(c.skip_inputs.size(), 2u);
+  c.target_a = exec::Target::kCpu;
+  c.target_b = exec::Target::kCpuF64;
+  c.findings_dir = dir;
+  Harness h(c);
+  h.TestOneInput(bytes, size);
+  h.FlushHits();
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*store)->Load()->empty());
+  // Any other input still runs: one more byte and the divergence is recorded.
+  const std::string other = std::string(kDiverging) + "\n";
+  h.TestOneInput(reinterpret_cast<const uint8_t*>(other.data()), other.size());
+  EXPECT_EQ((*store)->Load()->size(), 1u);
 }
 
 TEST(Harness, AgreeingProgramRecordsNothingButSetsCounters) {

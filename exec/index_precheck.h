@@ -1,0 +1,23 @@
+// CUDA kernels check indices with device-side asserts, which poison the
+// process's CUDA context for good: every later node, program and (through a
+// corpus input) worker restart would fail. The CPU kernels raise an ordinary
+// error for the same arguments, so the executor tries a node that takes
+// index-like integer tensors (schema arguments named index, indices, target,
+// targets, offsets) on CPU copies first, and an index the CPU calls out of
+// bounds never reaches the GPU.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <optional>
+#include <string>
+
+namespace divfuzz::exec {
+
+// The CPU's error message (first line) when `op` on CPU copies of `stack`
+// raises "out of bounds"/"out of range"; nothing for other ops, other errors
+// and success. `stack` itself is left as it was.
+std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
+                                              const torch::jit::Stack& stack);
+
+}  // namespace divfuzz::exec

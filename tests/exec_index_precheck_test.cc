@@ -1,0 +1,58 @@
+// The index pre-check that keeps out-of-bounds indices away from CUDA's
+// device-side asserts: it must reject exactly what the CPU kernels reject,
+// for index-taking ops only, without touching the caller's tensors.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
+
+#include "exec/index_precheck.h"
+#include "gtest/gtest.h"
+
+namespace divfuzz::exec {
+namespace {
+
+c10::OperatorHandle Op(const char* name, const char* overload) {
+  auto h = c10::Dispatcher::singleton().findSchema({name, overload});
+  EXPECT_TRUE(h.has_value()) << name;
+  return *h;
+}
+
+TEST(IndexPrecheck, RejectsWhatTheCpuCallsOutOfBounds) {
+  const at::Tensor self = at::zeros({2});
+  const at::Tensor src = at::ones({1});
+  torch::jit::Stack bad = {self, int64_t{0}, at::full({1}, 5, at::kLong), src};
+  const auto why = IndexRejectedOnCpu(Op("aten::scatter_add", ""), bad);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("out of bounds"), std::string::npos) << *why;
+  EXPECT_EQ(why->find('\n'), std::string::npos);
+
+  torch::jit::Stack take = {at::zeros({3}), at::full({2}, -7, at::kLong)};
+  EXPECT_TRUE(IndexRejectedOnCpu(Op("aten::take", ""), take).has_value());
+
+  c10::List<std::optional<at::Tensor>> indices;
+  indices.push_back(at::full({1}, 9, at::kLong));
+  torch::jit::Stack put = {at::zeros({3}), indices, at::ones({1}), false};
+  EXPECT_TRUE(IndexRejectedOnCpu(Op("aten::index_put", ""), put).has_value());
+}
+
+TEST(IndexPrecheck, PassesValidIndicesAndLeavesTheInputsAlone) {
+  const at::Tensor self = at::zeros({2});
+  torch::jit::Stack ok = {self, int64_t{0}, at::full({1}, 1, at::kLong), at::ones({1})};
+  EXPECT_FALSE(IndexRejectedOnCpu(Op("aten::scatter_add_", ""), ok).has_value());
+  EXPECT_EQ(self.sum().item<float>(), 0.0f);  // the in-place op ran on a copy
+}
+
+TEST(IndexPrecheck, IgnoresOpsWithoutIndexArgumentsAndOtherErrors) {
+  // No index-like argument: never run twice, whatever it would do.
+  torch::jit::Stack add = {at::ones({2}), at::ones({3}), 1.0};
+  EXPECT_FALSE(IndexRejectedOnCpu(Op("aten::add", "Tensor"), add).has_value());
+  // An index argument, but the CPU's complaint is not about bounds.
+  torch::jit::Stack mismatch = {at::zeros({2}), int64_t{0}, at::zeros({1, 1}, at::kLong),
+                                at::ones({1})};
+  const auto why = IndexRejectedOnCpu(Op("aten::scatter_add", ""), mismatch);
+  EXPECT_FALSE(why.has_value()) << *why;
+}
+
+}  // namespace
+}  // namespace divfuzz::exec
