@@ -13,18 +13,21 @@
 #   bash scripts/gpu/check.sh verify                  # minimize leftovers, run every repro
 #   bash scripts/gpu/check.sh probe [N]               # divfuzz ops --probe=N on cpu and cuda
 #   bash scripts/gpu/check.sh feedback on|off SECONDS # one arm of the feedback benchmark
+#   bash scripts/gpu/check.sh feedback both SECONDS   # both arms at once (same load on each)
 #   bash scripts/gpu/check.sh seed                    # replay the seed case and write its repro
 #   bash scripts/gpu/check.sh detach STEP ARGS... [-- STEP ARGS...]...
 #        # run the steps one after another in a new process session, so they
-#        # outlive this device call (logs in build-gpu/out; "done" when finished)
-#   bash scripts/gpu/check.sh watch LIMIT             # wait for a detached run (at most LIMIT s),
+#        # outlive this device call (logs in build-gpu/$PIPE, default out;
+#        # "done" there when finished; several pipelines need distinct PIPEs)
+#   bash scripts/gpu/check.sh watch LIMIT             # wait for the detached runs (at most LIMIT s),
 #        # print its progress, copy its results to $OUT
 set -euo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 ROOT=$PWD
 SRC=$ROOT; [ -d "$ROOT/build-src" ] && SRC=$ROOT/build-src
-B=${B:-$ROOT/build-gpu}
+export B=${B:-$ROOT/build-gpu}
+export PIPE=${PIPE:-out}  # detach: the folder under $B for this pipeline's logs
 D=${DIVFUZZ:-$B/bin/fuzz/divfuzz}
 SELF=$(readlink -f "$0")
 step=${1:-}; shift || true
@@ -69,6 +72,10 @@ for l in open('findings/index.jsonl'):
     tail -30 "$OUT/ops-probe.txt" ;;
   feedback)
     arm=$1 seconds=$2
+    if [ "$arm" = both ]; then
+      bash "$SELF" feedback on "$seconds" & bash "$SELF" feedback off "$seconds" & wait
+      exit 0
+    fi
     rm -rf "$B/fb-$arm"; mkdir -p "$B/fb-$arm"; cd "$B/fb-$arm"
     "$D" campaign --seconds="$seconds" --seed=1 --feedback=$([ "$arm" = on ] && echo true || echo false) \
       --repro_seconds=0 --corpus="$SRC/corpus/seed,$SRC/corpus/families" >"$OUT/feedback-$arm.log" 2>&1
@@ -82,30 +89,32 @@ for l in open('findings/index.jsonl'):
   detach)
     # The device tool ends a call's processes when it returns, except those in a
     # new session: a 20-minute campaign and its verification run on from here.
-    mkdir -p "$B/out"; rm -f "$B/out/done" "$B/out/steps.log"
+    P=$B/$PIPE; mkdir -p "$P"; rm -f "$P/done" "$P/steps.log"
     setsid nohup bash -c '
       self=$1; shift; args=(); rc=0
-      run() { echo "== $(date +%T) step: $*"; OUT=$B/out bash "$self" "$@" || echo "== step failed: $?"; }
+      run() { echo "== $(date +%T) step: $*"; OUT=$B/$PIPE bash "$self" "$@" || echo "== step failed: $?"; }
       for a in "$@"; do
         if [ "$a" = -- ]; then run "${args[@]}"; args=(); else args+=("$a"); fi
       done
       [ ${#args[@]} -gt 0 ] && run "${args[@]}"
-      echo "== $(date +%T) all steps done"; touch "$B/out/done"' detach "$SELF" "$@" \
-      >"$B/out/steps.log" 2>&1 </dev/null &
-    echo "detached (pid $!): $*; logs in $B/out" ;;
+      echo "== $(date +%T) all steps done"; touch "$B/$PIPE/done"' detach "$SELF" "$@" \
+      >"$P/steps.log" 2>&1 </dev/null &
+    echo "detached (pid $!): $*; logs in $P" ;;
   watch)
     limit=$1 start=$SECONDS
-    while [ ! -e "$B/out/done" ] && [ $((SECONDS - start)) -lt "$limit" ]; do
+    pending() { for d in "$B"/*/steps.log; do [ -e "$(dirname "$d")/done" ] || return 0; done; return 1; }
+    while pending && [ $((SECONDS - start)) -lt "$limit" ]; do
       sleep 30
       last=$(cat "$B"/out/campaign-*.log 2>/dev/null | tr '\r' '\n' | grep -a 'execs (' | tail -1 || true)
       echo "$(date +%T) ${last:-(no status yet)}"
     done
-    cat "$B/out/steps.log"
-    [ -e "$B/out/done" ] && echo "DETACHED RUN DONE" || echo "still running"
+    for d in "$B"/*/steps.log; do echo "== $d"; grep -a '^==\|summary\|ORPHAN\|orphan' "$d"; done
+    pending && echo "still running" || echo "DETACHED RUNS DONE"
     # At most 8 files come back: the logs and results as one archive.
-    tar -C "$B" -czf "$OUT/results.tgz" --exclude='*/build/*' --exclude='corpus' --exclude='*.so' \
-      out $( [ -d "$B/run" ] && echo run/findings run/campaign/report.html run/campaign/stats.csv \
-             run/campaign/campaign.json run/campaign/state.json) 2>/dev/null || true
+    (cd "$B" && tar -czf "$OUT/results.tgz" --exclude='*/build/*' --exclude='corpus' --exclude='*.so' \
+      $(for d in */steps.log; do dirname "$d"; done) \
+      $(ls -d run/findings run/campaign/report.html run/campaign/stats.csv run/campaign/campaign.json \
+              run/campaign/state.json fb-*/campaign/stats.csv fb-*/findings/index.jsonl 2>/dev/null)) || true
     ls -la "$OUT" ;;
-  *) sed -n 2,22p "$0"; exit 2 ;;
+  *) sed -n 2,26p "$0"; exit 2 ;;
 esac
