@@ -198,7 +198,14 @@ class Supervisor {
         state_(std::move(state)),
         slots_(config_.workers),
         status_(work_, config_.findings),
-        repros_(config_.findings, work_, config_.repro_seconds) {}
+        repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()) {}
+
+  // Reducers share the cores with the workers: one per 8 cores by default.
+  static int ReproJobs() {
+    const int jobs = absl::GetFlag(FLAGS_repro_jobs);
+    if (jobs > 0) return jobs;
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 8));
+  }
 
   int Run() {
     signal(SIGINT, RequestStop);

@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(int, rss_limit_mb);
 ABSL_DECLARE_FLAG(std::string, policy);
 ABSL_DECLARE_FLAG(bool, tf32);
 ABSL_DECLARE_FLAG(int, repro_seconds);
+ABSL_DECLARE_FLAG(int, repro_jobs);
 ABSL_DECLARE_FLAG(int, max_seconds);
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(std::string, signature);

@@ -19,15 +19,22 @@
 
 namespace divfuzz::fuzz {
 
-ReproQueue::ReproQueue(std::string findings, std::string work, int max_seconds)
-    : findings_(std::move(findings)), work_(std::move(work)), max_seconds_(max_seconds) {}
+ReproQueue::ReproQueue(std::string findings, std::string work, int max_seconds, int jobs)
+    : findings_(std::move(findings)),
+      work_(std::move(work)),
+      max_seconds_(max_seconds),
+      jobs_(static_cast<size_t>(std::max(1, jobs))) {}
 
 void ReproQueue::Poll() {
-  if (pid_ > 0) {
-    if (waitpid(pid_, nullptr, WNOHANG) == 0) return;
-    pid_ = -1;
-    done_ += batch_size_;
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (waitpid(it->pid, nullptr, WNOHANG) == 0) {
+      ++it;
+      continue;
+    }
+    done_ += it->size;
+    it = running_.erase(it);
   }
+  if (running_.size() >= jobs_) return;
   // The supervisor polls every 200 ms; reading the whole index that often
   // would be wasted work, new buckets can wait a second.
   const auto now = std::chrono::steady_clock::now();
@@ -64,13 +71,15 @@ void ReproQueue::Poll() {
 }
 
 void ReproQueue::Finish(int seconds) {
-  if (pid_ <= 0) return;
-  for (int i = 0; i < seconds * 10 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  for (const Job& job : running_) {
+    while (std::chrono::steady_clock::now() < deadline && waitpid(job.pid, nullptr, WNOHANG) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(job.pid, SIGKILL);
+    waitpid(job.pid, nullptr, 0);
   }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  running_.clear();
 }
 
 void ReproQueue::Start(const std::vector<std::string>& ids) {
@@ -80,9 +89,11 @@ void ReproQueue::Start(const std::vector<std::string>& ids) {
       absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy)),
       absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false")};
   for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));
-  batch_size_ = static_cast<int>(ids.size());
-  pid_ = fork();
-  if (pid_ != 0) return;
+  const pid_t pid = fork();
+  if (pid != 0) {
+    if (pid > 0) running_.push_back({pid, static_cast<int>(ids.size())});
+    return;
+  }
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the campaign, even on kill -9
   FILE* f = std::fopen(log.c_str(), "w");
   if (f != nullptr) {

@@ -1,6 +1,6 @@
-// Minimizes new buckets and writes their repros while a campaign fuzzes: one
-// `divfuzz repro` process at a time (for a batch of buckets) beside the
-// workers, so fuzzing never waits for the reducer.
+// Minimizes new buckets and writes their repros while a campaign fuzzes:
+// `divfuzz repro` processes (each for a batch of buckets, at most `jobs` at a
+// time) beside the workers, so fuzzing never waits for the reducer.
 #pragma once
 
 #include <sys/types.h>
@@ -14,14 +14,14 @@ namespace divfuzz::fuzz {
 
 class ReproQueue {
  public:
-  ReproQueue(std::string findings, std::string work, int max_seconds);
+  ReproQueue(std::string findings, std::string work, int max_seconds, int jobs = 1);
 
-  // Reaps a finished job; starts one for the next bucket without a minimized
-  // program, if none runs. Crash and hang buckets are left alone: they would
+  // Reaps finished jobs; starts one for the next buckets without a minimized
+  // program while fewer than `jobs` run. Crash and hang buckets are left alone: they would
   // take the reducer down with them.
   void Poll();
 
-  // Waits for the running job up to `seconds`, then stops it.
+  // Waits for the running jobs up to `seconds`, then stops them.
   void Finish(int seconds);
 
   int done() const { return done_; }
@@ -31,11 +31,16 @@ class ReproQueue {
 
   static constexpr size_t kBatch = 8;
 
+  struct Job {
+    pid_t pid;
+    int size;  // buckets in its batch
+  };
+
   std::string findings_, work_;
   int max_seconds_;
-  pid_t pid_ = -1;
-  int done_ = 0;        // buckets handed to finished jobs
-  int batch_size_ = 0;  // of the running job
+  size_t jobs_;
+  std::vector<Job> running_;
+  int done_ = 0;  // buckets handed to finished jobs
   int batches_ = 0;
   std::chrono::steady_clock::time_point last_scan_{};
   std::set<std::string> tried_;

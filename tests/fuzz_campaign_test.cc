@@ -19,8 +19,9 @@ TEST(Campaign, ShortCampaignWritesFindingsAndASummary) {
   if (!std::filesystem::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("campaign");
   const testing::CommandRun run = testing::RunShell(
-      "cd " + dir + " && " + kTool + " campaign --seconds=10 --targets=cpu,cpu-f64 --corpus=" +
-      DIVFUZZ_SOURCE_DIR + "/corpus/seed");
+      "cd " + dir + " && " + kTool +
+      " campaign --seconds=10 --repro_jobs=2 --targets=cpu,cpu-f64 --corpus=" + DIVFUZZ_SOURCE_DIR +
+      "/corpus/seed");
   const std::string& out = run.output;
   EXPECT_EQ(run.exit_code, 0) << out;
   EXPECT_NE(out.find("divfuzz campaign summary"), std::string::npos) << out;
@@ -34,6 +35,12 @@ TEST(Campaign, ShortCampaignWritesFindingsAndASummary) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/findings/" + e["program"].get<std::string>()));
   }
   EXPECT_TRUE(std::filesystem::is_directory(dir + "/campaign/corpus"));
+  // New buckets were minimized beside the fuzzing, by two reducer processes.
+  int minimized = 0;
+  for (const auto& e : *index) minimized += !e.value("minimized", "").empty();
+  EXPECT_GT(minimized, 0) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/campaign/logs/repro-0.log"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/campaign/logs/repro-1.log"));
 }
 
 TEST(Replay, ReportsDivergenceAndRejectsMalformedPrograms) {
