@@ -232,6 +232,10 @@ OpSpec GenericSpec(const GenericOp& op) {
       !absl::StrContains(base, "addr") && !absl::StrContains(base, "ger")) {
     s.hints |= kCancellingMatmul;
   }
+  // Indices of tied values are free unless a stable sort was asked for (the
+  // oracle's index_ties rule checks that they select equal values).
+  if (base == "argsort") s.hints |= kIndicesOutput | kIndicesFirst;
+  if (base == "sort" || base == "kthvalue") s.hints |= kIndicesOutput;
   if ((absl::StrContains(base, "sum") || absl::StrContains(base, "mean")) &&
       !absl::StrContains(base, "logsumexp") && !absl::StrContains(base, "logcumsumexp")) {
     s.hints |= kCancellingReduction;

@@ -60,6 +60,7 @@ enum Hint : uint32_t {
   kTf32Sensitive = 1 << 6,        // CUDA may use TF32 / reduced-precision reductions
   kProductReduction = 1 << 7,     // a product over dims (prod, cumprod): order decides
                                   // intermediate over/underflow and rounding
+  kIndicesFirst = 1 << 8,         // with kIndicesOutput: result 0 holds them (argsort)
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.

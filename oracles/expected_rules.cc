@@ -111,7 +111,8 @@ std::optional<RuleMatch> ModeValueTies(const Context& c) {
 std::optional<RuleMatch> IndexTies(const Context& c) {
   if (auto m = ModeValueTies(c)) return m;
   if (!(c.spec.hints & ops::kIndicesOutput)) return std::nullopt;
-  const size_t idx = c.spec.rule == ops::Rule::kArgReduce ? 0 : 1;
+  const size_t idx =
+      c.spec.rule == ops::Rule::kArgReduce || (c.spec.hints & ops::kIndicesFirst) ? 0 : 1;
   if (static_cast<size_t>(c.d.output_index) != idx) return std::nullopt;
   at::Tensor x = c.Input(0);
   at::Tensor ia = Context::Output(c.a, c.d.node_index, idx);
@@ -121,10 +122,11 @@ std::optional<RuleMatch> IndexTies(const Context& c) {
   }
   if (x.dim() == 0) return RuleMatch{"index_ties", "a 0-d input has one index"};
   const bool topk = c.spec.rule == ops::Rule::kTopk;
-  int64_t dim = IntArgOr(c.node, topk ? 2 : 1, "dim", -1);
+  const bool kth = c.node.op == "aten::kthvalue";  // (x, k, dim, keepdim)
+  int64_t dim = IntArgOr(c.node, topk || kth ? 2 : 1, "dim", -1);
   if (dim < 0) dim += x.dim();
   const bool reduces =
-      c.spec.rule == ops::Rule::kArgReduce || c.spec.rule == ops::Rule::kValuesIndices;
+      c.spec.rule == ops::Rule::kArgReduce || c.spec.rule == ops::Rule::kValuesIndices || kth;
   const Literal* keep = ops::FindArg(c.node, 2, "keepdim");
   const bool keepdim = keep != nullptr && keep->kind == Literal::Kind::kBool && keep->b;
   if (reduces && !keepdim) {

@@ -190,6 +190,29 @@ TEST(ExpectedRules, IndexTiesCompareTheSelectedValues) {
         n.outputs[1] = at::tensor(std::vector<int64_t>{first ? 2 : 0, first ? 0 : 2, 1});
       });
   EXPECT_EQ(sorted.expected_rule, "index_ties");
+  // The generic path's argsort (indices first) and sort.stable with stable=False.
+  const auto swap_ties = [](at::Tensor i) {
+    const bool first = i[0].item<int64_t>() == 0;
+    return at::tensor(std::vector<int64_t>{first ? 2 : 0, first ? 0 : 2, 1});
+  };
+  Divergence argsorted = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(2.0, 1.0, 2.0)\n"
+      "%i = aten::argsort.stable(%x, stable=False, dim=0, descending=True)\noutput %i\n",
+      [&](exec::NodeResult& n) { n.outputs[0] = swap_ties(n.outputs[0]); });
+  EXPECT_EQ(argsorted.expected_rule, "index_ties") << argsorted.reason;
+  Divergence stable_sorted = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(2.0, 1.0, 2.0)\n"
+      "%v, %i = aten::sort.stable(%x, stable=False, dim=0, descending=True)\noutput %v, %i\n",
+      [&](exec::NodeResult& n) { n.outputs[1] = swap_ties(n.outputs[1]); });
+  EXPECT_EQ(stable_sorted.expected_rule, "index_ties") << stable_sorted.reason;
+  // Indices that select different values are a real divergence.
+  Divergence wrong_order = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(2.0, 1.0, 2.0)\n"
+      "%i = aten::argsort.stable(%x, stable=False, dim=0, descending=True)\noutput %i\n",
+      [](exec::NodeResult& n) {
+        n.outputs[0] = at::tensor(std::vector<int64_t>{1, 0, 2});
+      });
+  EXPECT_NE(wrong_order.tier, "expected");
 }
 
 TEST(ExpectedRules, ModeMayReturnAnyMostFrequentValue) {
