@@ -52,7 +52,9 @@ std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
     op.callBoxed(&cpu);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    if (absl::StrContains(what, "out of bounds") || absl::StrContains(what, "out of range")) {
+    // max_unpool's CPU kernel says "Found an invalid max index".
+    if (absl::StrContains(what, "out of bounds") || absl::StrContains(what, "out of range") ||
+        absl::StrContains(what, "invalid max index")) {
       return what.substr(0, what.find('\n'));
     }
   }

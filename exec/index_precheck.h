@@ -15,8 +15,8 @@
 namespace divfuzz::exec {
 
 // The CPU's error message (first line) when `op` on CPU copies of `stack`
-// raises "out of bounds"/"out of range"; nothing for other ops, other errors
-// and success. `stack` itself is left as it was.
+// raises "out of bounds", "out of range" or "invalid max index"; nothing for other ops, other
+// errors and success. `stack` itself is left as it was.
 std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
                                               const torch::jit::Stack& stack);
 

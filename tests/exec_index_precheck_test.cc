@@ -34,6 +34,11 @@ TEST(IndexPrecheck, RejectsWhatTheCpuCallsOutOfBounds) {
   indices.push_back(at::full({1}, 9, at::kLong));
   torch::jit::Stack put = {at::zeros({3}), indices, at::ones({1}), false};
   EXPECT_TRUE(IndexRejectedOnCpu(Op("aten::index_put", ""), put).has_value());
+
+  // Seen on the H100: CUDA's max_unpool faulted on indices its CPU kernel rejects.
+  torch::jit::Stack unpool = {at::ones({1, 1, 2, 2}), at::full({1, 1, 2, 2}, 99, at::kLong),
+                              std::vector<int64_t>{2, 2}};
+  EXPECT_TRUE(IndexRejectedOnCpu(Op("aten::max_unpool2d", ""), unpool).has_value());
 }
 
 TEST(IndexPrecheck, PassesValidIndicesAndLeavesTheInputsAlone) {
