@@ -13,6 +13,7 @@
 #include <ATen/ops/log2.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_or.h>
+#include <ATen/ops/sort.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros_like.h>
@@ -143,6 +144,53 @@ std::optional<RuleMatch> IndexTies(const Context& c) {
   }
   return RuleMatch{"index_ties",
                    "the indices differ but select equal values: ties may be broken either way"};
+}
+
+// True when `index` names one destination twice along `dim` (for the same
+// position in the other dims): with accumulate=False the writes race, and
+// which one lands is undefined (and differs between CPU and CUDA).
+bool RepeatsAlong(at::Tensor index, int64_t dim, int64_t size) {
+  if (!index.defined() || index.dim() == 0 || index.scalar_type() == at::kBool) return false;
+  if (dim < 0) dim += index.dim();
+  if (dim < 0 || dim >= index.dim() || index.size(dim) < 2) return false;
+  index = index.to(at::kLong);
+  if (size > 0) index = at::where(index.lt(0), index.add(size), index);
+  const at::Tensor sorted = std::get<0>(index.sort(dim));
+  const int64_t n = sorted.size(dim);
+  return sorted.narrow(dim, 1, n - 1).eq(sorted.narrow(dim, 0, n - 1)).any().item<bool>();
+}
+
+std::optional<RuleMatch> DuplicateWrites(const Context& c) {
+  std::string base = c.node.op.substr(c.node.op.rfind(':') + 1);
+  if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
+  const at::Tensor self = c.Input(0);
+  if (!self.defined()) return std::nullopt;
+  const auto accumulate = [&](size_t pos) {
+    const Literal* a = ops::FindArg(c.node, pos, "accumulate");
+    return a != nullptr && a->kind == Literal::Kind::kBool && a->b;
+  };
+  bool repeats = false;
+  if (base == "put" && !accumulate(3)) {
+    repeats = RepeatsAlong(c.Input(1).flatten(), 0, self.numel());
+  } else if (base == "index_copy" ||
+             (base == "scatter" && c.node.overload.find("reduce") == std::string::npos &&
+              ops::FindArg(c.node, 4, "reduce") == nullptr)) {
+    const int64_t dim = IntArgOr(c.node, 1, "dim", 0);
+    const int64_t size = self.dim() == 0 ? 1 : self.size(dim < 0 ? dim + self.dim() : dim);
+    repeats = RepeatsAlong(c.Input(2), base == "index_copy" ? 0 : dim, size);
+  } else if (base == "index_put" && !accumulate(3) && c.node.args.size() > 1 &&
+             c.node.args[1].value.list.size() == 1 && self.dim() > 0) {
+    // One index tensor: it picks rows of dim 0.
+    const Literal& item = c.node.args[1].value.list[0];
+    auto it = c.inputs.find(item.s);
+    if (item.kind == Literal::Kind::kValue && it != c.inputs.end()) {
+      repeats = RepeatsAlong(it->second.flatten(), 0, self.size(0));
+    }
+  }
+  if (!repeats) return std::nullopt;
+  return RuleMatch{"index_ties",
+                   "the index names one destination twice and accumulate is off: which write "
+                   "lands is undefined"};
 }
 
 std::optional<RuleMatch> FloatToIntCast(const Context& c) {
@@ -360,6 +408,7 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.index_ties) {
       if (auto m = IndexTies(c)) return m;
+      if (auto m = DuplicateWrites(c)) return m;
     }
     if (r.float_to_int_casts) {
       if (auto m = FloatToIntCast(c)) return m;

@@ -18,7 +18,7 @@ struct Policy {
   std::map<std::string, std::map<graph::DType, Tolerance>> overrides;
   struct Rules {
     bool info_gated = true;             // *_ex outputs where info != 0
-    bool index_ties = true;             // indices that select equal values
+    bool index_ties = true;             // indices that select equal values or one destination twice
     bool float_to_int_casts = true;     // casts of non-finite or out-of-range values
     bool ill_conditioned = true;        // condition number beyond 1/eps of the dtype
     bool cancelling_reductions = true;  // error within the summation-order bound

@@ -215,6 +215,34 @@ TEST(ExpectedRules, IndexTiesCompareTheSelectedValues) {
   EXPECT_NE(wrong_order.tier, "expected");
 }
 
+TEST(ExpectedRules, RepeatedDestinationsWithoutAccumulateAreUndefined) {
+  // put writes 5 then 7 to x[1] on the CPU; a side that kept 5 is not wrong.
+  const auto keep_first = [](exec::NodeResult& n) {
+    n.outputs[0] = at::tensor(std::vector<float>{0.0f, 5.0f, 0.0f});
+  };
+  Divergence dup = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(0.0, 0.0, 0.0)\ninput %i: i64[2] = values(1, -2)\n"
+      "input %s: f32[2] = values(5.0, 7.0)\n%y = aten::put(%x, %i, %s, accumulate=False)\n"
+      "output %y\n",
+      keep_first);
+  EXPECT_EQ(dup.expected_rule, "index_ties") << dup.reason;
+  // Distinct destinations: the same wrong value is a real divergence.
+  Divergence distinct = Planted(
+      "divfuzz v1\ninput %x: f32[3] = values(0.0, 0.0, 0.0)\ninput %i: i64[2] = values(0, 1)\n"
+      "input %s: f32[2] = values(5.0, 7.0)\n%y = aten::put(%x, %i, %s, accumulate=False)\n"
+      "output %y\n",
+      keep_first);
+  EXPECT_NE(distinct.tier, "expected");
+  // index_copy along dim 0 with a repeated row.
+  Divergence rows = Planted(
+      "divfuzz v1\ninput %x: f32[2,1] = values(0.0, 0.0)\ninput %i: i64[2] = values(0, 0)\n"
+      "input %s: f32[2,1] = values(5.0, 7.0)\n%y = aten::index_copy(%x, 0, %i, %s)\noutput %y\n",
+      [](exec::NodeResult& n) {
+        n.outputs[0] = at::tensor(std::vector<float>{5.0f, 0.0f}).view({2, 1});
+      });
+  EXPECT_EQ(rows.expected_rule, "index_ties") << rows.reason;
+}
+
 TEST(ExpectedRules, ModeMayReturnAnyMostFrequentValue) {
   auto other = [](exec::NodeResult& n) {
     n.outputs[0] = at::tensor(std::vector<float>{n.outputs[0].item<float>() == 1.0f ? 2.0f : 1.0f});
