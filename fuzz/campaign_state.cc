@@ -40,6 +40,7 @@ nlohmann::json CampaignConfig::ToJson() const {
           {"policy", policy},
           {"tf32", tf32},
           {"feedback", feedback},
+          {"feedback_cost", feedback_cost},
           {"repro_seconds", repro_seconds},
           {"seed", seed},
           {"plugins", plugins},
@@ -62,6 +63,7 @@ absl::StatusOr<CampaignConfig> CampaignConfig::FromJson(const nlohmann::json& j,
     c.policy = j.value("policy", "");
     c.tf32 = j.value("tf32", false);
     c.feedback = j.value("feedback", true);
+    c.feedback_cost = j.value("feedback_cost", 3.0);
     c.repro_seconds = j.value("repro_seconds", 30);
     c.seed = j.value("seed", int64_t{0});
     c.plugins = j.value("plugins", "");

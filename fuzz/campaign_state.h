@@ -31,6 +31,7 @@ struct CampaignConfig {
   std::string policy;
   bool tf32 = false;
   bool feedback = true;
+  double feedback_cost = 3.0;  // see --feedback_cost
   int repro_seconds = 30;
   int64_t seed = 0;  // libFuzzer -seed base; 0: libFuzzer picks
   std::string plugins;

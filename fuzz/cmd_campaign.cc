@@ -183,6 +183,7 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   }
   c.tf32 = absl::GetFlag(FLAGS_tf32);
   c.feedback = absl::GetFlag(FLAGS_feedback);
+  c.feedback_cost = absl::GetFlag(FLAGS_feedback_cost);
   c.repro_seconds = absl::GetFlag(FLAGS_repro_seconds);
   c.seed = absl::GetFlag(FLAGS_seed);
   if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;
@@ -300,6 +301,7 @@ class Supervisor {
         {"DIVFUZZ_POLICY", config_.policy},
         {"DIVFUZZ_TF32", config_.tf32 ? "1" : "0"},
         {"DIVFUZZ_FEEDBACK", config_.feedback ? "1" : "0"},
+        {"DIVFUZZ_FEEDBACK_COST", absl::StrCat(config_.feedback_cost)},
         {"DIVFUZZ_MEMORY_BUDGET_MB", absl::StrCat(config_.memory_budget_mb)},
         {"DIVFUZZ_PLUGINS", config_.plugins},
         {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")},

@@ -21,8 +21,12 @@ ABSL_FLAG(std::string, resume, "",
 ABSL_FLAG(int64_t, seed, 0,
           "campaign: libFuzzer seed of the first worker (the others add to it); 0: random");
 ABSL_FLAG(bool, feedback, true,
-          "campaign: feed (op, dtype, divergence class and size) back to libFuzzer as coverage; "
-          "false mutates the seed corpus blindly (a baseline for benchmarks)");
+          "campaign: feed each root divergence's (op, dtype, class and size) back to libFuzzer "
+          "as coverage; false mutates the seed corpus blindly (a baseline for benchmarks)");
+ABSL_FLAG(double, feedback_cost, 3.0,
+          "campaign: a program that ran more than this many times the mean run time earns no "
+          "feedback (libFuzzer does not keep it for its verdict), so the corpus favours cheap "
+          "programs; 0 turns it off");
 ABSL_FLAG(int64_t, memory_budget_mb, 2048,
           "largest tensor footprint a program may have (all inputs and results at float64 "
           "width, in MiB); larger programs are rejected before anything is allocated");

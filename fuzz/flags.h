@@ -16,6 +16,7 @@ ABSL_DECLARE_FLAG(int, workers);
 ABSL_DECLARE_FLAG(std::string, resume);
 ABSL_DECLARE_FLAG(int64_t, seed);
 ABSL_DECLARE_FLAG(bool, feedback);
+ABSL_DECLARE_FLAG(double, feedback_cost);
 ABSL_DECLARE_FLAG(int64_t, memory_budget_mb);
 ABSL_DECLARE_FLAG(std::string, plugins);
 ABSL_DECLARE_FLAG(std::string, corpus);

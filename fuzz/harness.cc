@@ -66,6 +66,7 @@ struct Harness::State {
             {"over_budget", over_budget}};
   }
   std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
+  double mean_seconds = 0;  // running mean of a program's run time (both sides)
 };
 
 HarnessConfig ConfigFromEnvironment() {
@@ -103,6 +104,13 @@ HarnessConfig ConfigFromEnvironment() {
     for (std::string line; std::getline(in, line);) {
       uint64_t h = 0;
       if (absl::SimpleHexAtoi(line, &h)) c.skip_inputs.insert(h);
+    }
+  }
+  c.feedback_cost = 3.0;  // the campaign's default, for raw libFuzzer runs too
+  if (absl::string_view f = Env("DIVFUZZ_FEEDBACK_COST"); !f.empty()) {
+    if (!absl::SimpleAtod(f, &c.feedback_cost) || c.feedback_cost < 0) {
+      std::cerr << "divfuzz: DIVFUZZ_FEEDBACK_COST: expected a factor >= 0, got '" << f << "'\n";
+      std::exit(2);
     }
   }
   if (absl::string_view m = Env("DIVFUZZ_MEMORY_BUDGET_MB"); !m.empty()) {
@@ -169,8 +177,15 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     BumpCounter("<over_budget>", "", "skipped");
     return outcome;
   }
+  const auto start = std::chrono::steady_clock::now();
   const exec::RunResult ra = RunSide(program, *types, 0);
   const exec::RunResult rb = RunSide(program, *types, 1);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool costly = config_.feedback_cost > 0 && state_->mean_seconds > 0 &&
+                      seconds > config_.feedback_cost * state_->mean_seconds;
+  state_->mean_seconds =
+      state_->mean_seconds == 0 ? seconds : 0.99 * state_->mean_seconds + 0.01 * seconds;
   ++state_->executions;
   outcome.verdict = oracles::Compare(program, *types, ra, rb, config_.policy);
   oracles::Triage(program, *types, ra, rb, config_.policy, outcome.verdict);
@@ -189,10 +204,13 @@ Outcome Harness::RunProgram(const graph::Program& program) {
                                ? graph::PrintProgram(program)
                                : "";
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
-    BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
-    // How far past the tolerance, on a log scale: libFuzzer keeps an input
-    // that makes an op diverge by more than any input before it.
-    BumpCounter(d->op, d->dtype, absl::StrCat(oracles::ClassName(d->cls), "|x2^", SizeBucket(*d)));
+    if (!costly) {
+      BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
+      // How far past the tolerance, on a log scale: libFuzzer keeps an input
+      // that makes an op diverge by more than any input before it.
+      BumpCounter(d->op, d->dtype,
+                  absl::StrCat(oracles::ClassName(d->cls), "|x2^", SizeBucket(*d)));
+    }
     ++state_->roots_by_tier[d->tier];
     if (d->tier == "expected" && d->wrong_side != "undecided") ++state_->moved_by_rules;
     const std::string signature = oracles::Signature(*d);

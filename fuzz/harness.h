@@ -38,6 +38,10 @@ struct HarnessConfig {
   // Programs whose tensors would need more (see exec/memory_budget.h) are
   // skipped, not run.
   int64_t memory_budget_mb = exec::kDefaultMemoryBudgetMb;
+  // A program slower than this many times the running mean earns no verdict
+  // counters, so libFuzzer's corpus does not fill with expensive programs
+  // (3-minute CPU runs: 619 buckets against 317 without it). 0: off.
+  double feedback_cost = 0;
   oracles::Policy policy = oracles::DefaultPolicy();
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
@@ -45,6 +49,7 @@ struct HarnessConfig {
 
 // From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS, DIVFUZZ_STATS,
 // DIVFUZZ_POLICY (a policy file), DIVFUZZ_TF32=1 (CUDA with TF32) and
+// DIVFUZZ_FEEDBACK_COST (see HarnessConfig::feedback_cost),
 // DIVFUZZ_QUARANTINE (comma-separated ops not to run), DIVFUZZ_SKIP_INPUTS (a
 // file of InputHash values in hex, one a line), DIVFUZZ_MEMORY_BUDGET_MB
 // and DIVFUZZ_FEEDBACK=0 (no divergence feedback to libFuzzer); the

@@ -100,6 +100,32 @@ TEST(Harness, AgreeingProgramRecordsNothingAndSetsOnlyTheFixedCounter) {
   EXPECT_GE(NonZeroCounters(), 3u);
 }
 
+TEST(Harness, SlowProgramsEarnNoVerdictFeedback) {
+  // The same divergence as kDiverging, behind a large matrix product: many
+  // times slower than the cheap programs run before it.
+  const std::string slow =
+      "divfuzz v1\ninput %m: f32[300,300] = normal(seed=1, mean=0.0, std=1.0)\n"
+      "input %a: f32[1] = fill(100000000.0)\ninput %b: f32[1] = fill(1.0)\n"
+      "%p = aten::mm(%m, %m)\n%c = aten::add.Tensor(%a, %b)\n%d = aten::sub.Tensor(%c, %a)\n"
+      "output %p, %d\n";
+  const std::string cheap =
+      "divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\n%y = aten::neg(%x)\noutput %y\n";
+  for (double cost : {3.0, 0.0}) {
+    HarnessConfig c = CpuPair(testing::TempDir("findings"));
+    c.feedback_cost = cost;
+    Harness h(c);
+    for (int i = 0; i < 20; ++i) h.RunProgram(testing::MustParse(cheap));
+    ClearCounters();
+    Outcome o = h.RunProgram(testing::MustParse(slow));
+    ASSERT_TRUE(o.verdict.Diverged());
+    if (cost > 0) {
+      EXPECT_EQ(NonZeroCounters(), 1u) << "only the fixed counter";
+    } else {
+      EXPECT_GE(NonZeroCounters(), 3u) << "without the cost rule, its verdict counts";
+    }
+  }
+}
+
 TEST(ProgramFromBytes, GarbageBecomesADeterministicValidProgram) {
   const uint8_t garbage[] = {0xff, 0x00, 0x13, 'x', '%', '='};
   bool parsed = true;
