@@ -89,12 +89,11 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   std::ifstream log(out);
   for (std::string line; std::getline(log, line);) {
     std::vector<std::string> parts = absl::StrSplit(line, ' ');
-    if (parts.size() == 4 && (parts[0] == "RUN" || parts[0] == "CUDA_FATAL")) {
-      r.target = parts[1];
-      r.node = std::atoi(parts[2].c_str());
-      r.op = parts[3];
-    }
-    if (parts.size() == 4 && parts[0] == "CUDA_FATAL") {
+    if (parts.size() != 4 || (parts[0] != "RUN" && parts[0] != "CUDA_FATAL")) continue;
+    r.target = parts[1];
+    r.node = std::atoi(parts[2].c_str());
+    r.op = parts[3];
+    if (parts[0] == "CUDA_FATAL") {
       r.crashed = r.cuda_fault = true;
       break;
     }

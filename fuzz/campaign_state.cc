@@ -63,7 +63,7 @@ absl::StatusOr<CampaignConfig> CampaignConfig::FromJson(const nlohmann::json& j,
     c.policy = j.value("policy", "");
     c.tf32 = j.value("tf32", false);
     c.feedback = j.value("feedback", true);
-    c.feedback_cost = j.value("feedback_cost", 3.0);
+    c.feedback_cost = j.value("feedback_cost", kDefaultFeedbackCost);
     c.repro_seconds = j.value("repro_seconds", 30);
     c.seed = j.value("seed", int64_t{0});
     c.plugins = j.value("plugins", "");

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "fuzz/feedback.h"
 #include "nlohmann/json.hpp"
 
 namespace divfuzz::fuzz {
@@ -31,7 +32,7 @@ struct CampaignConfig {
   std::string policy;
   bool tf32 = false;
   bool feedback = true;
-  double feedback_cost = 3.0;  // see --feedback_cost
+  double feedback_cost = kDefaultFeedbackCost;  // see --feedback_cost
   int repro_seconds = 30;
   int64_t seed = 0;  // libFuzzer -seed base; 0: libFuzzer picks
   std::string plugins;

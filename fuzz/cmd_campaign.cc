@@ -306,7 +306,6 @@ class Supervisor {
         {"DIVFUZZ_PLUGINS", config_.plugins},
         {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")},
         {"DIVFUZZ_SKIP_INPUTS", work_ + "/skip_inputs.txt"}};
-    WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
     // Workers share the cores instead of each starting one thread per core.
     if (std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -332,6 +331,8 @@ class Supervisor {
                 << " (log: " << s.log << "); starting a new one\n";
       RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
                          &state_.handled_artifacts, &state_.quarantine);
+      // Before the state: a resumed campaign's workers read the list as saved.
+      WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
       (void)SaveState(work_, state_);
     }
   }

@@ -19,6 +19,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "graph/absl_compat.h"
+#include "graph/stable_hash.h"
 #include "mutators/mutator.h"
 #include "mutators/node_builder.h"
 #include "nlohmann/json.hpp"
@@ -90,9 +91,8 @@ bool AcceptedEverywhere(const graph::Program& p, const ops::TypeEnv& types,
 }
 
 uint64_t SeedOf(const std::string& op, uint64_t salt) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : op) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h ^ (salt * 0x9e3779b97f4a7c15ull);
+  return graph::Fnv1a64(op.data(), op.size(), graph::kFuzzHashBasis) ^
+         (salt * 0x9e3779b97f4a7c15ull);
 }
 
 // Learns one op: every (dtype, shape form), `tries` calls each.

@@ -1,6 +1,7 @@
 #include "fuzz/feedback.h"
 
 #include "absl/strings/string_view.h"
+#include "graph/stable_hash.h"
 
 // libFuzzer scans this section between __start_/__stop_ symbols; it must be
 // 8-byte aligned and is read as uint8_t counters.
@@ -21,10 +22,10 @@ void BumpCounter(absl::string_view op, absl::string_view dtype, absl::string_vie
     divfuzz_extra_counters[0] = 1;
     return;
   }
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  uint64_t h = graph::kFuzzHashBasis;
   for (absl::string_view part :
        {op, absl::string_view("|"), dtype, absl::string_view("|"), outcome}) {
-    for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
+    h = graph::Fnv1a64(part.data(), part.size(), h);
   }
   // Set, not counted: libFuzzer buckets counter values (1, 2, 3, 4-7, ...),
   // so counting would reward a program for repeating an op it already has,

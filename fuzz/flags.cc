@@ -1,6 +1,7 @@
 #include "fuzz/flags.h"
 
 #include "absl/flags/flag.h"
+#include "fuzz/feedback.h"
 
 ABSL_FLAG(std::string, targets, "",
           "target pair A,B from cpu, cuda, cpu-f64, cpu-scalar (default: cpu,cuda with a GPU, else "
@@ -23,7 +24,7 @@ ABSL_FLAG(int64_t, seed, 0,
 ABSL_FLAG(bool, feedback, true,
           "campaign: feed each root divergence's (op, dtype, class and size) back to libFuzzer "
           "as coverage; false mutates the seed corpus blindly (a baseline for benchmarks)");
-ABSL_FLAG(double, feedback_cost, 3.0,
+ABSL_FLAG(double, feedback_cost, divfuzz::fuzz::kDefaultFeedbackCost,
           "campaign: a program that ran more than this many times the mean run time earns no "
           "feedback (libFuzzer does not keep it for its verdict), so the corpus favours cheap "
           "programs; 0 turns it off");

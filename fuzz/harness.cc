@@ -20,6 +20,7 @@
 #include "fuzz/feedback.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
+#include "graph/stable_hash.h"
 #include "minimize/emit_python.h"
 #include "mutators/mutator.h"
 #include "nlohmann/json.hpp"
@@ -106,7 +107,7 @@ HarnessConfig ConfigFromEnvironment() {
       if (absl::SimpleHexAtoi(line, &h)) c.skip_inputs.insert(h);
     }
   }
-  c.feedback_cost = 3.0;  // the campaign's default, for raw libFuzzer runs too
+  c.feedback_cost = kDefaultFeedbackCost;  // the campaign's, for raw libFuzzer runs too
   if (absl::string_view f = Env("DIVFUZZ_FEEDBACK_COST"); !f.empty()) {
     if (!absl::SimpleAtod(f, &c.feedback_cost) || c.feedback_cost < 0) {
       std::cerr << "divfuzz: DIVFUZZ_FEEDBACK_COST: expected a factor >= 0, got '" << f << "'\n";
@@ -127,9 +128,7 @@ HarnessConfig ConfigFromEnvironment() {
 }
 
 uint64_t InputHash(const uint8_t* data, size_t size) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ULL;
-  return h;
+  return graph::Fnv1a64(data, size, graph::kFuzzHashBasis);
 }
 
 graph::Program ProgramFromBytes(const uint8_t* data, size_t size, bool* parsed) {

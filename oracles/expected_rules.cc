@@ -173,8 +173,7 @@ std::optional<RuleMatch> DuplicateWrites(const Context& c) {
   if (base == "put" && !accumulate(3)) {
     repeats = RepeatsAlong(c.Input(1).flatten(), 0, self.numel());
   } else if (base == "index_copy" ||
-             (base == "scatter" && c.node.overload.find("reduce") == std::string::npos &&
-              ops::FindArg(c.node, 4, "reduce") == nullptr)) {
+             (base == "scatter" && ops::FindArg(c.node, 4, "reduce") == nullptr)) {
     const int64_t dim = IntArgOr(c.node, 1, "dim", 0);
     const int64_t size = self.dim() == 0 ? 1 : self.size(dim < 0 ? dim + self.dim() : dim);
     repeats = RepeatsAlong(c.Input(2), base == "index_copy" ? 0 : dim, size);

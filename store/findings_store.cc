@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "graph/stable_hash.h"
 
 namespace divfuzz::store {
 namespace {
@@ -193,16 +194,6 @@ std::string Sanitize(absl::string_view s) {
   return out.empty() ? "none" : out;
 }
 
-// FNV-1a, 64 bits: fixed by definition, unlike std::hash.
-uint64_t Fnv1a64(absl::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 bool ValidRelativePath(const std::string& rel) {
   if (rel.empty() || rel.front() == '/' || rel.back() == '/') return false;
   for (absl::string_view part : absl::StrSplit(rel, '/')) {
@@ -278,7 +269,7 @@ std::string FindingsStore::IndexPath() const { return absl::StrCat(dir_, "/", kI
 std::string FindingsStore::MakeId(const FindingHit& hit) {
   absl::string_view op = hit.root_op;
   if (absl::StartsWith(op, "aten::")) op.remove_prefix(6);
-  uint64_t h = Fnv1a64(hit.signature);
+  uint64_t h = graph::Fnv1a64(hit.signature.data(), hit.signature.size());
   uint32_t folded = static_cast<uint32_t>(h >> 32) ^ static_cast<uint32_t>(h);
   return absl::StrCat(Sanitize(op), "-", Sanitize(hit.dtype), "-", Sanitize(hit.divergence_class),
                       "-", absl::StrFormat("%08x", folded));
