@@ -185,6 +185,15 @@ std::optional<RuleMatch> DuplicateWrites(const Context& c) {
     if (item.kind == Literal::Kind::kValue && it != c.inputs.end()) {
       repeats = RepeatsAlong(it->second.flatten(), 0, self.size(0));
     }
+  } else if ((base == "max_unpool2d" || base == "max_unpool3d") && c.Input(1).defined()) {
+    // Each index is a flat position in its (batch, channel) output plane.
+    const at::Tensor index = c.Input(1);
+    const int64_t spatial = base == "max_unpool2d" ? 2 : 3;
+    if (index.dim() > spatial && index.numel() > 0) {
+      int64_t plane = 1;
+      for (int64_t d = index.dim() - spatial; d < index.dim(); ++d) plane *= index.size(d);
+      repeats = RepeatsAlong(index.reshape({-1, plane}), 1, 0);
+    }
   }
   if (!repeats) return std::nullopt;
   return RuleMatch{"index_ties",

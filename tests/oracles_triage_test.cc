@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "fuzz/harness.h"
 #include "gtest/gtest.h"
@@ -241,6 +242,24 @@ TEST(ExpectedRules, RepeatedDestinationsWithoutAccumulateAreUndefined) {
         n.outputs[0] = at::tensor(std::vector<float>{5.0f, 0.0f}).view({2, 1});
       });
   EXPECT_EQ(rows.expected_rule, "index_ties") << rows.reason;
+  // max_unpool2d: two inputs of one plane unpooled to position 0 (seen on the H200 as
+  // class_split, tolerance and nondeterminism "bugs"); a second plane may reuse position 0.
+  const auto other_write = [](exec::NodeResult& n) {
+    // The other of the two values written to position 0 (or -3 where only 1 was).
+    n.outputs[0] = n.outputs[0].clone();
+    const float first = n.outputs[0].view(-1)[0].item<float>();
+    n.outputs[0].view(-1)[0] = first == -3.0f ? 1.0 : -3.0;
+  };
+  const auto unpool = [](const char* second_index) {
+    return absl::StrCat(
+        "divfuzz v1\ninput %x: f32[2,1,2] = values(1.0, -3.0, 4.0, 5.0)\n"
+        "input %i: i64[2,1,2] = values(0, ",
+        second_index, ", 0, 1)\n%y = aten::max_unpool2d(%x, %i, [2, 2])\noutput %y\n");
+  };
+  Divergence same_plane = Planted(unpool("0"), other_write);
+  EXPECT_EQ(same_plane.expected_rule, "index_ties") << same_plane.reason;
+  Divergence distinct_plane = Planted(unpool("3"), other_write);
+  EXPECT_NE(distinct_plane.tier, "expected");
 }
 
 TEST(ExpectedRules, ModeMayReturnAnyMostFrequentValue) {
