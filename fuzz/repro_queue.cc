@@ -27,11 +27,24 @@ ReproQueue::ReproQueue(std::string findings, std::string work, int max_seconds, 
 
 void ReproQueue::Poll() {
   for (auto it = running_.begin(); it != running_.end();) {
-    if (waitpid(it->pid, nullptr, WNOHANG) == 0) {
+    int status = 0;
+    if (waitpid(it->pid, &status, WNOHANG) == 0) {
       ++it;
       continue;
     }
-    done_ += it->size;
+    done_ += static_cast<int>(it->ids.size());
+    if (WIFSIGNALED(status)) {
+      if (it->ids.size() > 1) {
+        // The buckets it had not finished go again, each alone.
+        for (const std::string& id : it->ids) {
+          tried_.erase(id);
+          solo_.insert(id);
+        }
+      } else if (!it->ids.empty()) {
+        std::fprintf(stderr, "divfuzz campaign: the reducer crashed (signal %d) on %s; see %s\n",
+                     WTERMSIG(status), it->ids[0].c_str(), it->log.c_str());
+      }
+    }
     it = running_.erase(it);
   }
   if (running_.size() >= jobs_) return;
@@ -63,10 +76,16 @@ void ReproQueue::Poll() {
   });
   std::vector<std::string> batch;
   for (const nlohmann::json* e : pending) {
+    const std::string id = e->value("id", "");
+    if (solo_.count(id)) {
+      if (!batch.empty()) continue;
+      batch = {id};
+      break;
+    }
     if (batch.size() == kBatch) break;
-    batch.push_back(e->value("id", ""));
-    tried_.insert(batch.back());
+    batch.push_back(id);
   }
+  for (const std::string& id : batch) tried_.insert(id);
   Start(batch);
 }
 
@@ -83,7 +102,7 @@ void ReproQueue::Finish(int seconds) {
 }
 
 void ReproQueue::Start(const std::vector<std::string>& ids) {
-  const std::string log = absl::StrCat(work_, "/logs/repro-", batches_++, ".log");
+  std::string log = absl::StrCat(work_, "/logs/repro-", batches_++, ".log");
   std::vector<std::string> args = {
       "divfuzz", "repro", absl::StrCat("--max_seconds=", max_seconds_),
       absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy)),
@@ -91,7 +110,7 @@ void ReproQueue::Start(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));
   const pid_t pid = fork();
   if (pid != 0) {
-    if (pid > 0) running_.push_back({pid, static_cast<int>(ids.size())});
+    if (pid > 0) running_.push_back({pid, ids, log});
     return;
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the campaign, even on kill -9

@@ -17,7 +17,8 @@ class ReproQueue {
   ReproQueue(std::string findings, std::string work, int max_seconds, int jobs = 1);
 
   // Reaps finished jobs; starts one for the next buckets without a minimized
-  // program while fewer than `jobs` run. Crash and hang buckets are left alone: they would
+  // program while fewer than `jobs` run. A batch that crashed is retried one
+  // bucket per process. Crash and hang buckets are left alone: they would
   // take the reducer down with them.
   void Poll();
 
@@ -33,7 +34,8 @@ class ReproQueue {
 
   struct Job {
     pid_t pid;
-    int size;  // buckets in its batch
+    std::vector<std::string> ids;  // its batch
+    std::string log;
   };
 
   std::string findings_, work_;
@@ -44,6 +46,9 @@ class ReproQueue {
   int batches_ = 0;
   std::chrono::steady_clock::time_point last_scan_{};
   std::set<std::string> tried_;
+  // Buckets of a batch whose process crashed (a candidate program can crash
+  // libtorch): each gets a process of its own, so one crash costs one bucket.
+  std::set<std::string> solo_;
 };
 
 }  // namespace divfuzz::fuzz

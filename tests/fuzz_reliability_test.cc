@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "store/findings_store.h"
 #include "tests/test_util.h"
 
 namespace divfuzz {
@@ -153,6 +154,53 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
     EXPECT_EQ(r.exit_code, 2) << c.file << ": " << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.file << ": " << r.output;
   }
+}
+
+TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("reducer_crash");
+  auto store = store::FindingsStore::Open(dir + "/findings");
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Two real divergences on cpu vs cpu-f64 (cancellation after rounding) and,
+  // first in the reducer's batch (most severe), a bucket whose program
+  // segfaults under the faulty plugin: a candidate that crashes libtorch.
+  const auto record = [&](const std::string& signature, const std::string& severity,
+                          const std::string& program) {
+    const std::vector<std::string> f = absl::StrSplit(signature, '|');
+    store::FindingHit hit{signature, f[0],         f[1],     f[2],
+                          f[3],      "divergence", severity, "cpu vs cpu-f64"};
+    auto r = (*store)->Record(hit, program);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->id : std::string();
+  };
+  const auto cancellation = [](const std::string& dtype, const std::string& big) {
+    return "divfuzz v1\ninput %a: " + dtype + "[1] = fill(" + big + ")\ninput %b: " + dtype +
+           "[1] = fill(1.0)\n%c = aten::add.Tensor(%a, %b)\n%d = aten::sub.Tensor(%c, %a)\n"
+           "output %d\n";
+  };
+  const std::string bad =
+      record("aten::expm1|f32|tolerance|cpu", "bug-split", UnaryProgram("aten::expm1"));
+  const std::string good32 = record("aten::sub.Tensor|f32|tolerance|undecided", "divergence",
+                                    cancellation("f32", "100000000.0"));
+  const std::string good16 = record("aten::sub.Tensor|f16|tolerance|undecided", "divergence",
+                                    cancellation("f16", "2048.0"));
+  // cpu against itself finds nothing new: the reducer has only these three.
+  const std::string seeds = dir + "/seeds";
+  fs::create_directories(seeds);
+  testing::WriteTextFile(seeds + "/exp.dfz", UnaryProgram("aten::exp"));
+  const testing::CommandRun run = testing::RunShell(
+      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " --seconds=8 --repro_jobs=1 --targets=cpu,cpu --corpus=" + seeds);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("the reducer crashed (signal 11) on " + bad), std::string::npos)
+      << run.output;
+  std::map<std::string, std::string> minimized;
+  for (const nlohmann::json& e : ReadIndex(dir + "/findings")) {
+    minimized[e.value("id", "")] = e.value("minimized", "");
+  }
+  EXPECT_EQ(minimized[bad], "");
+  EXPECT_NE(minimized[good32], "") << run.output;
+  EXPECT_NE(minimized[good16], "") << run.output;
 }
 
 TEST(CampaignReliability, MissingPluginIsAClearError) {

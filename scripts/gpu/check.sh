@@ -54,15 +54,23 @@ case "$step" in
     tail -40 "$OUT/campaign-3.log" ;;
   verify)
     cd "$B/run"
-    python3 -c "
+    todo() {
+      python3 -c "
 import json
 for l in open('findings/index.jsonl'):
     e = json.loads(l)
     if not e.get('minimized') and e['class'] not in ('crash', 'hang'): print('findings/' + e['id'])
-" >todo.txt
+"
+    }
+    todo >todo.txt
     echo "not yet minimized: $(wc -l <todo.txt)"
-    # Batches of 8 per process: libtorch and CUDA start once per batch.
+    # Batches of 8 per process: libtorch and CUDA start once per batch. A
+    # batch that a crashing candidate ended leaves buckets behind: those go
+    # again, one per process.
     xargs -P 8 -n 8 "$D" repro --max_seconds=15 <todo.txt >"$OUT/repro-pass.log" 2>&1 || true
+    todo >todo2.txt
+    echo "still not minimized: $(wc -l <todo2.txt); again one per process"
+    xargs -P 8 -n 1 "$D" repro --max_seconds=15 <todo2.txt >>"$OUT/repro-pass.log" 2>&1 || true
     python3 "$SRC/scripts/verify_repros.py" findings --work campaign --jobs 16 \
       --json "$OUT/verify.json" >"$OUT/verify.log" 2>&1 || true
     grep -A12 '== summary' "$OUT/verify.log"
