@@ -2,13 +2,20 @@
 // runs. --learn=N tries every generic candidate in every (dtype, shape form)
 // and writes the learned table; --probe=N generates N calls of every op on
 // the available targets and reports how many the kernels accepted.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +32,7 @@
 #include "nlohmann/json.hpp"
 #include "ops/catalogue.h"
 #include "ops/generic.h"
+#include "store/findings_store.h"
 
 ABSL_FLAG(int, learn, 0,
           "ops: try every generic candidate N times in each (dtype, shape form) on the "
@@ -32,6 +40,9 @@ ABSL_FLAG(int, learn, 0,
 ABSL_FLAG(int, probe, 0,
           "ops: generate N calls of every catalogue op, run them on the available targets "
           "and report acceptance (written to --op_stats when given)");
+ABSL_FLAG(int, probe_timeout, 60,
+          "ops --probe: seconds one op's calls may run before the op counts as hanging (the "
+          "probe goes on without it)");
 ABSL_FLAG(std::string, op_stats, "",
           "ops: a JSON file of per-op statistics: written by --probe, read otherwise");
 ABSL_FLAG(std::string, only, "", "ops: only ops whose qualified name contains this");
@@ -54,6 +65,10 @@ std::string TargetNames(const std::vector<exec::Target>& targets) {
   return absl::StrJoin(names, ",");
 }
 
+// How a probe child ends when it cannot go on in this process.
+constexpr int kCudaFaultExit = 3;
+constexpr int kHangExit = 4;
+
 // Runs the program on every target; true when the last node (the call under
 // test) ran everywhere without raising. A poisoned CUDA context ends the
 // process: the next call could not be trusted.
@@ -68,7 +83,7 @@ bool AcceptedEverywhere(const graph::Program& p, const ops::TypeEnv& types,
     if (r.cuda_fatal) {
       std::cerr << "divfuzz ops: a CUDA fault poisoned the context in " << p.nodes.back().op
                 << "; stopping\n";
-      std::exit(3);
+      std::exit(kCudaFaultExit);
     }
     if (r.nodes.empty() || r.nodes.back().error) {
       if (!r.nodes.empty()) *error = r.nodes.back().error->message;
@@ -204,38 +219,139 @@ nlohmann::json StatsJson(const Stats& s) {
           {"errors", errors}};
 }
 
-std::map<std::string, Stats> Probe(int calls, const std::vector<exec::Target>& targets) {
-  std::map<std::string, Stats> out;
-  const std::string only = absl::GetFlag(FLAGS_only);
-  for (const ops::OpSpec& spec : ops::Catalogue()) {
-    const std::string name = spec.Qualified();
-    if (!only.empty() && name.find(only) == std::string::npos) continue;
-    std::vector<DType> dtypes;
-    for (DType d : graph::kAllDTypes) {
-      if (ops::Has(spec.dtypes, d)) dtypes.push_back(d);
+Stats ProbeOp(const ops::OpSpec& spec, int calls, const std::vector<exec::Target>& targets) {
+  const std::string name = spec.Qualified();
+  std::vector<DType> dtypes;
+  for (DType d : graph::kAllDTypes) {
+    if (ops::Has(spec.dtypes, d)) dtypes.push_back(d);
+  }
+  Stats s;
+  for (int i = 0; i < calls && !dtypes.empty(); ++i) {
+    mutators::Random random(SeedOf(name, static_cast<uint64_t>(i) + 7777));
+    graph::Program p;
+    ops::TypeEnv types;
+    mutators::NodeBuilder builder(p, types, random);
+    if (!builder.Append(spec, random.Pick(dtypes)) || p.nodes.back().QualifiedName() != name) {
+      ++s.not_generated;
+      continue;
     }
-    Stats& s = out[name];
-    for (int i = 0; i < calls && !dtypes.empty(); ++i) {
-      mutators::Random random(SeedOf(name, static_cast<uint64_t>(i) + 7777));
-      graph::Program p;
-      ops::TypeEnv types;
-      mutators::NodeBuilder builder(p, types, random);
-      if (!builder.Append(spec, random.Pick(dtypes)) || p.nodes.back().QualifiedName() != name) {
-        ++s.not_generated;
-        continue;
-      }
-      p.outputs = mutators::Leaves(p);
-      ++s.generated;
-      s.executions += static_cast<int64_t>(targets.size());
-      std::string error;
-      if (AcceptedEverywhere(p, types, targets, &error)) {
-        ++s.accepted;
-      } else if (s.errors.size() < 3 || s.errors.count(error)) {
-        ++s.errors[error.substr(0, 160)];
-      }
+    p.outputs = mutators::Leaves(p);
+    ++s.generated;
+    s.executions += static_cast<int64_t>(targets.size());
+    std::string error;
+    if (AcceptedEverywhere(p, types, targets, &error)) {
+      ++s.accepted;
+    } else if (s.errors.size() < 3 || s.errors.count(error)) {
+      ++s.errors[error.substr(0, 160)];
     }
   }
-  return out;
+  return s;
+}
+
+// The probe's progress, shared by the supervisor and its child process:
+// {"targets", "ops": {op: stats or {"failure"}}, "current": the op running}.
+nlohmann::json ReadProbeState(const std::string& path) {
+  std::ifstream f(path);
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) j = nlohmann::json::object();
+  if (!j.contains("ops") || !j["ops"].is_object()) j["ops"] = nlohmann::json::object();
+  return j;
+}
+
+bool WriteProbeState(const std::string& path, const nlohmann::json& state) {
+  const absl::Status s = store::WriteFileAtomically(path, state.dump(1) + "\n");
+  if (!s.ok()) std::cerr << "divfuzz ops: cannot write " << path << ": " << s.message() << "\n";
+  return s.ok();
+}
+
+// The child: probes every op the state does not have yet, writing the state
+// before each op (so the supervisor knows which one killed it) and after the
+// last. A watchdog ends the process when one op runs past --probe_timeout: a
+// kernel stuck on the GPU cannot be interrupted otherwise.
+int ProbeChild(const std::string& state_path, int calls) {
+  const std::vector<exec::Target> targets = ProbeTargets();
+  nlohmann::json state = ReadProbeState(state_path);
+  state["targets"] = TargetNames(targets);
+  const std::string only = absl::GetFlag(FLAGS_only);
+  const auto timeout = std::chrono::seconds(std::max(1, absl::GetFlag(FLAGS_probe_timeout)));
+  std::atomic<int64_t> deadline{0};  // steady-clock ms; 0: no op running
+  std::thread([&deadline] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const int64_t d = deadline.load();
+      const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count();
+      if (d != 0 && now > d) _exit(kHangExit);
+    }
+  }).detach();
+  for (const ops::OpSpec& spec : ops::Catalogue()) {
+    const std::string name = spec.Qualified();
+    if ((!only.empty() && name.find(only) == std::string::npos) || state["ops"].contains(name)) {
+      continue;
+    }
+    state["current"] = name;
+    if (!WriteProbeState(state_path, state)) return 1;
+    deadline = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   (std::chrono::steady_clock::now() + timeout).time_since_epoch())
+                   .count();
+    state["ops"][name] = StatsJson(ProbeOp(spec, calls, targets));
+    deadline = 0;
+  }
+  state["current"] = "";
+  return WriteProbeState(state_path, state) ? 0 : 1;
+}
+
+// The supervisor: runs the probe in child processes (this one never touches
+// CUDA), and when a child crashes, hangs or poisons its CUDA context, records
+// that against the op it was probing and starts another for the rest.
+absl::StatusOr<nlohmann::json> ProbeSupervised(const std::string& state_path) {
+  std::remove(state_path.c_str());
+  std::vector<std::string> args;
+  {
+    std::ifstream f("/proc/self/cmdline", std::ios::binary);
+    for (std::string a; std::getline(f, a, '\0');) args.push_back(a);
+  }
+  for (;;) {
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      setenv("DIVFUZZ_PROBE_STATE", state_path.c_str(), 1);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    nlohmann::json state = ReadProbeState(state_path);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      std::remove(state_path.c_str());
+      return state;
+    }
+    const std::string current = state.value("current", "");
+    if (current.empty() || state["ops"].contains(current)) {
+      return absl::InternalError(
+          absl::StrCat("the probe process failed (status ", status, ") outside any op"));
+    }
+    std::string failure;
+    if (WIFSIGNALED(status)) {
+      failure = absl::StrCat("crashed (signal ", WTERMSIG(status), ")");
+    } else if (WEXITSTATUS(status) == kHangExit) {
+      failure =
+          absl::StrCat("hung (over --probe_timeout=", absl::GetFlag(FLAGS_probe_timeout), " s)");
+    } else if (WEXITSTATUS(status) == kCudaFaultExit) {
+      failure = "a CUDA fault";
+    } else {
+      failure = absl::StrCat("exited with status ", WEXITSTATUS(status));
+    }
+    std::cerr << "divfuzz ops: " << current << " " << failure << "; the probe goes on without it\n";
+    state["ops"][current] = StatsJson(Stats{});
+    state["ops"][current]["failure"] = failure;
+    state["current"] = "";
+    if (!WriteProbeState(state_path, state)) return absl::InternalError("cannot write the state");
+  }
 }
 
 // Divergences per root op and class, from the findings store's index.
@@ -261,9 +377,19 @@ int RunOps(const std::vector<std::string>&) {
   nlohmann::json stats = nlohmann::json::object();
   std::string stats_targets;
   if (absl::GetFlag(FLAGS_probe) > 0) {
-    const std::vector<exec::Target> targets = ProbeTargets();
-    stats_targets = TargetNames(targets);
-    for (const auto& [op, s] : Probe(absl::GetFlag(FLAGS_probe), targets)) stats[op] = StatsJson(s);
+    if (const char* state = std::getenv("DIVFUZZ_PROBE_STATE"); state != nullptr) {
+      return ProbeChild(state, absl::GetFlag(FLAGS_probe));
+    }
+    const std::string state_path = stats_path.empty()
+                                       ? absl::StrCat("/tmp/divfuzz-probe-", getpid(), ".json")
+                                       : stats_path + ".partial";
+    absl::StatusOr<nlohmann::json> probed = ProbeSupervised(state_path);
+    if (!probed.ok()) {
+      std::cerr << "divfuzz ops: --probe: " << probed.status().message() << "\n";
+      return 1;
+    }
+    stats = (*probed)["ops"];
+    stats_targets = probed->value("targets", "");
     if (!stats_path.empty()) {
       std::ofstream f(stats_path);
       f << nlohmann::json{{"targets", stats_targets}, {"ops", stats}}.dump(1) << "\n";
@@ -294,6 +420,7 @@ int RunOps(const std::vector<std::string>&) {
   };
   std::map<std::string, Agg> by_family, by_source;
   std::vector<std::pair<double, std::string>> worst;
+  std::vector<std::pair<std::string, std::string>> failures;  // op, how its probe ended
   if (!json) {
     std::cout << absl::StrFormat("%-40s %-8s %-13s %-8s %-7s %-40s %s\n", "op", "source", "family",
                                  "accept", "execs", "dtypes", "divergences");
@@ -329,6 +456,10 @@ int RunOps(const std::vector<std::string>&) {
       entry["generated"] = st["generated"];
       entry["executions"] = st["executions"];
       entry["errors"] = st["errors"];
+      if (st.contains("failure")) {
+        entry["probe_failure"] = st["failure"];
+        failures.emplace_back(name, st["failure"].get<std::string>());
+      }
       const int64_t g = st["generated"].get<int64_t>(), a = st["accepted"].get<int64_t>();
       for (Agg* agg : {&by_family[std::string(s.family)], &by_source[source]}) {
         agg->generated += g;
@@ -348,7 +479,8 @@ int RunOps(const std::vector<std::string>&) {
         div.push_back(absl::StrCat(cls, "=", n.get<int64_t>()));
       }
       const std::string rate =
-          entry["acceptance"].is_null()
+          entry.contains("probe_failure") ? "failed"
+          : entry["acceptance"].is_null()
               ? "-"
               : absl::StrFormat("%.0f%%", 100 * entry["acceptance"].get<double>());
       std::cout << absl::StrFormat("%-40s %-8s %-13s %-8s %-7d %-40s %s\n", name, source, s.family,
@@ -379,6 +511,8 @@ int RunOps(const std::vector<std::string>&) {
     for (size_t i = 0; i < worst.size() && i < 10; ++i) {
       std::cout << absl::StrFormat("  %5.1f%%  %s\n", 100 * worst[i].first, worst[i].second);
     }
+    if (!failures.empty()) std::cout << "ops the probe could not finish (left out above):\n";
+    for (const auto& [op, failure] : failures) std::cout << "  " << op << ": " << failure << "\n";
   }
   return 0;
 }

@@ -203,6 +203,26 @@ TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
   EXPECT_NE(minimized[good16], "") << run.output;
 }
 
+TEST(CampaignReliability, OpProbeGoesOnPastKernelsThatHangOrCrash) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("probe");
+  const testing::CommandRun run = testing::RunShell(
+      kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " ops --probe=12 --probe_timeout=2 --only=exp --op_stats=" + dir + "/stats.json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("aten::exp2: hung (over --probe_timeout=2 s)"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("aten::expm1: crashed (signal 11)"), std::string::npos) << run.output;
+  const nlohmann::json stats =
+      nlohmann::json::parse(testing::ReadTextFile(dir + "/stats.json"), nullptr, false);
+  ASSERT_TRUE(stats.is_object()) << run.output;
+  // The ops after the two that failed were probed in later processes.
+  EXPECT_EQ(stats["ops"]["aten::exp"]["accepted"], 12) << stats.dump();
+  EXPECT_EQ(stats["ops"]["aten::logcumsumexp"]["accepted"], 12) << stats.dump();
+  EXPECT_TRUE(stats["ops"]["aten::expm1"].contains("failure")) << stats.dump();
+  EXPECT_FALSE(fs::exists(dir + "/stats.json.partial"));
+}
+
 TEST(CampaignReliability, MissingPluginIsAClearError) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const testing::CommandRun r = testing::RunShell(kTool + " --plugins=/no/such/plugin.so ops");
