@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "ops/infer.h"
 #include "oracles/compare.h"
+#include "oracles/expected_rules.h"
 #include "oracles/triage.h"
 #include "store/findings_store.h"
 
@@ -340,6 +341,12 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
         d.expected_rule.clear();
         d.reason =
             absl::StrCat(d.wrong_side, " gives different results for the same program twice");
+        if (auto m = oracles::DocumentedNondeterminism(program.nodes[d.node_index],
+                                                       first[side]->target, config_.policy)) {
+          d.tier = "expected";
+          d.expected_rule = m->rule;
+          absl::StrAppend(&d.reason, ": ", m->reason);
+        }
         break;
       }
     }

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -435,6 +436,49 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     // A rule that cannot be evaluated does not apply.
   }
   return std::nullopt;
+}
+
+std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec::Target target,
+                                                  const Policy& policy) {
+  if (!policy.rules.documented_nondeterminism || target != exec::Target::kCuda) {
+    return std::nullopt;
+  }
+  std::string base = node.op.substr(node.op.rfind(':') + 1);
+  if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
+  const auto accumulate = [&](size_t pos) {
+    const graph::Literal* a = ops::FindArg(node, pos, "accumulate");
+    return a != nullptr && a->kind == graph::Literal::Kind::kBool && a->b;
+  };
+  // The lists of torch.use_deterministic_algorithms: kernels that add with
+  // atomics in whatever order the threads arrive, or pick among equal values.
+  static const std::set<std::string> kAlways = {"scatter_add",
+                                                "scatter_reduce",
+                                                "index_add",
+                                                "index_reduce",
+                                                "embedding_bag",
+                                                "_embedding_bag",
+                                                "histc",
+                                                "bincount",
+                                                "convolution",
+                                                "conv1d",
+                                                "conv2d",
+                                                "conv3d",
+                                                "conv_transpose1d",
+                                                "conv_transpose2d",
+                                                "conv_transpose3d",
+                                                "_convolution",
+                                                "cudnn_convolution",
+                                                "kthvalue",
+                                                "median",
+                                                "nanmedian"};
+  const bool documented = kAlways.count(base) > 0 ||
+                          ((base == "index_put" || base == "_index_put_impl") && accumulate(3)) ||
+                          (base == "put" && accumulate(3));
+  if (!documented) return std::nullopt;
+  return RuleMatch{"documented_nondeterminism",
+                   absl::StrCat(node.op,
+                                " on CUDA is documented as nondeterministic "
+                                "(torch.use_deterministic_algorithms)")};
 }
 
 }  // namespace divfuzz::oracles

@@ -24,4 +24,10 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
                                            const exec::RunResult& a, const exec::RunResult& b,
                                            const Policy& policy, const Divergence& d);
 
+// For a node that gave two results for one program on `target`: whether
+// PyTorch documents its kernel there as nondeterministic (rule
+// documented_nondeterminism; nullopt when the rule is off or does not apply).
+std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec::Target target,
+                                                  const Policy& policy);
+
 }  // namespace divfuzz::oracles

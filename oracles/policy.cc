@@ -88,14 +88,16 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& json_text, const std::stri
           {"float_to_int_casts", &p.rules.float_to_int_casts},
           {"ill_conditioned", &p.rules.ill_conditioned},
           {"cancelling_reductions", &p.rules.cancelling_reductions},
-          {"tf32", &p.rules.tf32}};
+          {"tf32", &p.rules.tf32},
+          {"documented_nondeterminism", &p.rules.documented_nondeterminism}};
       for (const auto& [name, on] : value.items()) {
         auto it = known.find(name);
         if (it == known.end() || !on.is_boolean()) {
           return Bad(filename, absl::StrCat("expected rules.", name,
                                             " to be one of info_gated, index_ties, "
                                             "float_to_int_casts, ill_conditioned, "
-                                            "cancelling_reductions, tf32 with a bool value"));
+                                            "cancelling_reductions, tf32, "
+                                            "documented_nondeterminism with a bool value"));
         }
         *it->second = on.get<bool>();
       }

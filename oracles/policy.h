@@ -23,6 +23,7 @@ struct Policy {
     bool ill_conditioned = true;        // condition number beyond 1/eps of the dtype
     bool cancelling_reductions = true;  // error within the summation-order bound
     bool tf32 = true;                   // CUDA ran with TF32 / reduced-precision reductions
+    bool documented_nondeterminism = true;  // CUDA kernels PyTorch documents as nondeterministic
   } rules;
   // Set by the campaign when the CUDA target runs with TF32 and
   // reduced-precision reductions on (off by default).

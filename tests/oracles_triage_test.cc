@@ -141,6 +141,47 @@ TEST(Determinism, ATargetThatDisagreesWithItselfIsNondeterminism) {
   EXPECT_EQ(o.verdict.Roots()[0]->wrong_side, "cpu");
 }
 
+TEST(Determinism, DocumentedNondeterministicCudaKernelsAreExpected) {
+  // A deliberately nondeterministic "cuda" (the CPU, perturbed on each call).
+  const auto flaky_cuda = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
+    exec::RunResult r = testing::NondeterministicRun(p, t, exec::Target::kCpu);
+    r.target = exec::Target::kCuda;
+    return r;
+  };
+  const auto run = [&](const std::string& op_line) {
+    fuzz::HarnessConfig config;
+    config.findings_dir = testing::TempDir("findings");
+    config.target_b = exec::Target::kCuda;
+    config.runner_b = flaky_cuda;
+    fuzz::Harness harness(config);
+    fuzz::Outcome o =
+        harness.RunProgram(MustParse("divfuzz v1\ninput %x: f32[3] = values(1.0, 2.0, 3.0)\ninput "
+                                     "%i: i64[3] = values(0, 0, 1)\n" +
+                                     op_line + "output %y\n"));
+    EXPECT_EQ(o.verdict.Roots().size(), 1u) << op_line;
+    return o.verdict.Roots().empty() ? Divergence{} : *o.verdict.Roots()[0];
+  };
+  // scatter_add adds with atomics on CUDA: PyTorch says so.
+  Divergence atomic = run("%y = aten::scatter_add(%x, 0, %i, %x)\n");
+  EXPECT_EQ(atomic.cls, DivergenceClass::kNondeterminism);
+  EXPECT_EQ(atomic.wrong_side, "cuda");
+  EXPECT_EQ(atomic.tier, "expected");
+  EXPECT_EQ(atomic.expected_rule, "documented_nondeterminism") << atomic.reason;
+  // exp is not on the list: a CUDA exp that disagrees with itself is news.
+  Divergence plain = run("%y = aten::exp(%x)\n");
+  EXPECT_EQ(plain.cls, DivergenceClass::kNondeterminism);
+  EXPECT_EQ(plain.tier, "divergence");
+  // The rule can be switched off.
+  Policy off = DefaultPolicy();
+  off.rules.documented_nondeterminism = false;
+  EXPECT_FALSE(oracles::DocumentedNondeterminism(
+                   MustParse("divfuzz v1\ninput %x: f32[3] = fill(1)\ninput %i: i64[3] = fill(0)\n"
+                             "%y = aten::scatter_add(%x, 0, %i, %x)\noutput %y\n")
+                       .nodes[0],
+                   exec::Target::kCuda, off)
+                   .has_value());
+}
+
 // Runs a one-node program on the CPU twice, lets `plant` change side B's
 // output, and returns the triaged root divergence.
 template <typename Plant>
