@@ -256,6 +256,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     spec.target_b = outcome.verdict.target_b;
     spec.node_index = d->node_index;
     spec.output_index = d->output_index;
+    if (d->cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d->wrong_side;
     spec.title = absl::StrCat(d->op, " (", d->dtype, "): ", oracles::ClassName(d->cls), " between ",
                               spec.target_a, " and ", spec.target_b);
     if (d->node_index >= 0) {
