@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "exec/memory_budget.h"
 #include "fuzz/feedback.h"
@@ -258,6 +257,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     spec.target_b = outcome.verdict.target_b;
     spec.node_index = d->node_index;
     spec.output_index = d->output_index;
+    if (d->cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d->wrong_side;
     spec.title = absl::StrCat(d->op, " (", d->dtype, "): ", oracles::ClassName(d->cls), " between ",
                               spec.target_a, " and ", spec.target_b);
     if (d->node_index >= 0) {
@@ -323,18 +323,7 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
       const auto& n1 = first[side]->nodes;
       const auto& n2 = again[side].nodes;
       if (static_cast<size_t>(d.node_index) >= std::min(n1.size(), n2.size())) continue;
-      const exec::NodeResult& x = n1[d.node_index];
-      const exec::NodeResult& y = n2[d.node_index];
-      bool differs = x.error.has_value() != y.error.has_value();
-      for (size_t o = 0; !differs && o < x.outputs.size() && o < y.outputs.size(); ++o) {
-        const auto dtype = exec::FromScalarType(x.outputs[o].scalar_type());
-        differs =
-            x.outputs[o].defined() && y.outputs[o].defined() &&
-            oracles::CompareTensors(x.outputs[o], y.outputs[o], dtype.value_or(graph::DType::kF64),
-                                    oracles::Tolerance{0, 0})
-                .has_value();
-      }
-      if (differs) {
+      if (oracles::RerunDifference(n1[d.node_index], n2[d.node_index])) {
         d.cls = oracles::DivergenceClass::kNondeterminism;
         d.wrong_side = std::string(exec::TargetName(first[side]->target));
         d.tier = "divergence";

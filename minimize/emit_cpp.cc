@@ -236,6 +236,11 @@ CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
   std::string& s = out.main_cpp;
   absl::StrAppend(&s, "// divfuzz repro: ", Comment(spec.title.empty() ? where : spec.title),
                   "\n//\n// Compares ", spec.target_a, " vs ", spec.target_b, " on ", where, ".\n",
+                  spec.rerun_target.empty()
+                      ? ""
+                      : absl::StrCat("// Nondeterminism: then reruns ", spec.rerun_target,
+                                     " up to ", kNondeterminismRuns,
+                                     " times and exits 1 if two runs differ bit for bit.\n"),
                   R"(//
 // Build (libtorch only):
 //   cmake -S . -B build -DCMAKE_PREFIX_PATH=<torch cmake folder> && cmake --build build
@@ -295,6 +300,9 @@ const double kNaN = NAN;
   absl::StrAppend(&s, "const int kOutput = ", spec.output_index, ";  // which of its results\n");
   absl::StrAppend(&s, "const char* const kValue = ", CppStr(value), ";\n");
   absl::StrAppend(&s, "const char* const kOp = ", CppStr(target.QualifiedName()), ";\n");
+  absl::StrAppend(&s, "// Nondeterminism: the target rerun against itself (empty: none).\n",
+                  "const char* const kRerun = ", CppStr(spec.rerun_target), ";\n",
+                  "const int kRuns = ", kNondeterminismRuns, ";  // how often kRerun runs\n");
   absl::StrAppend(&s, "// A decomposition is compared through its invariants, not raw factors.\n",
                   "const char* const kInvariants = ", CppStr(Invariants(target)), ";\n");
   absl::StrAppend(&s,
@@ -1099,6 +1107,94 @@ void PrintEnvironment() {
   }
 }
 
+// ---- nondeterminism: one target against itself ---------------------------
+
+// "" when two runs agree bit for bit (a NaN matches any NaN in the same place;
+// -0.0 and 0.0 differ), else the first element that differs, exactly.
+std::string BitDifference(const at::Tensor& x, const at::Tensor& y) {
+  if (x.defined() != y.defined()) return "one run has no tensor";
+  if (!x.defined()) return "";
+  if (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type()) {
+    std::ostringstream m;
+    m << "dtype/shape: " << c10::toString(x.scalar_type()) << " " << x.sizes() << " vs "
+      << c10::toString(y.scalar_type()) << " " << y.sizes();
+    return m.str();
+  }
+  const bool complex = at::isComplexType(x.scalar_type());
+  auto flat = [complex](const at::Tensor& t) {
+    at::Tensor c = t.contiguous();
+    if (complex) c = at::view_as_real(c.resolve_conj());
+    return c.contiguous().reshape({-1});
+  };
+  const at::Tensor a = flat(x), b = flat(y);
+  at::Tensor differ;
+  const bool floating = at::isFloatingType(a.scalar_type());
+  const at::ScalarType bits = a.element_size() == 2   ? at::kShort
+                              : a.element_size() == 4 ? at::kInt
+                                                      : at::kLong;
+  if (floating) {
+    differ = a.view(bits).ne(b.view(bits)).logical_and(a.isnan().logical_and(b.isnan()).logical_not());
+  } else {
+    differ = a.ne(b);
+  }
+  const at::Tensor where = differ.nonzero();
+  if (where.size(0) == 0) return "";
+  const int64_t i = where[0][0].item<int64_t>();
+  auto value = [&](const at::Tensor& t) {
+    if (!floating) return std::to_string(t[i].to(at::kLong).item<int64_t>());
+    char raw[32];
+    const uint64_t mask = a.element_size() == 8 ? ~0ull : (1ull << (8 * a.element_size())) - 1;
+    std::snprintf(raw, sizeof raw, "%0*" PRIx64, static_cast<int>(2 * a.element_size()),
+                  static_cast<uint64_t>(t.slice(0, i, i + 1).view(bits).to(at::kLong).item<int64_t>()) &
+                      mask);
+    return Num(t[i].item<double>()) + " bits 0x" + raw;
+  };
+  const std::string part = !complex ? "" : i % 2 ? " (imag)" : " (real)";
+  return "element " + std::to_string(complex ? i / 2 : i) + part + ": " + value(a) + " vs " +
+         value(b);
+}
+
+std::string RunDifference(const Result& x, const Result& y) {
+  if (x.failure && y.failure) return "";
+  if (x.failure || y.failure) {
+    return "one run raises: " + (x.failure ? x.failure->message : y.failure->message);
+  }
+  if (x.values.size() != y.values.size()) return "different numbers of results";
+  for (size_t k = 0; k < x.values.size(); ++k) {
+    const std::string d = BitDifference(x.values[k], y.values[k]);
+    if (!d.empty()) return x.values.size() > 1 ? "result " + std::to_string(k) + ": " + d : d;
+  }
+  return "";
+}
+
+std::string Shown(const Result& r) {
+  return r.failure ? "raised at node " + std::to_string(r.failure->node) + ": " + r.failure->message
+                   : ExactAll(r.values);
+}
+
+// Runs one target on the same inputs up to kRuns times: 1 when a run differs
+// from the first bit for bit (the finding reproduces), else 0.
+int CheckNondeterminism(const std::string& target, bool cuda) {
+  if (target == "cuda" && !cuda) {
+    std::cout << "CUDA not available: skipping the nondeterminism check of cuda\n";
+    return 0;
+  }
+  const std::string run_as = target == "cpu-scalar" ? "cpu" : target;
+  const Result first = Run(run_as, nullptr);
+  for (int k = 2; k <= kRuns; ++k) {
+    const Result again = Run(run_as, nullptr);
+    const std::string d = RunDifference(first, again);
+    if (d.empty()) continue;
+    std::cout << target << " run 1: " << Shown(first) << "\n"
+              << target << " run " << k << ": " << Shown(again) << "\n"
+              << "VERDICT: nondeterminism reproduces (" << target << " run 1 vs run " << k
+              << "): " << d << "\n";
+    return 1;
+  }
+  std::cout << "VERDICT: no nondeterminism in " << kRuns << " runs of " << target << "\n";
+  return 0;
+}
+
 bool KnownTarget(const std::string& t) {
   return t == "cpu" || t == "cuda" || t == "cpu-f64" || t == "cpu-scalar";
 }
@@ -1196,6 +1292,7 @@ int Main(int argc, char** argv) {
     }
   }
   std::cout << "\n";
+  if (*kRerun != '\0') return CheckNondeterminism(kRerun, cuda);
   if ((ta == "cuda" || tb == "cuda") && !cuda) {
     std::cout << "CUDA not available: skipping the verdict (compare other targets: " << argv[0]
               << " cpu cpu-f64)\n";

@@ -369,6 +369,11 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
   absl::StrAppend(&out, "# divfuzz repro: ", CommentText(spec.title.empty() ? where : spec.title),
                   "\n#\n");
   absl::StrAppend(&out, "# Compares ", spec.target_a, " vs ", spec.target_b, " on ", where, ".\n");
+  if (!spec.rerun_target.empty()) {
+    absl::StrAppend(&out, "# Nondeterminism: then reruns ", spec.rerun_target, " up to ",
+                    kNondeterminismRuns,
+                    " times (--runs) and exits 1 if two runs differ bit for bit.\n");
+  }
   absl::StrAppend(&out,
                   "# Exit status: 1 if the divergence reproduces, 0 if it does not, 2 if the "
                   "script fails.\n"
@@ -452,6 +457,9 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "VALUE = ", PyStr(value), "\n");
   absl::StrAppend(&out, "OP = ", PyStr(target.QualifiedName()), "\n");
   absl::StrAppend(&out, "SEEN = ", PyStr(spec.seen), "  # what divfuzz saw\n");
+  absl::StrAppend(&out, "RERUN = ", spec.rerun_target.empty() ? "None" : PyStr(spec.rerun_target),
+                  "  # nondeterminism: the target rerun against itself\n");
+  absl::StrAppend(&out, "RUNS = ", kNondeterminismRuns, "  # how often RERUN runs\n");
   absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
                   "  # a decomposition: compared through invariants, not raw factors\n\n\n");
 
@@ -550,6 +558,19 @@ std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& sp
                   "if torch.cuda.is_available():\n"
                   "    print('cuda:    ', run('cuda'))\n"
                   "print('float64: ', run('cpu', float64=True))  # the reference\n");
+  if (spec.rerun_target == "cpu" || spec.rerun_target == "cuda") {
+    const std::string device = PyStr(spec.rerun_target);
+    absl::StrAppend(&out, "\n# The same program again on ", spec.rerun_target,
+                    ": the results differ from run to run.\n", "first = run(", device, ")\n",
+                    "for k in range(2, ", kNondeterminismRuns + 1, "):\n", "    again = run(",
+                    device, ")\n",
+                    "    same = (first == again) | (first.isnan() & again.isnan())\n"
+                    "    if not bool(same.all()):\n"
+                    "        i = int((~same).reshape(-1).nonzero()[0])\n"
+                    "        print('run 1 and run %d differ at element %d: %r vs %r' % (\n"
+                    "            k, i, first.reshape(-1)[i].item(), again.reshape(-1)[i].item()))"
+                    "\n        break\n");
+  }
   return out;
 }
 
@@ -999,12 +1020,83 @@ def dump_inputs():
     return 0
 
 
+def _element_bits(t, i):
+    """Element i of a flat real view, exactly: value, hex and raw bits."""
+    e = t[i].item()
+    if isinstance(e, float):
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+        raw = t[i:i + 1].view(bits).item() & ((1 << (8 * t.element_size())) - 1)
+        return '%r (%s, bits 0x%0*x)' % (e, e.hex(), 2 * t.element_size(), raw)
+    return repr(e)
+
+
+def same_bits(x, y):
+    """Whether two runs' results are the same bit for bit (a NaN matches any
+    NaN in the same place; -0.0 and 0.0 differ), and else what differs."""
+    if isinstance(x, list) and isinstance(y, list):
+        if len(x) != len(y):
+            return False, '%d vs %d results' % (len(x), len(y))
+        for k, (p, q) in enumerate(zip(x, y)):
+            same, detail = same_bits(p, q)
+            if not same:
+                return False, 'result %d: %s' % (k, detail)
+        return True, None
+    fx, fy = isinstance(x, Failure), isinstance(y, Failure)
+    if fx and fy:
+        return True, None
+    if fx or fy:
+        return False, 'one run raises: %s' % (x if fx else y)
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False, 'dtype/shape: %s %s vs %s %s' % (x.dtype, list(x.shape), y.dtype,
+                                                      list(y.shape))
+    per = 2 if x.is_complex() else 1
+    if x.is_complex():
+        x, y = torch.view_as_real(x.resolve_conj()), torch.view_as_real(y.resolve_conj())
+    x, y = x.contiguous().reshape(-1), y.contiguous().reshape(-1)
+    if x.is_floating_point():
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+        differ = (x.view(bits) != y.view(bits)) & ~(torch.isnan(x) & torch.isnan(y))
+    else:
+        differ = x != y
+    where = differ.nonzero()
+    if not len(where):
+        return True, None
+    i = int(where[0])
+    part = ('', ' (real)', ' (imag)')[0 if per == 1 else 1 + i % 2]
+    return False, 'element %d%s: %s vs %s' % (i // per, part, _element_bits(x, i),
+                                             _element_bits(y, i))
+
+
+def check_nondeterminism(target, runs, cuda):
+    """Runs one target on the same inputs up to `runs` times; 1 when a run
+    differs from the first bit for bit (the finding reproduces), else 0."""
+    if target == 'cuda' and not cuda:
+        print('CUDA not available: skipping the nondeterminism check of cuda')
+        return 0
+    first = run(target)
+    for k in range(2, runs + 1):
+        again = run(target)
+        same, detail = same_bits(first, again)
+        if not same:
+            print('%s run 1: %s' % (target, first if isinstance(first, Failure) else exact(first)))
+            print('%s run %d: %s' % (target, k, again if isinstance(again, Failure)
+                                     else exact(again)))
+            print('VERDICT: nondeterminism reproduces (%s run 1 vs run %d): %s' % (target, k,
+                                                                                  detail))
+            return 1
+    print('VERDICT: no nondeterminism in %d runs of %s' % (runs, target))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description='divfuzz repro: ' + TITLE)
     ap.add_argument('--target-a', default=TARGET_A, choices=TARGETS)
     ap.add_argument('--target-b', default=TARGET_B, choices=TARGETS)
     ap.add_argument('--dump-inputs', action='store_true',
                     help='print every input exactly (hex floats) and exit')
+    ap.add_argument('--runs', type=int, default=RUNS,
+                    help='nondeterminism: how often to run %s' % RERUN if RERUN else
+                    argparse.SUPPRESS)
     ap.add_argument('--child', nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -1049,6 +1141,8 @@ def main():
             else:
                 print('  float64 reference from %s\'s own inputs: %s' % (t, exact(ref)))
     print()
+    if RERUN:
+        return check_nondeterminism(RERUN, args.runs, cuda)
     if 'cuda' in targets and not cuda:
         print('CUDA not available: skipping the verdict (compare other targets with '
               '--target-a/--target-b, e.g. --target-a cpu --target-b cpu-f64)')

@@ -6,7 +6,9 @@
 // diverging node computed from its own inputs with the error in ULPs, judges
 // the two targets with the oracle's rules, says which side is wrong, and
 // exits 1 when the divergence reproduces (0 when it does not, 2 when the
-// script itself fails), so it can drive `git bisect run`.
+// script itself fails), so it can drive `git bisect run`. For a
+// nondeterminism finding (ReproSpec::rerun_target) the verdict is instead
+// whether reruns of that target differ bit for bit.
 #pragma once
 
 #include <string>
@@ -31,7 +33,15 @@ struct ReproSpec {
   // What the fuzzer saw, one line the script prints (informational), e.g.
   // "class_split, wrong side cpu: cpu -inf, cpu-f64 -4.605170249938965".
   std::string seen;
+  // A nondeterminism finding: the target that disagreed with itself. The
+  // repros then rerun it (up to kNondeterminismRuns times) and exit 1 when two
+  // runs differ bit for bit, instead of judging target A against target B.
+  // Empty: compare A with B.
+  std::string rerun_target;
 };
+
+// How often the repros run the target of a nondeterminism finding.
+inline constexpr int kNondeterminismRuns = 20;
 
 // The diverging node's index (spec.node_index, or the node defining the first
 // output, or the last node). When the spec names no node or result of the

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -190,11 +191,61 @@ std::string Ulps(double ulp, double rel, const std::string& value, const std::st
   return absl::StrFormat("%.4g ULPs (relative %.3g)", ulp, rel);
 }
 
+// The same target twice: no expected value, no rules; what differs between
+// the runs, and the usual repro, environment and program.
+std::string NondeterminismReport(const ReportInput& in) {
+  const Divergence& d = in.root;
+  const std::string& side = d.wrong_side;
+  std::string out = absl::StrCat("# ", ReportTitle(d, in.spec.target_a, in.spec.target_b), "\n\n");
+  std::string summary =
+      absl::StrCat("Running `", d.op, "` on ",
+                   in.input_summary.empty() ? "its input" : in.input_summary, " again on **", side,
+                   "**, with the same inputs in the same process, gives a different result (",
+                   Md(d.detail), "). ");
+  // Only worth saying when the node inherits the difference.
+  if (absl::StrContains(d.reason, "upstream")) absl::StrAppend(&summary, Md(d.reason), ". ");
+  absl::StrAppend(&summary,
+                  "Rounding cannot explain a difference between identical runs, so no tolerance "
+                  "or expected-variance rule applies; it matters unless `",
+                  d.op,
+                  "` is documented as nondeterministic (see "
+                  "`torch.use_deterministic_algorithms`). ");
+  if (in.reduction != nullptr) {
+    absl::StrAppend(&summary, "divfuzz found it in a ", in.reduction->nodes_before,
+                    "-op program and reduced it to ", in.reduction->nodes_after, " op",
+                    in.reduction->nodes_after == 1 ? "" : "s", " on ", in.reduction->elements_after,
+                    " input element", in.reduction->elements_after == 1 ? "" : "s", ".");
+  }
+  absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
+  absl::StrAppend(&out, "## Minimal repro\n\n```python\n", in.python_snippet,
+                  "```\n\nEvery input is given exactly (hex floats). The attached `repro.py` "
+                  "(torch only) and `repro_cpp/` (libtorch) run ",
+                  side, " up to ", kNondeterminismRuns,
+                  " times on the same inputs and exit 1 when two runs differ bit for bit (0 "
+                  "when not), so they can drive `git bisect run`.\n\n");
+  if (!in.output_a.empty() || !in.output_b.empty()) {
+    absl::StrAppend(&out, "## Two runs of ", side, "\n\n```\nfirst: ", in.output_a,
+                    "\nagain: ", in.output_b, "\n```\n\n");
+  }
+  absl::StrAppend(&out, "## Environment\n\n");
+  for (const auto& [label, value] : in.environment.Items()) {
+    absl::StrAppend(&out, "- ", label, ": ", Md(value), "\n");
+  }
+  absl::StrAppend(&out, "\n<details><summary>The program (divfuzz .dfz",
+                  in.finding_id.empty() ? "" : ", finding ", in.finding_id, ")</summary>\n\n```\n",
+                  graph::PrintProgram(in.program), "```\n\nTier `", d.tier, "`, signature `",
+                  oracles::Signature(d), "`.\n</details>\n");
+  return out;
+}
+
 }  // namespace
 
 std::string ReportTitle(const Divergence& d, const std::string& target_a,
                         const std::string& target_b) {
   const std::string head = absl::StrCat(d.op, " (", d.dtype, ")");
+  if (d.cls == DivergenceClass::kNondeterminism) {
+    return absl::StrCat(head, ": ", d.wrong_side, " gives different results for the same inputs");
+  }
   const bool a_wrong = d.wrong_side == target_a;
   const bool b_wrong = d.wrong_side == target_b;
   switch (d.cls) {
@@ -228,6 +279,7 @@ std::string ReportTitle(const Divergence& d, const std::string& target_a,
 }
 
 std::string EmitReport(const ReportInput& in) {
+  if (in.root.cls == DivergenceClass::kNondeterminism) return NondeterminismReport(in);
   const Divergence& d = in.root;
   const std::string& ta = in.spec.target_a;
   const std::string& tb = in.spec.target_b;
@@ -379,8 +431,12 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
   const graph::Node& node = program.nodes[d.node_index];
   in.tolerance = options.policy.For(node.QualifiedName(),
                                     graph::ParseDType(d.dtype).value_or(graph::DType::kF32));
-  for (const char* rule : kRules)
-    in.rules.push_back(CheckRule(rule, program, evaluation, options, d));
+  // Rules explain differences between targets, not between runs of one.
+  const bool nondeterminism = d.cls == DivergenceClass::kNondeterminism;
+  if (nondeterminism) in.spec.rerun_target = d.wrong_side;
+  for (const char* rule : kRules) {
+    if (!nondeterminism) in.rules.push_back(CheckRule(rule, program, evaluation, options, d));
+  }
   // The root's tensor inputs, as the program states them.
   std::vector<std::string> parts;
   for (const graph::Argument& a : node.args) {

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "graph/printer.h"
 #include "graph/validate.h"
@@ -41,6 +42,88 @@ std::optional<oracles::Divergence> FindRoot(const oracles::Verdict& verdict,
   }
   if (best == nullptr) return std::nullopt;
   return *best;
+}
+
+// Whether a node's value arguments include one of `values`.
+bool UsesAny(const graph::Node& node, const std::set<std::string>& values) {
+  for (const graph::Argument& arg : node.args) {
+    if (arg.value.kind == graph::Literal::Kind::kValue && values.count(arg.value.s)) return true;
+    for (const graph::Literal& item : arg.value.list) {
+      if (item.kind == graph::Literal::Kind::kValue && values.count(item.s)) return true;
+    }
+  }
+  return false;
+}
+
+// Evaluate for a nondeterminism signature: the blamed target against itself.
+absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
+                                                  const EvalOptions& options,
+                                                  const std::string& signature,
+                                                  const std::string& tier) {
+  const std::vector<std::string> parts = absl::StrSplit(signature, '|');
+  const std::string& op = parts[0];
+  const std::string& dtype = parts[1];
+  const std::string& side = parts[3];
+  const bool side_a = exec::TargetName(options.target_a) == side;
+  const bool side_b = exec::TargetName(options.target_b) == side;
+  const exec::Target target = side_a ? options.target_a : options.target_b;
+  const Runner& runner = side_a ? options.runner_a : options.runner_b;
+  if ((side_a || side_b) && target == exec::Target::kCuda && !runner && !exec::CudaAvailable()) {
+    return absl::FailedPreconditionError("CUDA is not available in this process");
+  }
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  if (!types.ok()) return types.status();
+  Evaluation e;
+  e.types = std::move(*types);
+  e.verdict.target_a = std::string(exec::TargetName(options.target_a));
+  e.verdict.target_b = std::string(exec::TargetName(options.target_b));
+  // A side that is neither target cannot be rerun here: nothing found.
+  if (!side_a && !side_b) return e;
+  if (!tier.empty() && tier != "divergence") return e;  // what a nondeterminism root's tier is
+  auto matches = [&](const graph::Node& node) {
+    if (node.QualifiedName() != op) return false;
+    for (const std::string& r : node.results) {
+      auto t = e.types.find(r);
+      if (t != e.types.end() && graph::DTypeName(t->second.dtype) == dtype) return true;
+    }
+    return false;
+  };
+  e.a = RunWith(runner, program, e.types, target);
+  for (int k = 2; k <= kNondeterminismReruns + 1 && !e.found; ++k) {
+    e.b = RunWith(runner, program, e.types, target);
+    if (!e.a.setup_error.empty() || !e.b.setup_error.empty()) continue;
+    // Values that differ between the two runs, to tell a node that differs
+    // by itself from one that only inherits a difference.
+    std::set<std::string> differing;
+    const size_t n = std::min({program.nodes.size(), e.a.nodes.size(), e.b.nodes.size()});
+    for (size_t i = 0; i < n && !e.found; ++i) {
+      const graph::Node& node = program.nodes[i];
+      std::optional<oracles::Divergence> d = oracles::RerunDifference(e.a.nodes[i], e.b.nodes[i]);
+      if (!d) continue;
+      const bool inherited = UsesAny(node, differing);
+      differing.insert(node.results.begin(), node.results.end());
+      if (!matches(node)) continue;
+      d->node_index = static_cast<int>(i);
+      d->value = static_cast<size_t>(d->output_index) < node.results.size()
+                     ? node.results[d->output_index]
+                     : "";
+      d->op = op;
+      d->dtype = dtype;
+      d->root = true;
+      d->wrong_side = side;
+      d->tier = "divergence";
+      d->detail = absl::StrCat(side, " run 1 vs run ", k, ": ", d->detail);
+      d->reason = absl::StrCat(side, " gives different results for the same program twice",
+                               inherited ? " (its inputs already differ between the runs: the "
+                                           "nondeterminism may start upstream)"
+                                         : "");
+      e.root = *d;
+      e.verdict.divergences = {*d};
+      e.rerun = k;
+      e.found = true;
+    }
+  }
+  return e;
 }
 
 class Reducer : public ReductionContext {
@@ -153,8 +236,20 @@ class Reducer : public ReductionContext {
 
 }  // namespace
 
+std::string NondeterministicSide(const std::string& signature) {
+  const std::vector<std::string> parts = absl::StrSplit(signature, '|');
+  if (parts.size() != 4 ||
+      parts[2] != oracles::ClassName(oracles::DivergenceClass::kNondeterminism)) {
+    return "";
+  }
+  return parts[3];
+}
+
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
                                     const std::string& signature, const std::string& tier) {
+  if (!NondeterministicSide(signature).empty()) {
+    return EvaluateNondeterminism(program, options, signature, tier);
+  }
   // Without a GPU the cuda target fails to build its inputs on every program:
   // that is no divergence to keep.
   for (const auto& [target, runner] : {std::pair{options.target_a, &options.runner_a},
@@ -205,6 +300,11 @@ absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceO
   if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
   absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature);
   if (!start.ok()) return start.status();
+  if (!start->found && !NondeterministicSide(options.signature).empty()) {
+    return absl::NotFoundError(absl::StrCat("the program shows no ", options.signature, " in ",
+                                            kNondeterminismReruns, " reruns of ",
+                                            NondeterministicSide(options.signature)));
+  }
   if (!start->found) {
     return absl::NotFoundError(absl::StrCat(
         "the program shows no root divergence",

@@ -43,11 +43,14 @@ struct EvalOptions {
   Runner runner_b;
 };
 
-// A program run on both targets, compared and triaged.
+// A program run on both targets, compared and triaged. For a nondeterminism
+// signature, a and b are instead the blamed target's first run and the rerun
+// that differed from it (else its last rerun), and verdict holds the root alone.
 struct Evaluation {
   ops::TypeEnv types;
   exec::RunResult a;
   exec::RunResult b;
+  int rerun = 0;  // nondeterminism: which run (2, 3, ...) differed from the first
   // Every divergence; with a signature, only the roots that could carry it
   // (same op, dtype and class), triaged.
   oracles::Verdict verdict;
@@ -60,9 +63,24 @@ struct Evaluation {
 // is cuda (with exec::Run) and CUDA is not available. `signature` picks the root (and
 // `tier`, when not empty, must match too); an empty signature picks the most
 // severe root (oracles::SeverityRank), the first in node order on ties.
+//
+// A nondeterminism signature ("op|dtype|nondeterminism|side") runs only its
+// side's target (that side's runner), then reruns it up to
+// kNondeterminismReruns times: found when a rerun differs from the first run
+// bit for bit (oracles::RerunDifference) at a node of that op with an output
+// of that dtype. No divergence between the two targets is required, so the
+// reducer can shrink to the racing op alone.
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
                                     const std::string& signature = "",
                                     const std::string& tier = "");
+
+// Reruns per candidate: real races need not show on every run; each one costs
+// a whole run of the program.
+inline constexpr int kNondeterminismReruns = 3;
+
+// The target a nondeterminism signature blames ("aten::x|f32|nondeterminism|cuda"
+// -> "cuda"); empty for any other signature.
+std::string NondeterministicSide(const std::string& signature);
 
 struct ReduceOptions : EvalOptions {
   double max_seconds = 60;

@@ -19,6 +19,9 @@ namespace {
 
 // One line: what the oracle concluded about the root.
 std::string Seen(const oracles::Divergence& d, const std::string& ta, const std::string& tb) {
+  if (d.cls == oracles::DivergenceClass::kNondeterminism) {
+    return absl::StrCat("nondeterminism, wrong side ", d.wrong_side, ": ", d.detail);
+  }
   std::string s = absl::StrCat(oracles::ClassName(d.cls), ", tier ", d.tier, ", wrong side ",
                                d.wrong_side, ": ", ta, " ", d.value_a, ", ", tb, " ", d.value_b);
   if (d.element >= 0) absl::StrAppend(&s, " (element ", d.element, ")");
@@ -70,14 +73,18 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   ReproSpec spec;
   spec.target_a = ta;
   spec.target_b = tb;
+  const std::string rerun = NondeterministicSide(options.signature);
   if (!start.ok() || !start->found) {
-    files.note = !start.ok()
-                     ? std::string(start.status().message())
+    files.note = !start.ok() ? std::string(start.status().message())
+                 : !rerun.empty()
+                     ? absl::StrCat("no ", options.signature, " in ", kNondeterminismReruns,
+                                    " reruns of ", rerun, " here")
                      : absl::StrCat("no root divergence",
                                     options.signature.empty()
                                         ? ""
                                         : absl::StrCat(" with signature ", options.signature),
                                     " on ", ta, " vs ", tb, " here");
+    spec.rerun_target = rerun;
     spec.node_index = options.node_index;
     spec.output_index = options.output_index;
     spec.seen = options.seen;
@@ -97,14 +104,22 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
     ReduceOptions ro = options;
     ro.signature = oracles::Signature(eval.root);
     absl::StatusOr<ReduceResult> r = Reduce(program, ro);
-    if (!r.ok()) return r.status();
-    final_program = r->program;
-    eval = r->evaluation;
-    files.min_dfz = graph::PrintProgram(final_program);
-    files.reduction = std::move(*r);
+    // Nondeterminism may not show again in the reducer's own reruns: then
+    // the repros run the program as given.
+    if (!r.ok() && !(r.status().code() == absl::StatusCode::kNotFound &&
+                     eval.root.cls == oracles::DivergenceClass::kNondeterminism)) {
+      return r.status();
+    }
+    if (r.ok()) {
+      final_program = r->program;
+      eval = r->evaluation;
+      files.min_dfz = graph::PrintProgram(final_program);
+      files.reduction = std::move(*r);
+    }
   }
   const oracles::Divergence& d = eval.root;
   files.signature = oracles::Signature(d);
+  if (d.cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d.wrong_side;
   spec.node_index = d.node_index;
   spec.output_index = d.output_index;
   spec.title = ReportTitle(d, ta, tb);

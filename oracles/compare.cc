@@ -126,6 +126,78 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
   return std::nullopt;
 }
 
+std::optional<Divergence> BitwiseDifference(const at::Tensor& first, const at::Tensor& again) {
+  Divergence d;
+  d.cls = DivergenceClass::kNondeterminism;
+  if (first.defined() != again.defined() ||
+      (first.defined() &&
+       (first.sizes() != again.sizes() || first.scalar_type() != again.scalar_type()))) {
+    d.value_a = first.defined() ? MetaStr(first) : "undefined";
+    d.value_b = again.defined() ? MetaStr(again) : "undefined";
+    d.detail = absl::StrCat("shape/dtype differ: ", d.value_a, " vs ", d.value_b);
+    return d;
+  }
+  if (!first.defined() || first.numel() == 0) return std::nullopt;
+  const bool complex = at::isComplexType(first.scalar_type());
+  // Real view on the CPU: complex tensors as (re, im) pairs.
+  auto flat = [complex](const at::Tensor& t) {
+    at::Tensor c = t.cpu().contiguous();
+    if (complex) c = at::view_as_real(c.resolve_conj());
+    return c.contiguous().reshape({-1});
+  };
+  const at::Tensor x = flat(first), y = flat(again);
+  at::Tensor differ;
+  if (at::isFloatingType(x.scalar_type())) {
+    // Raw bits, except that NaNs (whatever their payload) match.
+    const at::ScalarType bits = x.element_size() == 2   ? at::kShort
+                                : x.element_size() == 4 ? at::kInt
+                                                        : at::kLong;
+    differ =
+        x.view(bits).ne(y.view(bits)).logical_and(x.isnan().logical_and(y.isnan()).logical_not());
+  } else {
+    differ = x.ne(y);
+  }
+  const at::Tensor where = differ.nonzero();
+  if (where.size(0) == 0) return std::nullopt;
+  const int64_t i = where[0][0].item<int64_t>();
+  d.element = complex ? i / 2 : i;
+  auto value = [&](const at::Tensor& t) {
+    return at::isFloatingType(t.scalar_type()) ? graph::FormatHexFloat(t[i].item<double>())
+                                               : absl::StrCat(t[i].to(at::kLong).item<int64_t>());
+  };
+  d.value_a = value(x);
+  d.value_b = value(y);
+  d.detail = absl::StrCat("element ", d.element, complex ? (i % 2 ? " (imag)" : " (real)") : "",
+                          ": ", d.value_a, " vs ", d.value_b);
+  return d;
+}
+
+std::optional<Divergence> RerunDifference(const exec::NodeResult& first,
+                                          const exec::NodeResult& again) {
+  if (first.error.has_value() || again.error.has_value()) {
+    if (first.error.has_value() && again.error.has_value()) return std::nullopt;
+    Divergence d;
+    d.cls = DivergenceClass::kNondeterminism;
+    d.value_a = ErrorStr(first);
+    d.value_b = ErrorStr(again);
+    d.detail = absl::StrCat("raises in one run only: ", first.error ? d.value_a : d.value_b);
+    return d;
+  }
+  for (size_t o = 0; o < first.outputs.size() && o < again.outputs.size(); ++o) {
+    if (std::optional<Divergence> d = BitwiseDifference(first.outputs[o], again.outputs[o])) {
+      d->output_index = static_cast<int>(o);
+      return d;
+    }
+  }
+  if (first.outputs.size() != again.outputs.size()) {
+    Divergence d;
+    d.cls = DivergenceClass::kNondeterminism;
+    d.detail = absl::StrCat(first.outputs.size(), " vs ", again.outputs.size(), " outputs");
+    return d;
+  }
+  return std::nullopt;
+}
+
 Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
                 const exec::RunResult& b, const Policy& policy) {
   Verdict v;

@@ -24,4 +24,15 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
 std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
                                          graph::DType dtype);
 
+// Two runs of one target bit for bit: the first element that differs (a NaN
+// matches any NaN in the same place; -0.0 and 0.0 differ), as a
+// kNondeterminism divergence with element, values and detail; nullopt when
+// identical. The determinism check's comparison, shared by the fuzzing
+// harness and the reducer so both judge nondeterminism alike.
+std::optional<Divergence> BitwiseDifference(const at::Tensor& first, const at::Tensor& again);
+// One node in two runs: an error against no error, then each output in turn
+// (output_index says which). Both raising counts as the same.
+std::optional<Divergence> RerunDifference(const exec::NodeResult& first,
+                                          const exec::NodeResult& again);
+
 }  // namespace divfuzz::oracles

@@ -40,4 +40,23 @@ exec::RunResult NondeterministicRun(const graph::Program& program, const ops::Ty
   return r;
 }
 
+exec::RunResult RacingOpRun(const graph::Program& program, const ops::TypeEnv& types,
+                            exec::Target target, const std::string& op) {
+  static int calls = 0;  // a new amount on every call, so two runs always differ
+  ++calls;
+  exec::RunResult r = exec::Run(program, types, target);
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    if (program.nodes[i].QualifiedName() != op) continue;
+    for (at::Tensor& t : r.nodes[i].outputs) {
+      if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+      at::Tensor moved = t.clone(at::MemoryFormat::Contiguous);
+      at::Tensor first = moved.reshape({-1}).narrow(0, 0, 1);
+      // Relative to the value so float16 moves too: 2^-6 per call.
+      first.add_(first.abs().add(1).mul(std::ldexp(1.0, -6) * calls));
+      t = moved;
+    }
+  }
+  return r;
+}
+
 }  // namespace divfuzz::testing

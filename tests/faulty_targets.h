@@ -2,6 +2,8 @@
 // oracle's attribution and bucketing can be tested against known truth.
 #pragma once
 
+#include <string>
+
 #include "exec/run_result.h"
 #include "graph/program.h"
 #include "ops/infer.h"
@@ -17,5 +19,11 @@ exec::RunResult FaultyLogdetRun(const graph::Program& program, const ops::TypeEn
 // target that disagrees with itself.
 exec::RunResult NondeterministicRun(const graph::Program& program, const ops::TypeEnv& types,
                                     exec::Target target);
+
+// Deliberately faulty: a racing `op` (qualified, "aten::cumsum"). Its nodes'
+// floating outputs get element 0 moved by a different amount on each call;
+// every other node stays deterministic (and computes from the unmoved value).
+exec::RunResult RacingOpRun(const graph::Program& program, const ops::TypeEnv& types,
+                            exec::Target target, const std::string& op);
 
 }  // namespace divfuzz::testing

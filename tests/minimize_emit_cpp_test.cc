@@ -110,6 +110,15 @@ input %m: f32[4,4] = values(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0x1.2ced32p
 output %w
 )";
 
+// Nondeterminism: x + rand_like(x) differs from run to run except at the NaN
+// (a NaN matches a NaN), so the first difference is element 1.
+constexpr char kRandom[] = R"(divfuzz v1
+input %x: f32[3] = values(nan, -0.0, 1.0)
+%r = aten::rand_like(%x)
+%s = aten::add.Tensor(%x, %r)
+output %s
+)";
+
 TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   const graph::Program p = MustParse(kProgram);
   ReproSpec spec;
@@ -128,10 +137,16 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   // a decomposition, compared through its invariants.
   const graph::Program eigh = MustParse(kEigh);
   std::ofstream(dir + "/eigh.cpp") << EmitCpp(eigh, ReproSpec{}).main_cpp;
+  // A third: a nondeterminism finding, which reruns cpu against itself.
+  ReproSpec rerun;
+  rerun.rerun_target = "cpu";
+  std::ofstream(dir + "/random.cpp") << EmitCpp(MustParse(kRandom), rerun).main_cpp;
   std::ofstream(dir + "/CMakeLists.txt")
       << repro.cmake_lists
       << "add_executable(repro_eigh eigh.cpp)\n"
-         "target_link_libraries(repro_eigh PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n";
+         "target_link_libraries(repro_eigh PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n"
+         "add_executable(repro_random random.cpp)\n"
+         "target_link_libraries(repro_random PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n";
   std::string configure = "cmake -S " + dir + " -B " + dir + "/build -DCMAKE_PREFIX_PATH=" + prefix;
   if (RunShell("command -v ninja").exit_code == 0) configure += " -G Ninja";
   if (RunShell("command -v ccache").exit_code == 0)
@@ -207,6 +222,12 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("tolerance: invariant 1 of the decomposition"));
   EXPECT_THAT(r.output, HasSubstr("cpu invariant 1: dtype Float, shape [4, 4]"));
+
+  r = RunShell(dir + "/build/repro_random");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("VERDICT: nondeterminism reproduces (cpu run 1 vs run 2): element 1: "));
+  EXPECT_THAT(r.output, HasSubstr("cpu run 1: nan "));
 }
 
 TEST(EmitCpp, BadSpecGivesAProgramThatExitsTwo) {

@@ -1,0 +1,260 @@
+// Nondeterminism findings: the reducer keeps a `...|nondeterminism|<side>`
+// signature by rerunning that side against itself (a deliberately racing op
+// stands in for a real race), the repros rerun it, and the report says so.
+#include <ATen/ATen.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "exec/executor.h"
+#include "gmock/gmock.h"
+#include "graph/printer.h"
+#include "gtest/gtest.h"
+#include "minimize/emit_cpp.h"
+#include "minimize/emit_python.h"
+#include "minimize/reducer.h"
+#include "minimize/repro.h"
+#include "oracles/compare.h"
+#include "store/findings_store.h"
+#include "tests/faulty_targets.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::minimize {
+namespace {
+
+using testing::CommandRun;
+using ::testing::HasSubstr;
+using testing::MustParse;
+using ::testing::Not;
+using testing::RunShell;
+
+constexpr char kSignature[] = "aten::cumsum|f32|nondeterminism|cpu";
+
+// The racing cumsum between deterministic neighbours.
+constexpr char kChain[] = R"(divfuzz v1
+input %x: f32[4,5] = uniform(seed=3, low=-1.0, high=1.0)
+input %y: f32[4,5] = uniform(seed=4, low=-1.0, high=1.0)
+%a = aten::exp(%x)
+%b = aten::mul.Tensor(%a, %y)
+%c = aten::cumsum(%b, 0)
+%d = aten::tanh(%c)
+%e = aten::sum(%d)
+output %e
+)";
+
+Runner Racing(const std::string& op) {
+  return [op](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::RacingOpRun(p, t, target, op);
+  };
+}
+
+ReduceOptions RacingCumsumOnA() {
+  ReduceOptions o;
+  o.target_a = exec::Target::kCpu;
+  o.target_b = exec::Target::kCpuF64;
+  o.runner_a = Racing("aten::cumsum");
+  o.signature = kSignature;
+  o.max_seconds = 60;
+  return o;
+}
+
+TEST(Nondeterminism, BitwiseDifferenceMatchesNaNsButNotSignedZeros) {
+  const at::Tensor a = at::tensor({NAN, 1.0f, 2.0f});
+  EXPECT_FALSE(oracles::BitwiseDifference(a, a.clone()).has_value());
+  const at::Tensor b = at::tensor({NAN, 1.0f, -0.0f});
+  const at::Tensor c = at::tensor({NAN, 1.0f, 0.0f});
+  std::optional<oracles::Divergence> d = oracles::BitwiseDifference(b, c);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->element, 2);
+  EXPECT_EQ(d->cls, oracles::DivergenceClass::kNondeterminism);
+  EXPECT_THAT(d->detail, HasSubstr("element 2"));
+}
+
+TEST(Nondeterminism, EvaluateRerunsTheBlamedSideWithItsOwnRunner) {
+  const graph::Program p = MustParse(kChain);
+  ReduceOptions o = RacingCumsumOnA();
+  absl::StatusOr<Evaluation> e = Evaluate(p, o, kSignature);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(e->found);
+  EXPECT_EQ(oracles::Signature(e->root), kSignature);
+  EXPECT_EQ(e->root.cls, oracles::DivergenceClass::kNondeterminism);
+  EXPECT_EQ(e->root.tier, "divergence");
+  EXPECT_EQ(e->root.wrong_side, "cpu");
+  EXPECT_EQ(e->root.node_index, 2);
+  EXPECT_EQ(e->root.output_index, 0);
+  EXPECT_EQ(e->root.value, "c");
+  EXPECT_EQ(e->root.element, 0);
+  EXPECT_TRUE(e->root.root);
+  EXPECT_EQ(e->rerun, 2);
+  EXPECT_THAT(e->root.reason, HasSubstr("cpu gives different results for the same program"));
+  ASSERT_EQ(e->verdict.Roots().size(), 1u);
+  // The same race on the other target: the signature's side (cpu) is
+  // deterministic here.
+  o.runner_b = o.runner_a;
+  o.runner_a = nullptr;
+  e = Evaluate(p, o, kSignature);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FALSE(e->found);
+  e = Evaluate(p, o, "aten::cumsum|f32|nondeterminism|cpu-f64");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(e->found);
+  EXPECT_EQ(e->root.wrong_side, "cpu-f64");
+}
+
+TEST(Nondeterminism, ReduceKeepsTheSignatureAndShrinksToTheRacingOp) {
+  const graph::Program p = MustParse(kChain);
+  ReduceOptions o = RacingCumsumOnA();
+  absl::StatusOr<ReduceResult> r = Reduce(p, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->signature, kSignature);
+  EXPECT_EQ(oracles::Signature(r->evaluation.root), kSignature);
+  EXPECT_EQ(r->tier, "divergence");
+  EXPECT_EQ(r->nodes_before, 5);
+  ASSERT_EQ(r->program.nodes.size(), 1u) << graph::PrintProgram(r->program);
+  EXPECT_EQ(r->program.nodes[0].QualifiedName(), "aten::cumsum");
+  EXPECT_EQ(r->evaluation.root.node_index, 0);
+  EXPECT_LT(r->elements_after, r->elements_before);
+  EXPECT_FALSE(r->out_of_time);
+}
+
+TEST(Nondeterminism, DeterministicProgramIsNotFound) {
+  const graph::Program p = MustParse(kChain);
+  ReduceOptions o = RacingCumsumOnA();
+  o.runner_a = nullptr;  // exec::Run: deterministic on the CPU
+  absl::StatusOr<ReduceResult> r = Reduce(p, o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("reruns of cpu"));
+  // A race in another op does not carry cumsum's signature.
+  o.runner_a = Racing("aten::exp");
+  r = Reduce(p, o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+  // Nor does a deterministic divergence between the targets at the op.
+  constexpr char kLogdet[] = R"(divfuzz v1
+input %m: f32[4,4] = values(0.01, 0, 0, 0, 0, 0.01, 0, 0, 0, 0, 0.01, 0, 0, 0, 0, 0.01)
+%l = aten::logdet(%m)
+output %l
+)";
+  o.runner_a = [](const graph::Program& q, const ops::TypeEnv& t, exec::Target target) {
+    return testing::FaultyLogdetRun(q, t, target);
+  };
+  o.signature = "aten::logdet|f32|class_split|cpu";
+  ASSERT_TRUE(Reduce(MustParse(kLogdet), o).ok());  // the split is there ...
+  o.signature = "aten::logdet|f32|nondeterminism|cpu";
+  r = Reduce(MustParse(kLogdet), o);  // ... but no race
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+}
+
+TEST(Nondeterminism, MakeReproWritesRerunningReprosAndSaysSoInTheReport) {
+  ReproOptions o;
+  static_cast<ReduceOptions&>(o) = RacingCumsumOnA();
+  absl::StatusOr<ReproFiles> f = MakeRepro(MustParse(kChain), o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(f->reproduced);
+  EXPECT_EQ(f->signature, kSignature);
+  ASSERT_TRUE(f->reduction.has_value());
+  EXPECT_EQ(f->reduction->nodes_after, 1);
+  EXPECT_THAT(f->repro_py, HasSubstr("RERUN = 'cpu'"));
+  EXPECT_THAT(f->main_cpp, HasSubstr("kRerun = \"cpu\""));
+  EXPECT_THAT(f->report_md,
+              HasSubstr("# aten::cumsum (f32): cpu gives different results for the same inputs"));
+  EXPECT_THAT(f->report_md, HasSubstr("## Two runs of cpu"));
+  EXPECT_THAT(f->report_md, Not(HasSubstr("Expected (float64) vs actual")));
+  EXPECT_THAT(f->report_md, HasSubstr(kSignature));
+}
+
+// "x + rand_like(x)": element 0 is NaN in every run (NaN matches NaN), the
+// others are random; node 0 alone (x * 2) is deterministic.
+constexpr char kRandom[] = R"(divfuzz v1
+input %x: f32[3] = values(nan, -0.0, 1.0)
+%d = aten::mul.Scalar(%x, 2.0)
+%r = aten::rand_like(%x)
+%s = aten::add.Tensor(%x, %r)
+output %d, %s
+)";
+
+ReproSpec RerunSpec(int node, const std::string& target) {
+  ReproSpec spec;
+  spec.node_index = node;
+  spec.title = "random";
+  spec.rerun_target = target;
+  return spec;
+}
+
+CommandRun RunPython(const std::string& script) {
+  const std::string dir = testing::TempDir("nondet_py");
+  std::ofstream(dir + "/repro.py") << script;
+  return RunShell(testing::Python() + " " + dir + "/repro.py");
+}
+
+TEST(Nondeterminism, ReproPyRerunsTheTarget) {
+  const graph::Program p = MustParse(kRandom);
+  // A real race stand-in: rand_like differs from run to run.
+  CommandRun r = RunPython(EmitPython(p, RerunSpec(2, "cpu")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: nondeterminism reproduces (cpu run 1 vs run 2): "
+                                  "element 1: "));
+  EXPECT_THAT(r.output, HasSubstr("cpu run 1: "));
+  EXPECT_THAT(r.output, HasSubstr("Output %s: result 0 of node 2"));  // still the A/B results
+  // NaN in the same place, -0.0 twice: the same bits in every run.
+  r = RunPython(EmitPython(p, RerunSpec(0, "cpu")));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: no nondeterminism in 20 runs of cpu"));
+  if (!exec::CudaAvailable()) {
+    r = RunPython(EmitPython(p, RerunSpec(2, "cuda")));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("CUDA not available: skipping the nondeterminism check"));
+  }
+  // Without a rerun target the script judges A against B as before.
+  const std::string plain = EmitPython(p, RerunSpec(0, ""));
+  EXPECT_THAT(plain, HasSubstr("RERUN = None"));
+  r = RunPython(plain);
+  EXPECT_THAT(r.output, Not(HasSubstr("nondeterminism")));
+  EXPECT_THAT(EmitPythonSnippet(p, RerunSpec(2, "cpu")), HasSubstr("for k in range(2, 21):"));
+}
+
+TEST(Nondeterminism, ReproCppHasTheRerunLogic) {
+  // The build and run are in EmitCpp.BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees.
+  const graph::Program p = MustParse(kRandom);
+  const std::string cpp = EmitCpp(p, RerunSpec(2, "cuda")).main_cpp;
+  EXPECT_THAT(cpp, HasSubstr("const char* const kRerun = \"cuda\";"));
+  EXPECT_THAT(cpp, HasSubstr("if (*kRerun != '\\0') return CheckNondeterminism(kRerun, cuda);"));
+  EXPECT_THAT(cpp, HasSubstr("VERDICT: nondeterminism reproduces ("));
+  EXPECT_THAT(EmitCpp(p, RerunSpec(2, "")).main_cpp, HasSubstr("const char* const kRerun = \"\";"));
+}
+
+// `divfuzz repro` of a stored nondeterminism finding reduces with its own
+// signature: here a cpu finding from a cpu vs cuda campaign, replayed on a
+// deterministic CPU (and without a GPU, if there is none).
+TEST(Nondeterminism, ReproOfAStoredFindingUsesItsSignature) {
+  const std::string tool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
+  struct stat st {};
+  if (::stat(tool.c_str(), &st) != 0) GTEST_SKIP() << "built without the divfuzz tool";
+  const std::string dir = testing::TempDir("findings");
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  store::FindingHit hit;
+  hit.signature = kSignature;
+  hit.root_op = "aten::cumsum";
+  hit.dtype = "f32";
+  hit.divergence_class = "nondeterminism";
+  hit.wrong_side = "cpu";
+  hit.tier = "divergence";
+  hit.targets = "cpu vs cuda";
+  hit.detail = {{"node", 2}, {"output", 0}, {"summary", "element 0: 1.0 vs 1.5"}};
+  absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kChain);
+  ASSERT_TRUE(rec.ok());
+  CommandRun r = RunShell(tool + " repro " + dir + "/" + rec->id);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("did not reproduce here: no " + std::string(kSignature) +
+                                  " in 3 reruns of cpu here"));
+  const std::string script = testing::ReadTextFile(dir + "/" + rec->id + "/repro.py");
+  EXPECT_THAT(script, HasSubstr("RERUN = 'cpu'"));
+  r = RunShell(testing::Python() + " " + dir + "/" + rec->id + "/repro.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: no nondeterminism in 20 runs of cpu"));
+}
+
+}  // namespace
+}  // namespace divfuzz::minimize
