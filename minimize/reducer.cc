@@ -16,6 +16,7 @@
 #include "minimize/pass.h"
 #include "minimize/program_edit.h"
 #include "oracles/compare.h"
+#include "oracles/expected_rules.h"
 #include "oracles/triage.h"
 
 namespace divfuzz::minimize {
@@ -79,7 +80,9 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
   e.verdict.target_b = std::string(exec::TargetName(options.target_b));
   // A side that is neither target cannot be rerun here: nothing found.
   if (!side_a && !side_b) return e;
-  if (!tier.empty() && tier != "divergence") return e;  // what a nondeterminism root's tier is
+  // A nondeterminism root is a divergence, or expected for a kernel PyTorch
+  // documents as nondeterministic (oracles::DocumentedNondeterminism).
+  if (!tier.empty() && tier != "divergence" && tier != "expected") return e;
   auto matches = [&](const graph::Node& node) {
     if (node.QualifiedName() != op) return false;
     for (const std::string& r : node.results) {
@@ -117,6 +120,12 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
                                inherited ? " (its inputs already differ between the runs: the "
                                            "nondeterminism may start upstream)"
                                          : "");
+      if (auto m = oracles::DocumentedNondeterminism(node, target, options.policy)) {
+        d->tier = "expected";
+        d->expected_rule = m->rule;
+        absl::StrAppend(&d->reason, ": ", m->reason);
+      }
+      if (!tier.empty() && d->tier != tier) continue;
       e.root = *d;
       e.verdict.divergences = {*d};
       e.rerun = k;
