@@ -1,12 +1,17 @@
 // divfuzz repro FINDING: minimize a finding (a findings folder <store>/<id>/ or
 // a program file) and write min.dfz, repro.py, repro_cpp/ and report.md
 // (minimize/repro.h). In a findings store the index's fields are updated.
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -142,10 +147,42 @@ int RunRepro(const std::vector<std::string>& args) {
     std::cerr << "divfuzz repro: --out takes a single finding or program\n";
     return 2;
   }
+  // The reducer's budget is checked between candidates; a kernel that hangs
+  // (seen on the H200: a qr candidate on CUDA) never returns to check it. A
+  // watchdog ends the process well past the budget, by a signal, so a campaign
+  // retries the rest of the batch without this finding.
+  const int budget = absl::GetFlag(FLAGS_max_seconds);
+  const auto grace = std::chrono::seconds(budget + std::max(10, 2 * budget));
+  std::mutex mu;
+  std::string current;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  if (budget > 0) {
+    std::thread([&] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        std::lock_guard<std::mutex> lock(mu);
+        if (std::chrono::steady_clock::now() < deadline) continue;
+        std::cerr << "divfuzz repro: " << current << ": still running " << grace.count()
+                  << " s after it started (--max_seconds=" << budget
+                  << "): a kernel hangs; giving up\n"
+                  << std::flush;
+        kill(getpid(), SIGKILL);
+      }
+    }).detach();
+  }
   // Several in one process share libtorch's and CUDA's start-up, which costs
   // more than reducing a typical finding.
   int worst = 0;
-  for (const std::string& arg : args) worst = std::max(worst, ReproOne(arg));
+  for (const std::string& arg : args) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      current = arg;
+      deadline = std::chrono::steady_clock::now() + grace;
+    }
+    worst = std::max(worst, ReproOne(arg));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  deadline = std::chrono::steady_clock::time_point::max();
   return worst;
 }
 

@@ -41,7 +41,8 @@ void ReproQueue::Poll() {
           solo_.insert(id);
         }
       } else if (!it->ids.empty()) {
-        std::fprintf(stderr, "divfuzz campaign: the reducer crashed (signal %d) on %s; see %s\n",
+        std::fprintf(stderr,
+                     "divfuzz campaign: the reducer crashed or hung (signal %d) on %s; see %s\n",
                      WTERMSIG(status), it->ids[0].c_str(), it->log.c_str());
       }
     }

@@ -5,6 +5,7 @@
 // - corrupt, truncated, unknown-op, absurd-shape and over-budget corpus files
 //   are rejected cleanly;
 // - kill -9 at random moments, then --resume: nothing is lost.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -190,9 +191,9 @@ TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
   testing::WriteTextFile(seeds + "/exp.dfz", UnaryProgram("aten::exp"));
   const testing::CommandRun run = testing::RunShell(
       "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-      " --seconds=8 --repro_jobs=1 --targets=cpu,cpu --corpus=" + seeds);
+      " --seconds=8 --timeout=3 --repro_jobs=1 --targets=cpu,cpu --corpus=" + seeds);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("the reducer crashed (signal 11) on " + bad), std::string::npos)
+  EXPECT_NE(run.output.find("the reducer crashed or hung (signal 11) on " + bad), std::string::npos)
       << run.output;
   std::map<std::string, std::string> minimized;
   for (const nlohmann::json& e : ReadIndex(dir + "/findings")) {
@@ -201,6 +202,24 @@ TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
   EXPECT_EQ(minimized[bad], "");
   EXPECT_NE(minimized[good32], "") << run.output;
   EXPECT_NE(minimized[good16], "") << run.output;
+}
+
+TEST(CampaignReliability, ReproGivesUpOnAKernelThatHangs) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("repro_hang");
+  testing::WriteTextFile(dir + "/hang.dfz", UnaryProgram("aten::exp2"));
+  const auto start = std::chrono::steady_clock::now();
+  const testing::CommandRun run =
+      testing::RunShell(kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+                        " repro --max_seconds=1 --targets=cpu,cpu-f64 " + dir + "/hang.dfz");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("hang.dfz: still running 11 s after it started (--max_seconds=1): a "
+                            "kernel hangs; giving up"),
+            std::string::npos)
+      << run.output;
+  EXPECT_LT(seconds, 40) << run.output;
 }
 
 TEST(CampaignReliability, OpProbeGoesOnPastKernelsThatHangOrCrash) {
