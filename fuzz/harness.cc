@@ -324,18 +324,8 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
       const auto& n2 = again[side].nodes;
       if (static_cast<size_t>(d.node_index) >= std::min(n1.size(), n2.size())) continue;
       if (oracles::RerunDifference(n1[d.node_index], n2[d.node_index])) {
-        d.cls = oracles::DivergenceClass::kNondeterminism;
-        d.wrong_side = std::string(exec::TargetName(first[side]->target));
-        d.tier = "divergence";
-        d.expected_rule.clear();
-        d.reason =
-            absl::StrCat(d.wrong_side, " gives different results for the same program twice");
-        if (auto m = oracles::DocumentedNondeterminism(program.nodes[d.node_index],
-                                                       first[side]->target, config_.policy)) {
-          d.tier = "expected";
-          d.expected_rule = m->rule;
-          absl::StrAppend(&d.reason, ": ", m->reason);
-        }
+        oracles::MarkNondeterminism(d, program.nodes[d.node_index], first[side]->target,
+                                    config_.policy);
         break;
       }
     }

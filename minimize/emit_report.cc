@@ -20,6 +20,15 @@
 namespace divfuzz::minimize {
 namespace {
 
+// "divfuzz found it in a 13-op program and reduced it to 1 op on 5 input
+// elements." (empty when the program was not reduced).
+std::string ReductionSentence(const ReduceResult* r) {
+  if (r == nullptr) return "";
+  return absl::StrCat("divfuzz found it in a ", r->nodes_before, "-op program and reduced it to ",
+                      r->nodes_after, " op", r->nodes_after == 1 ? "" : "s", " on ",
+                      r->elements_after, " input element", r->elements_after == 1 ? "" : "s", ".");
+}
+
 using oracles::Divergence;
 using oracles::DivergenceClass;
 
@@ -210,12 +219,7 @@ std::string NondeterminismReport(const ReportInput& in) {
                   d.op,
                   "` is documented as nondeterministic (see "
                   "`torch.use_deterministic_algorithms`). ");
-  if (in.reduction != nullptr) {
-    absl::StrAppend(&summary, "divfuzz found it in a ", in.reduction->nodes_before,
-                    "-op program and reduced it to ", in.reduction->nodes_after, " op",
-                    in.reduction->nodes_after == 1 ? "" : "s", " on ", in.reduction->elements_after,
-                    " input element", in.reduction->elements_after == 1 ? "" : "s", ".");
-  }
+  absl::StrAppend(&summary, ReductionSentence(in.reduction));
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
   absl::StrAppend(&out, "## Minimal repro\n\n```python\n", in.python_snippet,
                   "```\n\nEvery input is given exactly (hex floats). The attached `repro.py` "
@@ -326,12 +330,7 @@ std::string EmitReport(const ReportInput& in) {
                     " rules checked on this op's own inputs, below), and the "
                     "difference exceeds `torch.testing.assert_close`'s default tolerance. ");
   }
-  if (in.reduction != nullptr) {
-    absl::StrAppend(&summary, "divfuzz found it in a ", in.reduction->nodes_before,
-                    "-op program and reduced it to ", in.reduction->nodes_after, " op",
-                    in.reduction->nodes_after == 1 ? "" : "s", " on ", in.reduction->elements_after,
-                    " input element", in.reduction->elements_after == 1 ? "" : "s", ".");
-  }
+  absl::StrAppend(&summary, ReductionSentence(in.reduction));
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
 
   // Repro.

@@ -113,18 +113,11 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
       d->op = op;
       d->dtype = dtype;
       d->root = true;
-      d->wrong_side = side;
-      d->tier = "divergence";
       d->detail = absl::StrCat(side, " run 1 vs run ", k, ": ", d->detail);
-      d->reason = absl::StrCat(side, " gives different results for the same program twice",
-                               inherited ? " (its inputs already differ between the runs: the "
-                                           "nondeterminism may start upstream)"
-                                         : "");
-      if (auto m = oracles::DocumentedNondeterminism(node, target, options.policy)) {
-        d->tier = "expected";
-        d->expected_rule = m->rule;
-        absl::StrAppend(&d->reason, ": ", m->reason);
-      }
+      oracles::MarkNondeterminism(*d, node, target, options.policy,
+                                  inherited ? " (its inputs already differ between the runs: the "
+                                              "nondeterminism may start upstream)"
+                                            : "");
       if (!tier.empty() && d->tier != tier) continue;
       e.root = *d;
       e.verdict.divergences = {*d};

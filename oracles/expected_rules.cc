@@ -481,4 +481,19 @@ std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec:
                                 "(torch.use_deterministic_algorithms)")};
 }
 
+void MarkNondeterminism(Divergence& d, const graph::Node& node, exec::Target target,
+                        const Policy& policy, const std::string& note) {
+  d.cls = DivergenceClass::kNondeterminism;
+  d.wrong_side = std::string(exec::TargetName(target));
+  d.tier = "divergence";
+  d.expected_rule.clear();
+  d.reason =
+      absl::StrCat(d.wrong_side, " gives different results for the same program twice", note);
+  if (std::optional<RuleMatch> m = DocumentedNondeterminism(node, target, policy)) {
+    d.tier = "expected";
+    d.expected_rule = m->rule;
+    absl::StrAppend(&d.reason, ": ", m->reason);
+  }
+}
+
 }  // namespace divfuzz::oracles

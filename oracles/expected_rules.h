@@ -30,4 +30,11 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
 std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec::Target target,
                                                   const Policy& policy);
 
+// Makes `d` a nondeterminism root: `target` gave two results for one program
+// at d's node. Its tier is divergence, or expected under
+// DocumentedNondeterminism (reason and rule say which). What the fuzzing
+// harness and the reducer both call, so both classify alike.
+void MarkNondeterminism(Divergence& d, const graph::Node& node, exec::Target target,
+                        const Policy& policy, const std::string& note = "");
+
 }  // namespace divfuzz::oracles

@@ -167,9 +167,8 @@ TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
   // segfaults under the faulty plugin: a candidate that crashes libtorch.
   const auto record = [&](const std::string& signature, const std::string& severity,
                           const std::string& program) {
-    const std::vector<std::string> f = absl::StrSplit(signature, '|');
-    store::FindingHit hit{signature, f[0],         f[1],     f[2],
-                          f[3],      "divergence", severity, "cpu vs cpu-f64"};
+    store::FindingHit hit = testing::HitFor(signature, "cpu vs cpu-f64");
+    hit.severity = severity;
     auto r = (*store)->Record(hit, program);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->id : std::string();

@@ -234,14 +234,7 @@ TEST(Nondeterminism, ReproOfAStoredFindingUsesItsSignature) {
   const std::string dir = testing::TempDir("findings");
   auto store = store::FindingsStore::Open(dir);
   ASSERT_TRUE(store.ok());
-  store::FindingHit hit;
-  hit.signature = kSignature;
-  hit.root_op = "aten::cumsum";
-  hit.dtype = "f32";
-  hit.divergence_class = "nondeterminism";
-  hit.wrong_side = "cpu";
-  hit.tier = "divergence";
-  hit.targets = "cpu vs cuda";
+  store::FindingHit hit = testing::HitFor(kSignature, "cpu vs cuda");
   hit.detail = {{"node", 2}, {"output", 0}, {"summary", "element 0: 1.0 vs 1.5"}};
   absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kChain);
   ASSERT_TRUE(rec.ok());

@@ -27,10 +27,10 @@
 namespace divfuzz::minimize {
 namespace {
 
+using testing::CommandRun;
 using ::testing::HasSubstr;
 using testing::MustParse;
 using ::testing::Not;
-using testing::CommandRun;
 using testing::Python;
 using testing::RunShell;
 
@@ -183,14 +183,8 @@ TEST(Repro, WritesArtifactsIntoTheFindingsStore) {
   const std::string dir = testing::TempDir("findings");
   auto store = store::FindingsStore::Open(dir);
   ASSERT_TRUE(store.ok());
-  store::FindingHit hit;
-  hit.signature = "aten::logdet|f32|class_split|cpu";
-  hit.root_op = "aten::logdet";
-  hit.dtype = "f32";
-  hit.divergence_class = "class_split";
-  hit.wrong_side = "cpu";
-  hit.tier = "bug";
-  hit.targets = "cpu vs cpu-f64";
+  store::FindingHit hit =
+      testing::HitFor("aten::logdet|f32|class_split|cpu", "cpu vs cpu-f64", "bug");
   absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kFaultyLogdet);
   ASSERT_TRUE(rec.ok());
   ReproOptions o = FaultyOptions();
@@ -301,12 +295,8 @@ TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
   const std::string dir = testing::TempDir("findings");
   auto store = store::FindingsStore::Open(dir);
   ASSERT_TRUE(store.ok());
-  store::FindingHit hit;
-  hit.signature = "aten::sub.Tensor|f32|tolerance|undecided";
-  hit.root_op = "aten::sub.Tensor";
-  hit.dtype = "f32";
-  hit.divergence_class = "tolerance";
-  hit.targets = "cpu vs cpu-f64";
+  store::FindingHit hit =
+      testing::HitFor("aten::sub.Tensor|f32|tolerance|undecided", "cpu vs cpu-f64");
   hit.detail = {{"node", 3}, {"output", 0}, {"summary", "element 0: 0.0 vs 1.0"}};
   absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, kCancellation);
   ASSERT_TRUE(rec.ok());

@@ -262,18 +262,16 @@ TEST(ExpectedRules, RepeatedDestinationsWithoutAccumulateAreUndefined) {
   const auto keep_first = [](exec::NodeResult& n) {
     n.outputs[0] = at::tensor(std::vector<float>{0.0f, 5.0f, 0.0f});
   };
-  Divergence dup = Planted(
-      "divfuzz v1\ninput %x: f32[3] = values(0.0, 0.0, 0.0)\ninput %i: i64[2] = values(1, -2)\n"
-      "input %s: f32[2] = values(5.0, 7.0)\n%y = aten::put(%x, %i, %s, accumulate=False)\n"
-      "output %y\n",
-      keep_first);
+  const auto put = [](const char* indices) {
+    return absl::StrCat(
+        "divfuzz v1\ninput %x: f32[3] = values(0.0, 0.0, 0.0)\ninput %i: i64[2] = values(", indices,
+        ")\ninput %s: f32[2] = values(5.0, 7.0)\n%y = aten::put(%x, %i, %s, accumulate=False)\n"
+        "output %y\n");
+  };
+  Divergence dup = Planted(put("1, -2"), keep_first);
   EXPECT_EQ(dup.expected_rule, "index_ties") << dup.reason;
   // Distinct destinations: the same wrong value is a real divergence.
-  Divergence distinct = Planted(
-      "divfuzz v1\ninput %x: f32[3] = values(0.0, 0.0, 0.0)\ninput %i: i64[2] = values(0, 1)\n"
-      "input %s: f32[2] = values(5.0, 7.0)\n%y = aten::put(%x, %i, %s, accumulate=False)\n"
-      "output %y\n",
-      keep_first);
+  Divergence distinct = Planted(put("0, 1"), keep_first);
   EXPECT_NE(distinct.tier, "expected");
   // index_copy along dim 0 with a repeated row.
   Divergence rows = Planted(

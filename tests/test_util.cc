@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+
 namespace divfuzz::testing {
 
 std::string ReadTextFile(const std::string& path) {
@@ -52,6 +54,20 @@ CommandRun RunShell(const std::string& command) {
 std::string Python() {
   const char* py = std::getenv("DIVFUZZ_PYTHON");
   return py != nullptr && *py != '\0' ? py : "python3";
+}
+
+store::FindingHit HitFor(const std::string& signature, const std::string& targets,
+                         const std::string& tier) {
+  const std::vector<std::string> f = absl::StrSplit(signature, '|');
+  store::FindingHit hit;
+  hit.signature = signature;
+  hit.root_op = f.size() > 0 ? f[0] : "";
+  hit.dtype = f.size() > 1 ? f[1] : "";
+  hit.divergence_class = f.size() > 2 ? f[2] : "";
+  hit.wrong_side = f.size() > 3 ? f[3] : "undecided";
+  hit.tier = tier;
+  hit.targets = targets;
+  return hit;
 }
 
 }  // namespace divfuzz::testing

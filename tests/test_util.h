@@ -6,6 +6,7 @@
 #include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "ops/infer.h"
+#include "store/findings_store.h"
 
 namespace divfuzz::testing {
 
@@ -38,6 +39,11 @@ struct CommandRun {
 CommandRun RunShell(const std::string& command);
 
 // The Python that runs emitted repro.py scripts: $DIVFUZZ_PYTHON or python3.
+// A findings-store hit for `signature` ("op|dtype|class|wrong side"), its
+// fields taken from the signature.
+store::FindingHit HitFor(const std::string& signature, const std::string& targets,
+                         const std::string& tier = "divergence");
+
 std::string Python();
 
 }  // namespace divfuzz::testing
