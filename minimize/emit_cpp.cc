@@ -241,6 +241,10 @@ CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
                       : absl::StrCat("// Nondeterminism: then reruns ", spec.rerun_target,
                                      " up to ", kNondeterminismRuns,
                                      " times and exits 1 if two runs differ bit for bit.\n"),
+                  spec.rerun_target.empty() && spec.attempts > 1
+                      ? absl::StrCat("// The kernel's writes race: runs both targets up to ",
+                                     spec.attempts, " times until they diverge.\n")
+                      : "",
                   R"(//
 // Build (libtorch only):
 //   cmake -S . -B build -DCMAKE_PREFIX_PATH=<torch cmake folder> && cmake --build build
@@ -303,6 +307,8 @@ const double kNaN = NAN;
   absl::StrAppend(&s, "// Nondeterminism: the target rerun against itself (empty: none).\n",
                   "const char* const kRerun = ", CppStr(spec.rerun_target), ";\n",
                   "const int kRuns = ", kNondeterminismRuns, ";  // how often kRerun runs\n");
+  absl::StrAppend(&s, "// How often both targets run before \"no divergence\".\n",
+                  "const int kAttempts = ", std::max(1, spec.attempts), ";\n");
   absl::StrAppend(&s, "// A decomposition is compared through its invariants, not raw factors.\n",
                   "const char* const kInvariants = ", CppStr(Invariants(target)), ";\n");
   absl::StrAppend(&s,
@@ -1195,6 +1201,56 @@ int CheckNondeterminism(const std::string& target, bool cuda) {
   return 0;
 }
 
+// Every target's result (CUDA skipped when absent), comparable with the
+// others, and each side's float64 reference of the node.
+void Collect(const std::vector<std::string>& runs, bool cuda,
+             std::map<std::string, Result>* results_out,
+             std::map<std::string, std::optional<Result>>* refs_out) {
+  std::map<std::string, Result>& results = *results_out;
+  std::map<std::string, std::optional<Result>>& refs = *refs_out;
+  results.clear();
+  refs.clear();
+  for (const std::string& t : runs) {
+    if (t == "cuda" && !cuda) continue;
+    results[t] = Run(t == "cpu-scalar" ? "cpu" : t, &refs[t]);
+  }
+  // cpu-f64 rounds back to the program's dtype.
+  Result& f64 = results["cpu-f64"];
+  const Result& plain = results[runs[0]];
+  if (!f64.failure && !plain.failure) {
+    f64.values = RoundLike(f64.values, plain.values);
+  } else if (!f64.failure && kValueDType && f64.values.size() == 1 && f64.values[0].defined()) {
+    f64.values[0] = f64.values[0].to(*kValueDType);
+  }
+  for (auto& [t, r] : results) {
+    if (r.failure) continue;
+    if (refs[t] && !refs[t]->failure) {
+      refs[t]->values = Comparable(RoundLike(refs[t]->values, r.values));
+    }
+    r.values = Comparable(r.values);
+  }
+}
+
+void ShowAll(const std::vector<std::string>& runs, std::map<std::string, Result>& results,
+             std::map<std::string, std::optional<Result>>& refs) {
+  std::cout << "\nOutput %" << kValue << ": result " << kOutput << " of node " << kNode << ", "
+            << kOp << "\n";
+  for (const std::string& t : runs) {
+    if (!results.count(t)) {
+      std::cout << t << ": skipped (CUDA not available)\n";
+      continue;
+    }
+    Show(t, results[t]);
+    if (refs[t]) {
+      std::cout << "  float64 reference from " << t << "'s own inputs: "
+                << (refs[t]->failure ? "raised: " + refs[t]->failure->message
+                                     : ExactAll(refs[t]->values))
+                << "\n";
+    }
+  }
+  std::cout << "\n";
+}
+
 bool KnownTarget(const std::string& t) {
   return t == "cpu" || t == "cuda" || t == "cpu-f64" || t == "cpu-scalar";
 }
@@ -1257,51 +1313,31 @@ int Main(int argc, char** argv) {
   }
   std::map<std::string, Result> results;
   std::map<std::string, std::optional<Result>> refs;
-  for (const std::string& t : runs) {
-    if (t == "cuda" && !cuda) continue;
-    results[t] = Run(t == "cpu-scalar" ? "cpu" : t, &refs[t]);
-  }
-  // cpu-f64 rounds back to the program's dtype.
-  Result& f64 = results["cpu-f64"];
-  const Result& plain = results[runs[0]];
-  if (!f64.failure && !plain.failure) {
-    f64.values = RoundLike(f64.values, plain.values);
-  } else if (!f64.failure && kValueDType && f64.values.size() == 1 && f64.values[0].defined()) {
-    f64.values[0] = f64.values[0].to(*kValueDType);
-  }
-  for (auto& [t, r] : results) {
-    if (r.failure) continue;
-    if (refs[t] && !refs[t]->failure) {
-      refs[t]->values = Comparable(RoundLike(refs[t]->values, r.values));
-    }
-    r.values = Comparable(r.values);
-  }
-  std::cout << "\nOutput %" << kValue << ": result " << kOutput << " of node " << kNode << ", "
-            << kOp << "\n";
-  for (const std::string& t : runs) {
-    if (!results.count(t)) {
-      std::cout << t << ": skipped (CUDA not available)\n";
-      continue;
-    }
-    Show(t, results[t]);
-    if (refs[t]) {
-      std::cout << "  float64 reference from " << t << "'s own inputs: "
-                << (refs[t]->failure ? "raised: " + refs[t]->failure->message
-                                     : ExactAll(refs[t]->values))
-                << "\n";
-    }
-  }
-  std::cout << "\n";
+  Collect(runs, cuda, &results, &refs);
+  ShowAll(runs, results, refs);
   if (*kRerun != '\0') return CheckNondeterminism(kRerun, cuda);
   if ((ta == "cuda" || tb == "cuda") && !cuda) {
     std::cout << "CUDA not available: skipping the verdict (compare other targets: " << argv[0]
               << " cpu cpu-f64)\n";
     return 0;
   }
-  const Verdict v = Compare(results[ta], results[tb], ta, tb);
+  Verdict v = Compare(results[ta], results[tb], ta, tb);
+  int attempt = 1;
+  while (v.cls.empty() && attempt < kAttempts) {
+    ++attempt;
+    Collect(runs, cuda, &results, &refs);
+    v = Compare(results[ta], results[tb], ta, tb);
+  }
   if (v.cls.empty()) {
-    std::cout << "VERDICT: no divergence (" << ta << " vs " << tb << "): " << v.detail << "\n";
+    std::cout << "VERDICT: no divergence (" << ta << " vs " << tb
+              << (attempt == 1 ? std::string() : ", " + std::to_string(attempt) + " attempts")
+              << "): " << v.detail << "\n";
     return 0;
+  }
+  if (attempt > 1) {
+    std::cout << "The results vary from run to run: " << ta << " and " << tb
+              << " diverge on attempt " << attempt << " of " << kAttempts << ":\n";
+    ShowAll(runs, results, refs);
   }
   std::cout << "VERDICT: divergence reproduces (" << ta << " vs " << tb << "): " << v.cls << ": "
             << v.detail << "\n";

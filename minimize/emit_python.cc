@@ -374,6 +374,10 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
                     kNondeterminismRuns,
                     " times (--runs) and exits 1 if two runs differ bit for bit.\n");
   }
+  if (spec.rerun_target.empty() && spec.attempts > 1) {
+    absl::StrAppend(&out, "# The kernel's writes race: runs both targets up to ", spec.attempts,
+                    " times (--attempts) until they diverge.\n");
+  }
   absl::StrAppend(&out,
                   "# Exit status: 1 if the divergence reproduces, 0 if it does not, 2 if the "
                   "script fails.\n"
@@ -460,6 +464,8 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "RERUN = ", spec.rerun_target.empty() ? "None" : PyStr(spec.rerun_target),
                   "  # nondeterminism: the target rerun against itself\n");
   absl::StrAppend(&out, "RUNS = ", kNondeterminismRuns, "  # how often RERUN runs\n");
+  absl::StrAppend(&out, "ATTEMPTS = ", std::max(1, spec.attempts),
+                  "  # how often both targets run before 'no divergence'\n");
   absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
                   "  # a decomposition: compared through invariants, not raw factors\n\n\n");
 
@@ -1088,6 +1094,40 @@ def check_nondeterminism(target, runs, cuda):
     return 0
 
 
+def collect(runs, cuda):
+    """Every target's result (CUDA skipped when absent), comparable with the
+    others; REFERENCES holds each side's float64 reference of the node."""
+    results = {}
+    for t in runs:
+        if t == 'cuda' and not cuda:
+            continue
+        results[t] = run(t)
+    _cast_back(results, list(results))
+    if INVARIANTS:
+        for t in list(results):
+            if t in REFERENCES and not isinstance(REFERENCES[t], Failure):
+                REFERENCES[t] = comparable(_to(REFERENCES[t], _dtype_of(results[t])))
+            results[t] = comparable(results[t])
+    return results
+
+
+def show_all(runs, results):
+    print()
+    print('Output %%%s: result %d of node %d, %s' % (VALUE, OUTPUT, NODE, OP))
+    for t in runs:
+        if t not in results:
+            print('%s: skipped (CUDA not available)' % t)
+            continue
+        show(t, results[t])
+        if t in REFERENCES:
+            ref = REFERENCES[t]
+            if isinstance(ref, Failure):
+                print('  float64 reference from %s\'s own inputs: %s' % (t, ref))
+            else:
+                print('  float64 reference from %s\'s own inputs: %s' % (t, exact(ref)))
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description='divfuzz repro: ' + TITLE)
     ap.add_argument('--target-a', default=TARGET_A, choices=TARGETS)
@@ -1097,6 +1137,9 @@ def main():
     ap.add_argument('--runs', type=int, default=RUNS,
                     help='nondeterminism: how often to run %s' % RERUN if RERUN else
                     argparse.SUPPRESS)
+    ap.add_argument('--attempts', type=int, default=ATTEMPTS,
+                    help='how often to run both targets before saying the divergence does '
+                    'not reproduce (default %(default)s)')
     ap.add_argument('--child', nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -1116,30 +1159,8 @@ def main():
     for t in ['cpu', 'cuda', 'cpu-f64'] + targets:
         if t not in runs:
             runs.append(t)
-    results = {}
-    for t in runs:
-        if t == 'cuda' and not cuda:
-            continue
-        results[t] = run(t)
-    _cast_back(results, list(results))
-    if INVARIANTS:
-        for t in list(results):
-            if t in REFERENCES and not isinstance(REFERENCES[t], Failure):
-                REFERENCES[t] = comparable(_to(REFERENCES[t], _dtype_of(results[t])))
-            results[t] = comparable(results[t])
-    print()
-    print('Output %%%s: result %d of node %d, %s' % (VALUE, OUTPUT, NODE, OP))
-    for t in runs:
-        if t not in results:
-            print('%s: skipped (CUDA not available)' % t)
-            continue
-        show(t, results[t])
-        if t in REFERENCES:
-            ref = REFERENCES[t]
-            if isinstance(ref, Failure):
-                print('  float64 reference from %s\'s own inputs: %s' % (t, ref))
-            else:
-                print('  float64 reference from %s\'s own inputs: %s' % (t, exact(ref)))
+    results = collect(runs, cuda)
+    show_all(runs, results)
     print()
     if RERUN:
         return check_nondeterminism(RERUN, args.runs, cuda)
@@ -1149,9 +1170,19 @@ def main():
         return 0
     a, b = targets
     cls, detail, flat = compare(results[a], results[b], a, b)
+    attempt = 1
+    while cls is None and attempt < args.attempts:
+        attempt += 1
+        results = collect(runs, cuda)
+        cls, detail, flat = compare(results[a], results[b], a, b)
     if cls is None:
-        print('VERDICT: no divergence (%s vs %s): %s' % (a, b, detail))
+        print('VERDICT: no divergence (%s vs %s%s): %s' % (
+            a, b, '' if attempt == 1 else ', %d attempts' % attempt, detail))
         return 0
+    if attempt > 1:
+        print('The results vary from run to run: %s and %s diverge on attempt %d of %d:'
+              % (a, b, attempt, args.attempts))
+        show_all(runs, results)
     print('VERDICT: divergence reproduces (%s vs %s): %s: %s' % (a, b, cls, detail))
     # Who is wrong: each side against the float64 reference of the node
     # computed from its own inputs (cpu-f64 is the reference itself).

@@ -38,10 +38,18 @@ struct ReproSpec {
   // runs differ bit for bit, instead of judging target A against target B.
   // Empty: compare A with B.
   std::string rerun_target;
+  // How often the repros run target A against target B before saying the
+  // divergence does not reproduce: more than one for a kernel whose writes
+  // race (see ReproAttempts), so a divergence that shows on some runs only is
+  // still found, and the script says it varies.
+  int attempts = 1;
 };
 
 // How often the repros run the target of a nondeterminism finding.
 inline constexpr int kNondeterminismRuns = 20;
+// Attempts at an A/B divergence for a kernel whose writes race: as many as
+// the nondeterminism reruns.
+inline constexpr int kRacingAttempts = kNondeterminismRuns;
 
 // The diverging node's index (spec.node_index, or the node defining the first
 // output, or the last node). When the spec names no node or result of the

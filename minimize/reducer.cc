@@ -264,25 +264,39 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   if (!types.ok()) return types.status();
   Evaluation e;
   e.types = std::move(*types);
-  e.a = RunWith(options.runner_a, program, e.types, options.target_a);
-  e.b = RunWith(options.runner_b, program, e.types, options.target_b);
-  e.verdict = oracles::Compare(program, e.types, e.a, e.b, options.policy);
+  // A divergence at a kernel whose writes race need not show on every run:
+  // such a signature gets as many tries as a nondeterminism rerun.
+  int attempts = 1;
   if (!signature.empty()) {
-    // Only roots whose op, dtype and class match can have the signature:
-    // triage (float64 references, rules) just those.
-    std::vector<oracles::Divergence> kept;
-    for (oracles::Divergence& d : e.verdict.divergences) {
-      if (!d.root) continue;
-      oracles::Divergence probe = d;
-      probe.wrong_side.clear();
-      if (absl::StartsWith(signature, oracles::Signature(probe))) kept.push_back(std::move(d));
+    const std::string op = signature.substr(0, signature.find('|'));
+    for (const graph::Node& node : program.nodes) {
+      if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) {
+        attempts = 1 + kNondeterminismReruns;
+        break;
+      }
     }
-    e.verdict.divergences = std::move(kept);
   }
-  oracles::Triage(program, e.types, e.a, e.b, options.policy, e.verdict);
-  if (std::optional<oracles::Divergence> root = FindRoot(e.verdict, signature, tier)) {
-    e.root = *root;
-    e.found = true;
+  for (int attempt = 0; attempt < attempts && !e.found; ++attempt) {
+    e.a = RunWith(options.runner_a, program, e.types, options.target_a);
+    e.b = RunWith(options.runner_b, program, e.types, options.target_b);
+    e.verdict = oracles::Compare(program, e.types, e.a, e.b, options.policy);
+    if (!signature.empty()) {
+      // Only roots whose op, dtype and class match can have the signature:
+      // triage (float64 references, rules) just those.
+      std::vector<oracles::Divergence> kept;
+      for (oracles::Divergence& d : e.verdict.divergences) {
+        if (!d.root) continue;
+        oracles::Divergence probe = d;
+        probe.wrong_side.clear();
+        if (absl::StartsWith(signature, oracles::Signature(probe))) kept.push_back(std::move(d));
+      }
+      e.verdict.divergences = std::move(kept);
+    }
+    oracles::Triage(program, e.types, e.a, e.b, options.policy, e.verdict);
+    if (std::optional<oracles::Divergence> root = FindRoot(e.verdict, signature, tier)) {
+      e.root = *root;
+      e.found = true;
+    }
   }
   return e;
 }

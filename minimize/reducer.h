@@ -70,6 +70,10 @@ struct Evaluation {
 // bit for bit (oracles::RerunDifference) at a node of that op with an output
 // of that dtype. No divergence between the two targets is required, so the
 // reducer can shrink to the racing op alone.
+//
+// Any other signature whose op may vary between runs
+// (oracles::MayVaryBetweenRuns: racing indexed writes, atomics) gets up to
+// 1 + kNondeterminismReruns runs of both targets before it counts as not found.
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
                                     const std::string& signature = "",
                                     const std::string& tier = "");

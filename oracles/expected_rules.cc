@@ -481,6 +481,18 @@ std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec:
                                 "(torch.use_deterministic_algorithms)")};
 }
 
+bool MayVaryBetweenRuns(const graph::Node& node) {
+  Policy documented;
+  documented.rules.documented_nondeterminism = true;
+  if (DocumentedNondeterminism(node, exec::Target::kCuda, documented)) return true;
+  std::string base = node.op.substr(node.op.rfind(':') + 1);
+  if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
+  static const std::set<std::string> kIndexedWrites = {
+      "put", "index_put", "_index_put_impl", "index_copy", "scatter", "max_unpool2d",
+      "max_unpool3d"};
+  return kIndexedWrites.count(base) > 0;
+}
+
 void MarkNondeterminism(Divergence& d, const graph::Node& node, exec::Target target,
                         const Policy& policy, const std::string& note) {
   d.cls = DivergenceClass::kNondeterminism;

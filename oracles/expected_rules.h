@@ -30,6 +30,14 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
 std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec::Target target,
                                                   const Policy& policy);
 
+// Whether `node`'s results may change from one run to the next on some
+// target, for one program: a kernel DocumentedNondeterminism lists, or one
+// that writes its destinations by index where two indices may name one
+// destination (put, index_put, index_copy, scatter, max_unpool). A divergence
+// at such a node need not show on every run: the reducer and the repros try
+// it more than once.
+bool MayVaryBetweenRuns(const graph::Node& node);
+
 // Makes `d` a nondeterminism root: `target` gave two results for one program
 // at d's node. Its tier is divergence, or expected under
 // DocumentedNondeterminism (reason and rule say which). What the fuzzing

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "exec/executor.h"
@@ -17,6 +18,7 @@
 #include "minimize/reducer.h"
 #include "minimize/repro.h"
 #include "oracles/compare.h"
+#include "oracles/expected_rules.h"
 #include "store/findings_store.h"
 #include "tests/faulty_targets.h"
 #include "tests/test_util.h"
@@ -212,6 +214,95 @@ TEST(Nondeterminism, ReproPyRerunsTheTarget) {
   r = RunPython(plain);
   EXPECT_THAT(r.output, Not(HasSubstr("nondeterminism")));
   EXPECT_THAT(EmitPythonSnippet(p, RerunSpec(2, "cpu")), HasSubstr("for k in range(2, 21):"));
+}
+
+// A kernel whose indexed writes may race (oracles::MayVaryBetweenRuns):
+// here the wrong write lands on every third run only.
+constexpr char kScatter[] = R"(divfuzz v1
+input %x: f32[4] = values(1.0, 2.0, 3.0, 4.0)
+input %i: i64[2] = values(0, 2)
+input %s: f32[2] = values(5.0, 6.0)
+%y = aten::scatter.src(%x, 0, %i, %s)
+%z = aten::cumsum(%y, 0)
+output %z
+)";
+
+Runner WrongEveryThirdRun(const std::string& op, std::shared_ptr<int> calls) {
+  return [op, calls](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return ++*calls % 3 == 0 ? testing::RacingOpRun(p, t, target, op) : exec::Run(p, t, target);
+  };
+}
+
+TEST(Nondeterminism, EvaluateRetriesADivergenceAtAKernelWhoseWritesRace) {
+  const graph::Program p = MustParse(kScatter);
+  EXPECT_TRUE(oracles::MayVaryBetweenRuns(p.nodes[0]));
+  EXPECT_FALSE(oracles::MayVaryBetweenRuns(p.nodes[1]));
+  for (const std::string op : {"aten::scatter.src", "aten::cumsum"}) {
+    SCOPED_TRACE(op);
+    // The signature, from a run where the write is always wrong.
+    ReduceOptions o;
+    o.runner_a = Racing(op);
+    absl::StatusOr<Evaluation> always = Evaluate(p, o);
+    ASSERT_TRUE(always.ok()) << always.status();
+    ASSERT_TRUE(always->found);
+    ASSERT_EQ(always->root.op, op);
+    const std::string signature = oracles::Signature(always->root);
+    auto calls = std::make_shared<int>(0);
+    o.runner_a = WrongEveryThirdRun(op, calls);
+    absl::StatusOr<Evaluation> e = Evaluate(p, o, signature);
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (op == "aten::scatter.src") {
+      // Found on the third try.
+      EXPECT_TRUE(e->found);
+      EXPECT_EQ(oracles::Signature(e->root), signature);
+      EXPECT_EQ(*calls, 3);
+    } else {
+      // A deterministic kernel gets one run: a clean run is no divergence.
+      EXPECT_FALSE(e->found);
+      EXPECT_EQ(*calls, 1);
+    }
+  }
+}
+
+// "rand_like(x) > 0.95" on one element: cpu and cpu-f64 disagree on about
+// one run in ten, like a race between two writes.
+constexpr char kCoin[] = R"(divfuzz v1
+input %x: f32[1] = values(1.0)
+%d = aten::mul.Scalar(%x, 2.0)
+%r = aten::rand_like(%x)
+%c = aten::gt.Scalar(%r, 0.95)
+output %d, %c
+)";
+
+TEST(Nondeterminism, ReproPyTriesARacingDivergenceUpToItsAttempts) {
+  const graph::Program p = MustParse(kCoin);
+  ReproSpec spec = RerunSpec(2, "");
+  spec.attempts = 400;  // misses with probability 0.905^400 < 1e-17
+  const std::string script = EmitPython(p, spec);
+  EXPECT_THAT(script, HasSubstr("ATTEMPTS = 400"));
+  EXPECT_THAT(script, HasSubstr("runs both targets up to 400 times"));
+  // One attempt alone reproduces about one time in ten; 400 always do.
+  CommandRun r = RunPython(script);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: divergence reproduces (cpu vs cpu-f64)"));
+  // After the first attempt the script says the results vary and shows the
+  // run that diverged.
+  if (r.output.find("The results vary") != std::string::npos) {
+    EXPECT_THAT(r.output, ::testing::ContainsRegex("diverge on attempt [0-9]+ of 400:"));
+  }
+  // A deterministic node never diverges: "no divergence" after every attempt.
+  const std::string dir = testing::TempDir("attempts_py");
+  std::ofstream(dir + "/repro.py") << EmitPython(p, RerunSpec(0, ""));
+  r = RunShell(testing::Python() + " " + dir + "/repro.py --attempts 3");
+  EXPECT_NE(r.output.find("VERDICT: no divergence (cpu vs cpu-f64, 3 attempts)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // The C++ repro has the same loop.
+  const std::string cpp = EmitCpp(p, spec).main_cpp;
+  EXPECT_THAT(cpp, HasSubstr("const int kAttempts = 400;"));
+  EXPECT_THAT(cpp, HasSubstr("while (v.cls.empty() && attempt < kAttempts) {"));
+  EXPECT_THAT(EmitCpp(p, RerunSpec(2, "")).main_cpp, HasSubstr("const int kAttempts = 1;"));
 }
 
 TEST(Nondeterminism, ReproCppHasTheRerunLogic) {
