@@ -150,6 +150,10 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
     return nr;
   }
+  if (std::optional<std::string> why = UncheckedIndexRead(*handle, *stack)) {
+    nr.error = NodeError{NodeError::Kind::kRaised, *why};
+    return nr;
+  }
   if (target == Target::kCuda) {
     if (std::optional<std::string> why = IndexRejectedOnCpu(*handle, *stack)) {
       nr.error = NodeError{NodeError::Kind::kRaised,

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -59,6 +60,28 @@ std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> UncheckedIndexRead(const c10::OperatorHandle& op,
+                                              const torch::jit::Stack& stack) {
+  const std::string& name = op.schema().name();
+  if (name != "aten::ctc_loss" && name != "aten::_ctc_loss") return std::nullopt;
+  // (log_probs, targets, input_lengths, target_lengths, blank, ...) in every overload.
+  if (stack.size() < 2 || !stack[0].isTensor() || !stack[1].isTensor()) return std::nullopt;
+  const at::Tensor& log_probs = stack[0].toTensor();
+  const at::Tensor& targets = stack[1].toTensor();
+  if (!log_probs.defined() || log_probs.dim() == 0 || !targets.defined() || targets.numel() == 0) {
+    return std::nullopt;
+  }
+  const int64_t classes = log_probs.size(-1);
+  // The kernels read the labels as integers, whatever the tensor's dtype.
+  const at::Tensor labels = targets.detach().cpu().to(at::kDouble);
+  const double lo = labels.min().item<double>(), hi = labels.max().item<double>();
+  if (lo >= 0 && hi < static_cast<double>(classes)) return std::nullopt;
+  return absl::StrCat(name, ": target labels span [", lo, ", ", hi,
+                      "], outside the classes of log_probs [0, ", classes,
+                      "); PyTorch does not check them and reads memory out of bounds (divfuzz "
+                      "does not run it)");
 }
 
 }  // namespace divfuzz::exec

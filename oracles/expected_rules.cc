@@ -488,8 +488,8 @@ bool MayVaryBetweenRuns(const graph::Node& node) {
   std::string base = node.op.substr(node.op.rfind(':') + 1);
   if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
   static const std::set<std::string> kIndexedWrites = {
-      "put", "index_put", "_index_put_impl", "index_copy", "scatter", "max_unpool2d",
-      "max_unpool3d"};
+      "put",     "index_put",    "_index_put_impl", "index_copy",
+      "scatter", "max_unpool2d", "max_unpool3d"};
   return kIndexedWrites.count(base) > 0;
 }
 

@@ -59,5 +59,32 @@ TEST(IndexPrecheck, IgnoresOpsWithoutIndexArgumentsAndOtherErrors) {
   EXPECT_FALSE(why.has_value()) << *why;
 }
 
+// Seen on the H200: ctc_loss with labels outside [0, C) gave different garbage
+// on every run and faulted CUDA; on the CPU a label of 1e10 segfaults.
+TEST(IndexPrecheck, DeclinesCtcLossLabelsOutsideTheClasses) {
+  const at::Tensor log_probs = at::zeros({5, 2, 4});
+  const std::vector<int64_t> input_lengths = {5, 5}, target_lengths = {2, 2};
+  auto stack = [&](const at::Tensor& targets) {
+    return torch::jit::Stack{log_probs,  targets,    input_lengths, target_lengths,
+                             int64_t{0}, int64_t{1}, false};
+  };
+  const c10::OperatorHandle ctc = Op("aten::ctc_loss", "IntList");
+  at::Tensor labels = at::ones({2, 2}, at::kLong);
+  EXPECT_FALSE(UncheckedIndexRead(ctc, stack(labels)).has_value());
+  labels[0][1] = 4;  // one past the last class
+  std::optional<std::string> why = UncheckedIndexRead(ctc, stack(labels));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("[1, 4], outside the classes of log_probs [0, 4)"), std::string::npos)
+      << *why;
+  labels[0][1] = -1;
+  EXPECT_TRUE(UncheckedIndexRead(ctc, stack(labels)).has_value());
+  // Float labels are read as integers too.
+  EXPECT_TRUE(UncheckedIndexRead(ctc, stack(at::full({2, 2}, 1e10))).has_value());
+  EXPECT_FALSE(UncheckedIndexRead(ctc, stack(at::full({2, 2}, 3.0))).has_value());
+  // Other ops are never looked at.
+  torch::jit::Stack add = {at::ones({2}), at::full({2}, 99.0), 1.0};
+  EXPECT_FALSE(UncheckedIndexRead(Op("aten::add", "Tensor"), add).has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::exec

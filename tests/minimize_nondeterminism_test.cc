@@ -294,8 +294,7 @@ TEST(Nondeterminism, ReproPyTriesARacingDivergenceUpToItsAttempts) {
   const std::string dir = testing::TempDir("attempts_py");
   std::ofstream(dir + "/repro.py") << EmitPython(p, RerunSpec(0, ""));
   r = RunShell(testing::Python() + " " + dir + "/repro.py --attempts 3");
-  EXPECT_NE(r.output.find("VERDICT: no divergence (cpu vs cpu-f64, 3 attempts)"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("VERDICT: no divergence (cpu vs cpu-f64, 3 attempts)"), std::string::npos)
       << r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   // The C++ repro has the same loop.
