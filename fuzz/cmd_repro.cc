@@ -85,6 +85,7 @@ int ReproOne(const std::string& arg) {
     options.finding_id = finding.id;
     if (!finding.entry.is_null()) {
       options.signature = finding.entry.value("signature", "");
+      options.tier = finding.entry.value("tier", "");
       // "cpu vs cuda" -> "cpu,cuda" unless --targets says otherwise.
       const std::string stored = finding.entry.value("targets", "");
       if (targets_flag.empty() && absl::StrContains(stored, " vs ")) {

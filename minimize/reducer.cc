@@ -30,12 +30,23 @@ exec::RunResult RunWith(const Runner& runner, const graph::Program& program,
 }
 
 // The root to keep: by signature (and tier), else the most severe one.
+// "op|dtype|": what a racing write's signature keeps (see Evaluate).
+std::string OpAndDType(const std::string& signature) {
+  const size_t op_end = signature.find('|');
+  const size_t dtype_end = op_end == std::string::npos ? op_end : signature.find('|', op_end + 1);
+  return dtype_end == std::string::npos ? signature : signature.substr(0, dtype_end + 1);
+}
+
 std::optional<oracles::Divergence> FindRoot(const oracles::Verdict& verdict,
-                                            const std::string& signature, const std::string& tier) {
+                                            const std::string& signature, const std::string& tier,
+                                            bool op_and_dtype_only) {
   const oracles::Divergence* best = nullptr;
   for (const oracles::Divergence* d : verdict.Roots()) {
     if (!signature.empty()) {
-      if (oracles::Signature(*d) != signature) continue;
+      if (op_and_dtype_only ? !absl::StartsWith(oracles::Signature(*d), OpAndDType(signature))
+                            : oracles::Signature(*d) != signature) {
+        continue;
+      }
       if (!tier.empty() && d->tier != tier) continue;
       return *d;
     }
@@ -267,15 +278,21 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   // A divergence at a kernel whose writes race need not show on every run:
   // such a signature gets as many tries as a nondeterminism rerun.
   int attempts = 1;
+  bool racing = false;
   if (!signature.empty()) {
     const std::string op = signature.substr(0, signature.find('|'));
     for (const graph::Node& node : program.nodes) {
       if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) {
         attempts = 1 + kNondeterminismReruns;
+        racing = true;
         break;
       }
     }
   }
+  // An expected divergence of such a kernel (which write lands is undefined)
+  // has whatever class and wrong side the race gave that run: only its op,
+  // dtype and tier identify it.
+  const bool op_and_dtype_only = racing && tier == "expected";
   for (int attempt = 0; attempt < attempts && !e.found; ++attempt) {
     e.a = RunWith(options.runner_a, program, e.types, options.target_a);
     e.b = RunWith(options.runner_b, program, e.types, options.target_b);
@@ -288,17 +305,32 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
         if (!d.root) continue;
         oracles::Divergence probe = d;
         probe.wrong_side.clear();
-        if (absl::StartsWith(signature, oracles::Signature(probe))) kept.push_back(std::move(d));
+        if (op_and_dtype_only ? absl::StartsWith(oracles::Signature(probe), OpAndDType(signature))
+                              : absl::StartsWith(signature, oracles::Signature(probe))) {
+          kept.push_back(std::move(d));
+        }
       }
       e.verdict.divergences = std::move(kept);
     }
     oracles::Triage(program, e.types, e.a, e.b, options.policy, e.verdict);
-    if (std::optional<oracles::Divergence> root = FindRoot(e.verdict, signature, tier)) {
+    if (std::optional<oracles::Divergence> root =
+            FindRoot(e.verdict, signature, tier, op_and_dtype_only)) {
       e.root = *root;
       e.found = true;
     }
   }
   return e;
+}
+
+absl::StatusOr<Evaluation> EvaluateStart(const graph::Program& program,
+                                         const ReduceOptions& options) {
+  absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature, options.tier);
+  // A bucket's tier may have changed since it was stored (another policy):
+  // its signature alone still identifies it.
+  if (start.ok() && !start->found && !options.tier.empty()) {
+    start = Evaluate(program, options, options.signature);
+  }
+  return start;
 }
 
 absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options) {
@@ -314,7 +346,7 @@ absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceO
     if (!known) return absl::InvalidArgumentError(absl::StrCat("no reduction pass '", name, "'"));
   }
   if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
-  absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature);
+  absl::StatusOr<Evaluation> start = EvaluateStart(program, options);
   if (!start.ok()) return start.status();
   if (!start->found && !NondeterministicSide(options.signature).empty()) {
     return absl::NotFoundError(absl::StrCat("the program shows no ", options.signature, " in ",

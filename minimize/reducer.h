@@ -73,7 +73,9 @@ struct Evaluation {
 //
 // Any other signature whose op may vary between runs
 // (oracles::MayVaryBetweenRuns: racing indexed writes, atomics) gets up to
-// 1 + kNondeterminismReruns runs of both targets before it counts as not found.
+// 1 + kNondeterminismReruns runs of both targets before it counts as not found;
+// with tier "expected" (which write lands is undefined) any root of that op
+// and dtype matches, whatever class and wrong side the race gave.
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
                                     const std::string& signature = "",
                                     const std::string& tier = "");
@@ -86,11 +88,20 @@ inline constexpr int kNondeterminismReruns = 3;
 // -> "cuda"); empty for any other signature.
 std::string NondeterministicSide(const std::string& signature);
 
+struct ReduceOptions;
+// Evaluate for the program a reduction (or repro) starts from: with
+// options.tier first, then, when that finds nothing, without it.
+absl::StatusOr<Evaluation> EvaluateStart(const graph::Program& program,
+                                         const ReduceOptions& options);
+
 struct ReduceOptions : EvalOptions {
   double max_seconds = 60;
   // Bucket signature to keep ("aten::logdet|f32|class_split|cpu"); empty: the
   // most severe root divergence of the input program.
   std::string signature;
+  // The bucket's tier, when known (a stored finding's): the starting
+  // program's root is looked for with it first. Empty: any tier.
+  std::string tier;
   // Also keep the root's tier (so a bug does not turn into expected variance).
   bool keep_tier = true;
   // Progress, one line per pass run (pass, nodes, elements, bytes before and

@@ -64,7 +64,7 @@ absl::Status MakeDirs(const std::string& path) {
 
 absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproOptions& options) {
   if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
-  absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature);
+  absl::StatusOr<Evaluation> start = EvaluateStart(program, options);
   if (!start.ok() && start.status().code() != absl::StatusCode::kFailedPrecondition) {
     return start.status();
   }

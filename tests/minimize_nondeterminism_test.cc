@@ -264,6 +264,66 @@ TEST(Nondeterminism, EvaluateRetriesADivergenceAtAKernelWhoseWritesRace) {
   }
 }
 
+// Two writes to destination 0 (src 5 and 6): which one lands is undefined, so
+// a divergence there is expected (index_ties), and its class and wrong side
+// are whatever that run's race gave.
+constexpr char kRacingScatter[] = R"(divfuzz v1
+input %x: f32[4] = values(1.0, 2.0, 3.0, 4.0)
+input %i: i64[2] = values(0, 0)
+input %s: f32[2] = values(5.0, 6.0)
+%y = aten::scatter.src(%x, 0, %i, %s)
+%z = aten::mul.Scalar(%y, 2.0)
+output %z
+)";
+
+// Target A's race lands `value` at destination 0.
+Runner LandsAtZero(double value) {
+  return [value](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    exec::RunResult r = exec::Run(p, t, target);
+    for (size_t i = 0; i < p.nodes.size() && i < r.nodes.size(); ++i) {
+      if (p.nodes[i].op != "aten::scatter" || r.nodes[i].outputs.empty()) continue;
+      at::Tensor y = r.nodes[i].outputs[0].clone();
+      if (y.numel() > 0) y.view({-1})[0] = value;
+      r.nodes[i].outputs[0] = y;
+    }
+    return r;
+  };
+}
+
+TEST(Nondeterminism, AnExpectedRaceMatchesItsOpAndDTypeWhateverItsClass) {
+  const graph::Program p = MustParse(kRacingScatter);
+  ReduceOptions o;
+  o.runner_a = LandsAtZero(5.0);  // the other write: a tolerance divergence
+  absl::StatusOr<Evaluation> first = Evaluate(p, o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first->found);
+  ASSERT_EQ(first->root.tier, "expected");
+  EXPECT_EQ(first->root.expected_rule, "index_ties");
+  const std::string signature = oracles::Signature(first->root);
+  ASSERT_EQ(signature.rfind("aten::scatter.src|f32|tolerance|", 0), 0u) << signature;
+  // Another run's race lands NaN: a class split, still the same race.
+  o.runner_a = LandsAtZero(NAN);
+  absl::StatusOr<Evaluation> e = Evaluate(p, o, signature, "expected");
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(e->found);
+  EXPECT_EQ(e->root.cls, oracles::DivergenceClass::kClassSplit);
+  EXPECT_EQ(e->root.tier, "expected");
+  // Without the tier the signature must match in full.
+  e = Evaluate(p, o, signature);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FALSE(e->found);
+  // A stored bucket's tier reaches the reducer, which keeps the race.
+  o.max_seconds = 30;
+  ReduceOptions ro = o;
+  ro.signature = signature;
+  ro.tier = "expected";
+  absl::StatusOr<ReduceResult> r = Reduce(p, ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tier, "expected");
+  EXPECT_EQ(r->program.nodes.size(), 1u);
+  EXPECT_EQ(r->program.nodes[0].op, "aten::scatter");
+}
+
 // "rand_like(x) > 0.95" on one element: cpu and cpu-f64 disagree on about
 // one run in ten, like a race between two writes.
 constexpr char kCoin[] = R"(divfuzz v1
