@@ -113,8 +113,11 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
     if (e["class"] == "crash" || e["class"] == "hang") {
       // Aliases from the generic path (aten::special_expm1) reach the same faulty kernels.
       const std::string op = e["root_op"];
+      // PyTorch's orthogonal-polynomial kernels really do loop n times: a
+      // mutated huge n is a genuine hang, not a bad input that got through.
+      const bool real_hang = e["class"] == "hang" && op.find("_polynomial_") != std::string::npos;
       EXPECT_TRUE(op.find("expm1") != std::string::npos || op.find("log1p") != std::string::npos ||
-                  op.find("exp2") != std::string::npos)
+                  op.find("exp2") != std::string::npos || real_hang)
           << e.dump();
     }
   }

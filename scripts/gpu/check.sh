@@ -67,10 +67,15 @@ for l in open('findings/index.jsonl'):
     # Batches of 8 per process: libtorch and CUDA start once per batch. A
     # batch that a crashing candidate ended leaves buckets behind: those go
     # again, one per process.
-    xargs -P 8 -n 8 "$D" repro --max_seconds=15 <todo.txt >"$OUT/repro-pass.log" 2>&1 || true
+    # xargs stops launching (and stops waiting) once a command dies by a
+    # signal: the wrapper turns a crash into an exit status, and says so.
+    repro='"$0" repro --max_seconds=15 "$@" || echo "verify: divfuzz repro exited $? on $*"'
+    xargs -P 8 -n 8 sh -c "$repro" "$D" <todo.txt >"$OUT/repro-pass.log" 2>&1 || true
     todo >todo2.txt
     echo "still not minimized: $(wc -l <todo2.txt); again one per process"
-    xargs -P 8 -n 1 "$D" repro --max_seconds=15 <todo2.txt >>"$OUT/repro-pass.log" 2>&1 || true
+    xargs -P 8 -n 1 sh -c "$repro" "$D" <todo2.txt >>"$OUT/repro-pass.log" 2>&1 || true
+    todo >todo3.txt
+    echo "left unminimized: $(wc -l <todo3.txt)"
     python3 "$SRC/scripts/verify_repros.py" findings --work campaign --jobs 16 \
       --json "$OUT/verify.json" >"$OUT/verify.log" 2>&1 || true
     grep -A12 '== summary' "$OUT/verify.log"
