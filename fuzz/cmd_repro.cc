@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -154,16 +155,21 @@ int RunRepro(const std::vector<std::string>& args) {
   // retries the rest of the batch without this finding.
   const int budget = absl::GetFlag(FLAGS_max_seconds);
   const auto grace = std::chrono::seconds(budget + std::max(10, 2 * budget));
-  std::mutex mu;
-  std::string current;
-  auto deadline = std::chrono::steady_clock::time_point::max();
+  // Shared with the detached watchdog, which outlives this function (state on
+  // this stack would be gone under it: glibc aborted at exit).
+  struct Watch {
+    std::mutex mu;
+    std::string current;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  };
+  auto watch = std::make_shared<Watch>();
   if (budget > 0) {
-    std::thread([&] {
+    std::thread([watch, grace, budget] {
       for (;;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        std::lock_guard<std::mutex> lock(mu);
-        if (std::chrono::steady_clock::now() < deadline) continue;
-        std::cerr << "divfuzz repro: " << current << ": still running " << grace.count()
+        std::lock_guard<std::mutex> lock(watch->mu);
+        if (std::chrono::steady_clock::now() < watch->deadline) continue;
+        std::cerr << "divfuzz repro: " << watch->current << ": still running " << grace.count()
                   << " s after it started (--max_seconds=" << budget
                   << "): a kernel hangs; giving up\n"
                   << std::flush;
@@ -176,14 +182,14 @@ int RunRepro(const std::vector<std::string>& args) {
   int worst = 0;
   for (const std::string& arg : args) {
     {
-      std::lock_guard<std::mutex> lock(mu);
-      current = arg;
-      deadline = std::chrono::steady_clock::now() + grace;
+      std::lock_guard<std::mutex> lock(watch->mu);
+      watch->current = arg;
+      watch->deadline = std::chrono::steady_clock::now() + grace;
     }
     worst = std::max(worst, ReproOne(arg));
   }
-  std::lock_guard<std::mutex> lock(mu);
-  deadline = std::chrono::steady_clock::time_point::max();
+  std::lock_guard<std::mutex> lock(watch->mu);
+  watch->deadline = std::chrono::steady_clock::time_point::max();
   return worst;
 }
 
