@@ -258,10 +258,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     spec.node_index = d->node_index;
     spec.output_index = d->output_index;
     if (d->cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d->wrong_side;
-    if (d->node_index >= 0 && static_cast<size_t>(d->node_index) < program.nodes.size() &&
-        oracles::MayVaryBetweenRuns(program.nodes[d->node_index])) {
-      spec.attempts = minimize::kRacingAttempts;
-    }
+    spec.attempts = minimize::ReproAttempts(program, d->node_index);
     spec.title = absl::StrCat(d->op, " (", d->dtype, "): ", oracles::ClassName(d->cls), " between ",
                               spec.target_a, " and ", spec.target_b);
     if (d->node_index >= 0) {

@@ -15,6 +15,7 @@
 #include "graph/materialize.h"
 #include "graph/printer.h"
 #include "ops/catalogue.h"
+#include "oracles/expected_rules.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -416,6 +417,20 @@ std::string Invariants(const graph::Node& node) {
 }
 
 }  // namespace
+
+bool RacesAt(const graph::Program& program, const std::string& op) {
+  for (const graph::Node& node : program.nodes) {
+    if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) return true;
+  }
+  return false;
+}
+
+int ReproAttempts(const graph::Program& program, int node_index) {
+  return node_index >= 0 && static_cast<size_t>(node_index) < program.nodes.size() &&
+                 oracles::MayVaryBetweenRuns(program.nodes[node_index])
+             ? kRacingAttempts
+             : 1;
+}
 
 int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::string* error) {
   int node_index = spec.node_index;
@@ -1161,7 +1176,6 @@ def main():
             runs.append(t)
     results = collect(runs, cuda)
     show_all(runs, results)
-    print()
     if RERUN:
         return check_nondeterminism(RERUN, args.runs, cuda)
     if 'cuda' in targets and not cuda:

@@ -40,7 +40,7 @@ struct ReproSpec {
   std::string rerun_target;
   // How often the repros run target A against target B before saying the
   // divergence does not reproduce: more than one for a kernel whose writes
-  // race (see ReproAttempts), so a divergence that shows on some runs only is
+  // race (ReproAttempts), so a divergence that shows on some runs only is
   // still found, and the script says it varies.
   int attempts = 1;
 };
@@ -50,6 +50,14 @@ inline constexpr int kNondeterminismRuns = 20;
 // Attempts at an A/B divergence for a kernel whose writes race: as many as
 // the nondeterminism reruns.
 inline constexpr int kRacingAttempts = kNondeterminismRuns;
+
+// Whether a node of `program` running `op` may give different results from
+// run to run (oracles::MayVaryBetweenRuns).
+bool RacesAt(const graph::Program& program, const std::string& op);
+
+// ReproSpec::attempts for a divergence at the program's node `node_index`:
+// kRacingAttempts when that node may vary between runs, else 1.
+int ReproAttempts(const graph::Program& program, int node_index);
 
 // The diverging node's index (spec.node_index, or the node defining the first
 // output, or the last node). When the spec names no node or result of the

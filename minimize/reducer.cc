@@ -13,6 +13,7 @@
 #include "exec/executor.h"
 #include "graph/printer.h"
 #include "graph/validate.h"
+#include "minimize/emit_python.h"
 #include "minimize/pass.h"
 #include "minimize/program_edit.h"
 #include "oracles/compare.h"
@@ -29,7 +30,6 @@ exec::RunResult RunWith(const Runner& runner, const graph::Program& program,
   return runner ? runner(program, types, target) : exec::Run(program, types, target);
 }
 
-// The root to keep: by signature (and tier), else the most severe one.
 // "op|dtype|": what a racing write's signature keeps (see Evaluate).
 std::string OpAndDType(const std::string& signature) {
   const size_t op_end = signature.find('|');
@@ -37,6 +37,7 @@ std::string OpAndDType(const std::string& signature) {
   return dtype_end == std::string::npos ? signature : signature.substr(0, dtype_end + 1);
 }
 
+// The root to keep: by signature (and tier), else the most severe one.
 std::optional<oracles::Divergence> FindRoot(const oracles::Verdict& verdict,
                                             const std::string& signature, const std::string& tier,
                                             bool op_and_dtype_only) {
@@ -277,18 +278,9 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   e.types = std::move(*types);
   // A divergence at a kernel whose writes race need not show on every run:
   // such a signature gets as many tries as a nondeterminism rerun.
-  int attempts = 1;
-  bool racing = false;
-  if (!signature.empty()) {
-    const std::string op = signature.substr(0, signature.find('|'));
-    for (const graph::Node& node : program.nodes) {
-      if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) {
-        attempts = 1 + kNondeterminismReruns;
-        racing = true;
-        break;
-      }
-    }
-  }
+  const bool racing =
+      !signature.empty() && RacesAt(program, signature.substr(0, signature.find('|')));
+  const int attempts = racing ? 1 + kNondeterminismReruns : 1;
   // An expected divergence of such a kernel (which write lands is undefined)
   // has whatever class and wrong side the race gave that run: only its op,
   // dtype and tier identify it.

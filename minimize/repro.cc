@@ -13,7 +13,6 @@
 #include "minimize/emit_python.h"
 #include "minimize/emit_report.h"
 #include "nlohmann/json.hpp"
-#include "oracles/expected_rules.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -86,11 +85,8 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
                                         : absl::StrCat(" with signature ", options.signature),
                                     " on ", ta, " vs ", tb, " here");
     spec.rerun_target = rerun;
-    const std::string op = options.signature.substr(0, options.signature.find('|'));
-    for (const graph::Node& node : program.nodes) {
-      if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) {
-        spec.attempts = kRacingAttempts;
-      }
+    if (RacesAt(program, options.signature.substr(0, options.signature.find('|')))) {
+      spec.attempts = kRacingAttempts;
     }
     spec.node_index = options.node_index;
     spec.output_index = options.output_index;
@@ -127,10 +123,7 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   const oracles::Divergence& d = eval.root;
   files.signature = oracles::Signature(d);
   if (d.cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d.wrong_side;
-  if (d.node_index >= 0 && static_cast<size_t>(d.node_index) < final_program.nodes.size() &&
-      oracles::MayVaryBetweenRuns(final_program.nodes[d.node_index])) {
-    spec.attempts = kRacingAttempts;
-  }
+  spec.attempts = ReproAttempts(final_program, d.node_index);
   spec.node_index = d.node_index;
   spec.output_index = d.output_index;
   spec.title = ReportTitle(d, ta, tb);
