@@ -248,6 +248,12 @@ class Supervisor {
       if (elapsed() > config_.budget_seconds + 30) StopAll();
     }
     repros_.Finish(stop_requested ? 0 : 30);
+    // Programs the reducers hung in (repro --hang_artifacts) become hang findings.
+    if (!stop_requested) {
+      RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
+                         &state_.handled_artifacts, &state_.quarantine);
+      WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
+    }
     state_.elapsed_seconds = elapsed();
     Checkpoint();
     if (config_.repro_seconds > 0) {

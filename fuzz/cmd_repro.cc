@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
+#include "graph/stable_hash.h"
 #include "minimize/repro.h"
 #include "store/findings_store.h"
 
@@ -73,7 +75,7 @@ Finding OpenFinding(std::string dir) {
 }
 
 // One finding or program: 0 reproduced, 1 not, 2 failed.
-int ReproOne(const std::string& arg) {
+int ReproOne(const std::string& arg, const std::function<void(const std::string&)>& on_run) {
   minimize::ReproOptions options;
   Finding finding;
   std::string program_path = arg;
@@ -116,6 +118,7 @@ int ReproOne(const std::string& arg) {
     return 2;
   }
   options.minimize = absl::GetFlag(FLAGS_minimize);
+  options.on_run = on_run;
 
   absl::StatusOr<minimize::ReproFiles> files = minimize::MakeRepro(*program, options);
   if (!files.ok()) {
@@ -160,11 +163,13 @@ int RunRepro(const std::vector<std::string>& args) {
   struct Watch {
     std::mutex mu;
     std::string current;
+    std::string running;  // the program the reducer runs now
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   };
+  const std::string hang_dir = absl::GetFlag(FLAGS_hang_artifacts);
   auto watch = std::make_shared<Watch>();
   if (budget > 0) {
-    std::thread([watch, grace, budget] {
+    std::thread([watch, grace, budget, hang_dir] {
       for (;;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
         std::lock_guard<std::mutex> lock(watch->mu);
@@ -173,6 +178,19 @@ int RunRepro(const std::vector<std::string>& args) {
                   << " s after it started (--max_seconds=" << budget
                   << "): a kernel hangs; giving up\n"
                   << std::flush;
+        // The program it hangs in is a finding of its own: the campaign
+        // replays what lands in its crashes/ folder and records the hang.
+        if (!hang_dir.empty() && !watch->running.empty()) {
+          const std::string path =
+              absl::StrCat(hang_dir, "/timeout-reduce-",
+                           absl::Hex(graph::Fnv1a64(watch->running.data(), watch->running.size()),
+                                     absl::kZeroPad16));
+          const absl::Status s = store::WriteFileAtomically(path, watch->running);
+          std::cerr << "divfuzz repro: "
+                    << (s.ok() ? "saved the hanging program as " + path : std::string(s.message()))
+                    << "\n"
+                    << std::flush;
+        }
         kill(getpid(), SIGKILL);
       }
     }).detach();
@@ -186,7 +204,10 @@ int RunRepro(const std::vector<std::string>& args) {
       watch->current = arg;
       watch->deadline = std::chrono::steady_clock::now() + grace;
     }
-    worst = std::max(worst, ReproOne(arg));
+    worst = std::max(worst, ReproOne(arg, [watch](const std::string& program) {
+                       std::lock_guard<std::mutex> lock(watch->mu);
+                       watch->running = program;
+                     }));
   }
   std::lock_guard<std::mutex> lock(watch->mu);
   watch->deadline = std::chrono::steady_clock::time_point::max();

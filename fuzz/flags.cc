@@ -52,6 +52,9 @@ ABSL_FLAG(bool, tf32, false,
           "let CUDA use TF32 and reduced-precision reductions (off by default); their "
           "divergences are then reported as expected");
 ABSL_FLAG(int, max_seconds, 60, "minimize, repro: time budget of the reducer in seconds");
+ABSL_FLAG(std::string, hang_artifacts, "",
+          "repro: when a kernel hangs past the budget, save the program it was running here as "
+          "timeout-reduce-<hash> (a campaign's crashes/ folder: it becomes a hang finding)");
 ABSL_FLAG(std::string, out, "",
           "minimize: output program (default FILE.min.dfz; - for stdout); repro: output folder "
           "(default: the finding's folder, or FILE.repro/); report: the HTML file (default "

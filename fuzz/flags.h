@@ -28,6 +28,7 @@ ABSL_DECLARE_FLAG(bool, tf32);
 ABSL_DECLARE_FLAG(int, repro_seconds);
 ABSL_DECLARE_FLAG(int, repro_jobs);
 ABSL_DECLARE_FLAG(int, max_seconds);
+ABSL_DECLARE_FLAG(std::string, hang_artifacts);
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(std::string, signature);
 ABSL_DECLARE_FLAG(std::string, passes);

@@ -106,6 +106,8 @@ void ReproQueue::Start(const std::vector<std::string>& ids) {
   std::string log = absl::StrCat(work_, "/logs/repro-", batches_++, ".log");
   std::vector<std::string> args = {
       "divfuzz", "repro", absl::StrCat("--max_seconds=", max_seconds_),
+      // A program a reducer hangs in lands with the workers' artifacts.
+      absl::StrCat("--hang_artifacts=", work_, "/crashes"),
       absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy)),
       absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false")};
   for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));

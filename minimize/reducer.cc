@@ -165,11 +165,12 @@ class Reducer : public ReductionContext {
       out_of_time_ = true;
       return false;
     }
-    std::string text = graph::PrintProgram(candidate);
-    if (!seen_.insert(std::move(text)).second) return false;
+    const auto [text, fresh] = seen_.insert(graph::PrintProgram(candidate));
+    if (!fresh) return false;
     ++tests_;
     ++current_->tests;
     if (!graph::ValidateProgram(candidate).ok()) return false;
+    if (options_.on_run) options_.on_run(*text);
     absl::StatusOr<Evaluation> e = Evaluate(candidate, options_, signature_, tier_);
     if (!e.ok() || !e->found) return false;
     program_ = candidate;
@@ -316,6 +317,7 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
 
 absl::StatusOr<Evaluation> EvaluateStart(const graph::Program& program,
                                          const ReduceOptions& options) {
+  if (options.on_run) options.on_run(graph::PrintProgram(program));
   absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature, options.tier);
   // A bucket's tier may have changed since it was stored (another policy):
   // its signature alone still identifies it.

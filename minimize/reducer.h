@@ -107,6 +107,10 @@ struct ReduceOptions : EvalOptions {
   // Progress, one line per pass run (pass, nodes, elements, bytes before and
   // after); nullptr: silent.
   std::ostream* log = nullptr;
+  // Called with each program's text just before it runs (the start, then
+  // every candidate), so a watchdog can save the one a hanging kernel never
+  // returns from. Empty: not called.
+  std::function<void(const std::string&)> on_run;
   // Only these passes (by name), in the table's order; empty: all.
   std::vector<std::string> passes;
 };

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "store/findings_store.h"
@@ -211,9 +212,11 @@ TEST(CampaignReliability, ReproGivesUpOnAKernelThatHangs) {
   const std::string dir = testing::TempDir("repro_hang");
   testing::WriteTextFile(dir + "/hang.dfz", UnaryProgram("aten::exp2"));
   const auto start = std::chrono::steady_clock::now();
+  fs::create_directories(dir + "/crashes");
   const testing::CommandRun run =
       testing::RunShell(kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-                        " repro --max_seconds=1 --targets=cpu,cpu-f64 " + dir + "/hang.dfz");
+                        " repro --max_seconds=1 --targets=cpu,cpu-f64 --hang_artifacts=" + dir +
+                        "/crashes " + dir + "/hang.dfz");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(run.exit_code, 0) << run.output;
@@ -222,6 +225,20 @@ TEST(CampaignReliability, ReproGivesUpOnAKernelThatHangs) {
             std::string::npos)
       << run.output;
   EXPECT_LT(seconds, 40) << run.output;
+  // The program it hung in is saved where a campaign turns artifacts into
+  // hang findings.
+  std::vector<std::string> saved;
+  for (const auto& e : fs::directory_iterator(dir + "/crashes")) {
+    saved.push_back(e.path().filename().string());
+  }
+  ASSERT_EQ(saved.size(), 1u) << run.output;
+  EXPECT_EQ(saved[0].rfind("timeout-reduce-", 0), 0u) << saved[0];
+  EXPECT_NE(run.output.find("saved the hanging program as " + dir + "/crashes/" + saved[0]),
+            std::string::npos)
+      << run.output;
+  const std::string text = testing::ReadTextFile(dir + "/crashes/" + saved[0]);
+  EXPECT_NE(text.find("aten::exp2"), std::string::npos) << text;
+  EXPECT_TRUE(graph::ParseProgram(text, saved[0]).ok()) << text;
 }
 
 TEST(CampaignReliability, OpProbeGoesOnPastKernelsThatHangOrCrash) {
