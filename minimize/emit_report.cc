@@ -200,6 +200,24 @@ std::string Ulps(double ulp, double rel, const std::string& value, const std::st
   return absl::StrFormat("%.4g ULPs (relative %.3g)", ulp, rel);
 }
 
+// "## Minimal repro": the snippet to paste, then what the attached repro.py
+// and repro_cpp/ do (`they_run`, "run ... and exit 1 when ...").
+std::string ReproSection(const std::string& snippet, const std::string& they_run) {
+  return absl::StrCat("## Minimal repro\n\n```python\n", snippet,
+                      "```\n\nEvery input is given exactly (hex floats). The attached `repro.py` "
+                      "(torch only) and `repro_cpp/` (libtorch, `cmake "
+                      "-DCMAKE_PREFIX_PATH=<torch cmake folder>`) ",
+                      they_run, ", so they can drive `git bisect run`.\n\n");
+}
+
+std::string EnvironmentSection(const Environment& environment) {
+  std::string out = "## Environment\n\n";
+  for (const auto& [label, value] : environment.Items()) {
+    absl::StrAppend(&out, "- ", label, ": ", Md(value), "\n");
+  }
+  return out;
+}
+
 // The same target twice: no expected value, no rules; what differs between
 // the runs, and the usual repro, environment and program.
 std::string NondeterminismReport(const ReportInput& in) {
@@ -221,21 +239,16 @@ std::string NondeterminismReport(const ReportInput& in) {
                   "`torch.use_deterministic_algorithms`). ");
   absl::StrAppend(&summary, ReductionSentence(in.reduction));
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
-  absl::StrAppend(&out, "## Minimal repro\n\n```python\n", in.python_snippet,
-                  "```\n\nEvery input is given exactly (hex floats). The attached `repro.py` "
-                  "(torch only) and `repro_cpp/` (libtorch) run ",
-                  side, " up to ", kNondeterminismRuns,
-                  " times on the same inputs and exit 1 when two runs differ bit for bit (0 "
-                  "when not), so they can drive `git bisect run`.\n\n");
+  absl::StrAppend(&out, ReproSection(in.python_snippet,
+                                     absl::StrCat("run ", side, " up to ", kNondeterminismRuns,
+                                                  " times on the same inputs and exit 1 when two "
+                                                  "runs differ bit for bit (0 when not)")));
   if (!in.output_a.empty() || !in.output_b.empty()) {
     absl::StrAppend(&out, "## Two runs of ", side, "\n\n```\nfirst: ", in.output_a,
                     "\nagain: ", in.output_b, "\n```\n\n");
   }
-  absl::StrAppend(&out, "## Environment\n\n");
-  for (const auto& [label, value] : in.environment.Items()) {
-    absl::StrAppend(&out, "- ", label, ": ", Md(value), "\n");
-  }
-  absl::StrAppend(&out, "\n<details><summary>The program (divfuzz .dfz",
+  absl::StrAppend(&out, EnvironmentSection(in.environment),
+                  "\n<details><summary>The program (divfuzz .dfz",
                   in.finding_id.empty() ? "" : ", finding ", in.finding_id, ")</summary>\n\n```\n",
                   graph::PrintProgram(in.program), "```\n\nTier `", d.tier, "`, signature `",
                   oracles::Signature(d), "`.\n</details>\n");
@@ -334,14 +347,11 @@ std::string EmitReport(const ReportInput& in) {
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
 
   // Repro.
-  absl::StrAppend(&out, "## Minimal repro\n\n```python\n", in.python_snippet,
-                  "```\n\n"
-                  "Every input is given exactly (hex floats). The attached `repro.py` (torch only) "
-                  "and `repro_cpp/` (libtorch, `cmake -DCMAKE_PREFIX_PATH=<torch cmake folder>`) "
-                  "run the same program on ",
-                  ta, ", ", tb,
-                  " and the float64 reference, print the verdict, and exit 1 when the divergence "
-                  "reproduces (0 when not), so they can drive `git bisect run`.\n\n");
+  absl::StrAppend(&out, ReproSection(in.python_snippet,
+                                     absl::StrCat("run the same program on ", ta, ", ", tb,
+                                                  " and the float64 reference, print the verdict, "
+                                                  "and exit 1 when the divergence reproduces (0 "
+                                                  "when not)")));
 
   // Expected vs actual.
   absl::StrAppend(&out, "## Expected (float64) vs actual\n\n");
@@ -391,11 +401,7 @@ std::string EmitReport(const ReportInput& in) {
   absl::StrAppend(&out, "\n");
 
   // Environment.
-  absl::StrAppend(&out, "## Environment\n\n");
-  for (const auto& [label, value] : in.environment.Items()) {
-    absl::StrAppend(&out, "- ", label, ": ", Md(value), "\n");
-  }
-  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, EnvironmentSection(in.environment), "\n");
 
   // The program.
   absl::StrAppend(&out, "<details><summary>The program (divfuzz .dfz",

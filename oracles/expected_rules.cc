@@ -147,6 +147,47 @@ std::optional<RuleMatch> IndexTies(const Context& c) {
                    "the indices differ but select equal values: ties may be broken either way"};
 }
 
+// "aten::index_put_" -> "index_put": in-place variants race like the others.
+std::string BaseName(const std::string& op) {
+  std::string base = op.substr(op.rfind(':') + 1);
+  if (!base.empty() && base.back() == '_') base.pop_back();
+  return base;
+}
+
+bool Accumulates(const graph::Node& node, size_t pos) {
+  const graph::Literal* a = ops::FindArg(node, pos, "accumulate");
+  return a != nullptr && a->kind == graph::Literal::Kind::kBool && a->b;
+}
+
+// The lists of torch.use_deterministic_algorithms: CUDA kernels that add with
+// atomics in whatever order the threads arrive, or pick among equal values.
+bool DocumentedNondeterministicOnCuda(const graph::Node& node) {
+  static const std::set<std::string> kAlways = {"scatter_add",
+                                                "scatter_reduce",
+                                                "index_add",
+                                                "index_reduce",
+                                                "embedding_bag",
+                                                "_embedding_bag",
+                                                "histc",
+                                                "bincount",
+                                                "convolution",
+                                                "conv1d",
+                                                "conv2d",
+                                                "conv3d",
+                                                "conv_transpose1d",
+                                                "conv_transpose2d",
+                                                "conv_transpose3d",
+                                                "_convolution",
+                                                "cudnn_convolution",
+                                                "kthvalue",
+                                                "median",
+                                                "nanmedian"};
+  const std::string base = BaseName(node.op);
+  return kAlways.count(base) > 0 ||
+         ((base == "index_put" || base == "_index_put_impl" || base == "put") &&
+          Accumulates(node, 3));
+}
+
 // True when `index` names one destination twice along `dim` (for the same
 // position in the other dims): with accumulate=False the writes race, and
 // which one lands is undefined (and differs between CPU and CUDA).
@@ -162,23 +203,18 @@ bool RepeatsAlong(at::Tensor index, int64_t dim, int64_t size) {
 }
 
 std::optional<RuleMatch> DuplicateWrites(const Context& c) {
-  std::string base = c.node.op.substr(c.node.op.rfind(':') + 1);
-  if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
+  const std::string base = BaseName(c.node.op);
   const at::Tensor self = c.Input(0);
   if (!self.defined()) return std::nullopt;
-  const auto accumulate = [&](size_t pos) {
-    const Literal* a = ops::FindArg(c.node, pos, "accumulate");
-    return a != nullptr && a->kind == Literal::Kind::kBool && a->b;
-  };
   bool repeats = false;
-  if (base == "put" && !accumulate(3)) {
+  if (base == "put" && !Accumulates(c.node, 3)) {
     repeats = RepeatsAlong(c.Input(1).flatten(), 0, self.numel());
   } else if (base == "index_copy" ||
              (base == "scatter" && ops::FindArg(c.node, 4, "reduce") == nullptr)) {
     const int64_t dim = IntArgOr(c.node, 1, "dim", 0);
     const int64_t size = self.dim() == 0 ? 1 : self.size(dim < 0 ? dim + self.dim() : dim);
     repeats = RepeatsAlong(c.Input(2), base == "index_copy" ? 0 : dim, size);
-  } else if (base == "index_put" && !accumulate(3) && c.node.args.size() > 1 &&
+  } else if (base == "index_put" && !Accumulates(c.node, 3) && c.node.args.size() > 1 &&
              c.node.args[1].value.list.size() == 1 && self.dim() > 0) {
     // One index tensor: it picks rows of dim 0.
     const Literal& item = c.node.args[1].value.list[0];
@@ -443,38 +479,7 @@ std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec:
   if (!policy.rules.documented_nondeterminism || target != exec::Target::kCuda) {
     return std::nullopt;
   }
-  std::string base = node.op.substr(node.op.rfind(':') + 1);
-  if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
-  const auto accumulate = [&](size_t pos) {
-    const graph::Literal* a = ops::FindArg(node, pos, "accumulate");
-    return a != nullptr && a->kind == graph::Literal::Kind::kBool && a->b;
-  };
-  // The lists of torch.use_deterministic_algorithms: kernels that add with
-  // atomics in whatever order the threads arrive, or pick among equal values.
-  static const std::set<std::string> kAlways = {"scatter_add",
-                                                "scatter_reduce",
-                                                "index_add",
-                                                "index_reduce",
-                                                "embedding_bag",
-                                                "_embedding_bag",
-                                                "histc",
-                                                "bincount",
-                                                "convolution",
-                                                "conv1d",
-                                                "conv2d",
-                                                "conv3d",
-                                                "conv_transpose1d",
-                                                "conv_transpose2d",
-                                                "conv_transpose3d",
-                                                "_convolution",
-                                                "cudnn_convolution",
-                                                "kthvalue",
-                                                "median",
-                                                "nanmedian"};
-  const bool documented = kAlways.count(base) > 0 ||
-                          ((base == "index_put" || base == "_index_put_impl") && accumulate(3)) ||
-                          (base == "put" && accumulate(3));
-  if (!documented) return std::nullopt;
+  if (!DocumentedNondeterministicOnCuda(node)) return std::nullopt;
   return RuleMatch{"documented_nondeterminism",
                    absl::StrCat(node.op,
                                 " on CUDA is documented as nondeterministic "
@@ -482,15 +487,11 @@ std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec:
 }
 
 bool MayVaryBetweenRuns(const graph::Node& node) {
-  Policy documented;
-  documented.rules.documented_nondeterminism = true;
-  if (DocumentedNondeterminism(node, exec::Target::kCuda, documented)) return true;
-  std::string base = node.op.substr(node.op.rfind(':') + 1);
-  if (!base.empty() && base.back() == '_') base.pop_back();  // in-place variants
+  if (DocumentedNondeterministicOnCuda(node)) return true;
   static const std::set<std::string> kIndexedWrites = {
       "put",     "index_put",    "_index_put_impl", "index_copy",
       "scatter", "max_unpool2d", "max_unpool3d"};
-  return kIndexedWrites.count(base) > 0;
+  return kIndexedWrites.count(BaseName(node.op)) > 0;
 }
 
 void MarkNondeterminism(Divergence& d, const graph::Node& node, exec::Target target,
