@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -62,10 +63,10 @@ std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
   return std::nullopt;
 }
 
-std::optional<std::string> UncheckedIndexRead(const c10::OperatorHandle& op,
-                                              const torch::jit::Stack& stack) {
-  const std::string& name = op.schema().name();
-  if (name != "aten::ctc_loss" && name != "aten::_ctc_loss") return std::nullopt;
+namespace {
+
+std::optional<std::string> CtcLabelsOutsideTheClasses(const std::string& name,
+                                                      const torch::jit::Stack& stack) {
   // (log_probs, targets, input_lengths, target_lengths, blank, ...) in every overload.
   if (stack.size() < 2 || !stack[0].isTensor() || !stack[1].isTensor()) return std::nullopt;
   const at::Tensor& log_probs = stack[0].toTensor();
@@ -82,6 +83,41 @@ std::optional<std::string> UncheckedIndexRead(const c10::OperatorHandle& op,
                       "], outside the classes of log_probs [0, ", classes,
                       "); PyTorch does not check them and reads memory out of bounds (divfuzz "
                       "does not run it)");
+}
+
+// (self, weight, kernel_size, ...) in every overload.
+std::optional<std::string> WeightSmallerThanKernel(const std::string& name,
+                                                   const torch::jit::Stack& stack) {
+  if (stack.size() < 3 || !stack[1].isTensor() || !stack[2].isIntList()) return std::nullopt;
+  const at::Tensor& weight = stack[1].toTensor();
+  const std::vector<int64_t> kernel = stack[2].toIntVector();
+  if (!weight.defined() || weight.dim() != static_cast<int64_t>(kernel.size()) + 2) {
+    return std::nullopt;  // PyTorch's own checks catch a weight of the wrong rank
+  }
+  const std::vector<int64_t> spatial(weight.sizes().begin() + 2, weight.sizes().end());
+  bool smaller = false;
+  for (size_t i = 0; i < kernel.size(); ++i) smaller = smaller || spatial[i] < kernel[i];
+  if (!smaller) return std::nullopt;
+  return absl::StrCat(name, ": weight's spatial shape [", absl::StrJoin(spatial, ", "),
+                      "] is smaller than kernel_size [", absl::StrJoin(kernel, ", "),
+                      "]; PyTorch does not check it and reads memory out of bounds (divfuzz "
+                      "does not run it)");
+}
+
+}  // namespace
+
+std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
+                                         const torch::jit::Stack& stack) {
+  const std::string& name = op.schema().name();
+  if (name == "aten::ctc_loss" || name == "aten::_ctc_loss") {
+    return CtcLabelsOutsideTheClasses(name, stack);
+  }
+  // slow_conv_dilated2d/3d check the weight; these do not.
+  if (name == "aten::slow_conv3d" || name == "aten::slow_conv3d_forward" ||
+      name == "aten::slow_conv_transpose2d" || name == "aten::slow_conv_transpose3d") {
+    return WeightSmallerThanKernel(name, stack);
+  }
+  return std::nullopt;
 }
 
 }  // namespace divfuzz::exec

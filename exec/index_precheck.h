@@ -20,13 +20,15 @@ namespace divfuzz::exec {
 std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
                                               const torch::jit::Stack& stack);
 
-// Index arguments that PyTorch's kernels read without any bounds check, on
-// every device: ctc_loss's target labels (each must be a class of log_probs,
-// in [0, C)). Out-of-range labels read memory outside log_probs: results are
-// garbage that changes from run to run (no repro can pin it down) or the
-// process segfaults. The executor declines to run such a node on every target
-// and says why; nothing for other ops and in-range labels.
-std::optional<std::string> UncheckedIndexRead(const c10::OperatorHandle& op,
-                                              const torch::jit::Stack& stack);
+// Arguments that PyTorch's kernels read past without any bounds check, on
+// every device. Out-of-range reads give garbage that changes from run to run
+// (no repro can pin it down) or segfault the process, and a reducer shrinking
+// a real finding drifts into them. The executor declines to run such a node
+// on every target and says why; nothing for other ops and valid arguments:
+// - ctc_loss's target labels (each must be a class of log_probs, in [0, C));
+// - slow_conv3d's and slow_conv_transpose2d/3d's weight, whose spatial dims
+//   must cover kernel_size (the kernels walk kernel_size over the weight).
+std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
+                                         const torch::jit::Stack& stack);
 
 }  // namespace divfuzz::exec

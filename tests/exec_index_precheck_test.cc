@@ -70,20 +70,41 @@ TEST(IndexPrecheck, DeclinesCtcLossLabelsOutsideTheClasses) {
   };
   const c10::OperatorHandle ctc = Op("aten::ctc_loss", "IntList");
   at::Tensor labels = at::ones({2, 2}, at::kLong);
-  EXPECT_FALSE(UncheckedIndexRead(ctc, stack(labels)).has_value());
+  EXPECT_FALSE(UncheckedRead(ctc, stack(labels)).has_value());
   labels[0][1] = 4;  // one past the last class
-  std::optional<std::string> why = UncheckedIndexRead(ctc, stack(labels));
+  std::optional<std::string> why = UncheckedRead(ctc, stack(labels));
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("[1, 4], outside the classes of log_probs [0, 4)"), std::string::npos)
       << *why;
   labels[0][1] = -1;
-  EXPECT_TRUE(UncheckedIndexRead(ctc, stack(labels)).has_value());
+  EXPECT_TRUE(UncheckedRead(ctc, stack(labels)).has_value());
   // Float labels are read as integers too.
-  EXPECT_TRUE(UncheckedIndexRead(ctc, stack(at::full({2, 2}, 1e10))).has_value());
-  EXPECT_FALSE(UncheckedIndexRead(ctc, stack(at::full({2, 2}, 3.0))).has_value());
+  EXPECT_TRUE(UncheckedRead(ctc, stack(at::full({2, 2}, 1e10))).has_value());
+  EXPECT_FALSE(UncheckedRead(ctc, stack(at::full({2, 2}, 3.0))).has_value());
   // Other ops are never looked at.
   torch::jit::Stack add = {at::ones({2}), at::full({2}, 99.0), 1.0};
-  EXPECT_FALSE(UncheckedIndexRead(Op("aten::add", "Tensor"), add).has_value());
+  EXPECT_FALSE(UncheckedRead(Op("aten::add", "Tensor"), add).has_value());
+}
+
+// Seen on the H200: the reducer shrank a real slow_conv_transpose2d finding
+// to a 1x1 weight under kernel_size [2, 2]; the CPU kernel then read past the
+// weight and printed garbage that differed between processes.
+TEST(IndexPrecheck, DeclinesAConvWeightSmallerThanItsKernel) {
+  const c10::OperatorHandle conv = Op("aten::slow_conv_transpose2d", "");
+  const std::vector<int64_t> kernel = {2, 2};
+  torch::jit::Stack fits = {at::ones({1, 1, 3, 3}), at::zeros({1, 1, 2, 2}), kernel};
+  EXPECT_FALSE(UncheckedRead(conv, fits).has_value());
+  torch::jit::Stack small = {at::ones({1, 1, 3, 3}), at::zeros({1, 1, 1, 2}), kernel};
+  std::optional<std::string> why = UncheckedRead(conv, small);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("weight's spatial shape [1, 2] is smaller than kernel_size [2, 2]"),
+            std::string::npos)
+      << *why;
+  const std::vector<int64_t> kernel3 = {2, 2, 2};
+  torch::jit::Stack small3 = {at::ones({1, 1, 2, 2, 2}), at::zeros({1, 1, 1, 1, 1}), kernel3};
+  EXPECT_TRUE(UncheckedRead(Op("aten::slow_conv3d", ""), small3).has_value());
+  // The dilated convolutions check their weight themselves.
+  EXPECT_FALSE(UncheckedRead(Op("aten::slow_conv_dilated2d", ""), small).has_value());
 }
 
 }  // namespace
