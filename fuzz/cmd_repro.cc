@@ -1,19 +1,14 @@
 // divfuzz repro FINDING: minimize a finding (a findings folder <store>/<id>/ or
 // a program file) and write min.dfz, repro.py, repro_cpp/ and report.md
 // (minimize/repro.h). In a findings store the index's fields are updated.
-#include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <sstream>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -25,8 +20,8 @@
 #include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
+#include "fuzz/repro_supervisor.h"
 #include "graph/parser.h"
-#include "graph/stable_hash.h"
 #include "minimize/repro.h"
 #include "store/findings_store.h"
 
@@ -75,7 +70,7 @@ Finding OpenFinding(std::string dir) {
 }
 
 // One finding or program: 0 reproduced, 1 not, 2 failed.
-int ReproOne(const std::string& arg, const std::function<void(const std::string&)>& on_run) {
+int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume* resume) {
   minimize::ReproOptions options;
   Finding finding;
   std::string program_path = arg;
@@ -118,7 +113,27 @@ int ReproOne(const std::string& arg, const std::function<void(const std::string&
     return 2;
   }
   options.minimize = absl::GetFlag(FLAGS_minimize);
-  options.on_run = on_run;
+  options.on_run = [&child](const std::string& text) { child.Run(text); };
+  options.on_keep = [&child](const std::string& text, const std::string& signature,
+                             const std::string& tier) { child.Keep(text, signature, tier); };
+  // An earlier process was on this finding and a candidate hung or crashed
+  // it: go on from the smallest program it had kept, without that candidate.
+  graph::Program original;
+  if (resume != nullptr && !resume->best.empty()) {
+    absl::StatusOr<graph::Program> best =
+        graph::ParseProgram(resume->best, program_path + " (the reduction so far)");
+    if (best.ok()) {
+      original = std::move(*program);
+      program = std::move(best);
+      options.original = &original;
+    }
+  }
+  if (resume != nullptr) {
+    if (!resume->signature.empty()) options.signature = resume->signature;
+    if (!resume->tier.empty()) options.tier = resume->tier;
+    options.skip = resume->skip;
+    if (!resume->reduce) options.max_seconds = 0;  // the repros for the program as it is
+  }
 
   absl::StatusOr<minimize::ReproFiles> files = minimize::MakeRepro(*program, options);
   if (!files.ok()) {
@@ -152,65 +167,24 @@ int RunRepro(const std::vector<std::string>& args) {
     std::cerr << "divfuzz repro: --out takes a single finding or program\n";
     return 2;
   }
-  // The reducer's budget is checked between candidates; a kernel that hangs
-  // (seen on the H200: a qr candidate on CUDA) never returns to check it. A
-  // watchdog ends the process well past the budget, by a signal, so a campaign
-  // retries the rest of the batch without this finding.
-  const int budget = absl::GetFlag(FLAGS_max_seconds);
-  const auto grace = std::chrono::seconds(budget + std::max(10, 2 * budget));
-  // Shared with the detached watchdog, which outlives this function (state on
-  // this stack would be gone under it: glibc aborted at exit).
-  struct Watch {
-    std::mutex mu;
-    std::string current;
-    std::string running;  // the program the reducer runs now
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  };
-  const std::string hang_dir = absl::GetFlag(FLAGS_hang_artifacts);
-  auto watch = std::make_shared<Watch>();
-  if (budget > 0) {
-    std::thread([watch, grace, budget, hang_dir] {
-      for (;;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        std::lock_guard<std::mutex> lock(watch->mu);
-        if (std::chrono::steady_clock::now() < watch->deadline) continue;
-        std::cerr << "divfuzz repro: " << watch->current << ": still running " << grace.count()
-                  << " s after it started (--max_seconds=" << budget
-                  << "): a kernel hangs; giving up\n"
-                  << std::flush;
-        // The program it hangs in is a finding of its own: the campaign
-        // replays what lands in its crashes/ folder and records the hang.
-        if (!hang_dir.empty() && !watch->running.empty()) {
-          const std::string path =
-              absl::StrCat(hang_dir, "/timeout-reduce-",
-                           absl::Hex(graph::Fnv1a64(watch->running.data(), watch->running.size()),
-                                     absl::kZeroPad16));
-          const absl::Status s = store::WriteFileAtomically(path, watch->running);
-          std::cerr << "divfuzz repro: "
-                    << (s.ok() ? "saved the hanging program as " + path : std::string(s.message()))
-                    << "\n"
-                    << std::flush;
-        }
-        kill(getpid(), SIGKILL);
-      }
-    }).detach();
+  std::optional<ReproChild> child = ReproChild::FromEnvironment();
+  if (!child.has_value()) {
+    SupervisorSettings settings;
+    settings.max_seconds = absl::GetFlag(FLAGS_max_seconds);
+    settings.run_timeout = absl::GetFlag(FLAGS_timeout);
+    settings.hang_dir = absl::GetFlag(FLAGS_hang_artifacts);
+    return SuperviseRepro(args, settings);
   }
   // Several in one process share libtorch's and CUDA's start-up, which costs
   // more than reducing a typical finding.
   int worst = 0;
-  for (const std::string& arg : args) {
-    {
-      std::lock_guard<std::mutex> lock(watch->mu);
-      watch->current = arg;
-      watch->deadline = std::chrono::steady_clock::now() + grace;
-    }
-    worst = std::max(worst, ReproOne(arg, [watch](const std::string& program) {
-                       std::lock_guard<std::mutex> lock(watch->mu);
-                       watch->running = program;
-                     }));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (child->Done(i)) continue;
+    child->Begin(i);
+    const int rc = ReproOne(args[i], *child, child->Resume(i));
+    child->End(i, rc);
+    worst = std::max(worst, rc);
   }
-  std::lock_guard<std::mutex> lock(watch->mu);
-  watch->deadline = std::chrono::steady_clock::time_point::max();
   return worst;
 }
 

@@ -38,7 +38,9 @@ ABSL_FLAG(std::string, corpus, "corpus/seed,corpus/families",
           "campaign: comma-separated seed corpus folders (read-only)");
 ABSL_FLAG(std::string, work, "campaign",
           "campaign: working folder (its corpus/, crashes/, logs and statistics)");
-ABSL_FLAG(int, timeout, 20, "campaign: seconds one input may run before it counts as a hang");
+ABSL_FLAG(int, timeout, 20,
+          "campaign: seconds one input may run before it counts as a hang; repro: the same for "
+          "one run of a reducer candidate (the reduction goes on without it)");
 ABSL_FLAG(int, rss_limit_mb, 8192, "campaign: memory limit of a worker in MiB");
 ABSL_FLAG(std::string, policy, "",
           "tolerance policy file (JSON; see oracles/default_policy.json); default: built in");
@@ -53,8 +55,9 @@ ABSL_FLAG(bool, tf32, false,
           "divergences are then reported as expected");
 ABSL_FLAG(int, max_seconds, 60, "minimize, repro: time budget of the reducer in seconds");
 ABSL_FLAG(std::string, hang_artifacts, "",
-          "repro: when a kernel hangs past the budget, save the program it was running here as "
-          "timeout-reduce-<hash> (a campaign's crashes/ folder: it becomes a hang finding)");
+          "repro: when a kernel hangs or crashes the reducer, save the program it was running here "
+          "as timeout-reduce-<hash> or crash-reduce-<hash> (a campaign's crashes/ folder: it "
+          "becomes a hang or crash finding)");
 ABSL_FLAG(std::string, out, "",
           "minimize: output program (default FILE.min.dfz; - for stdout); repro: output folder "
           "(default: the finding's folder, or FILE.repro/); report: the HTML file (default "

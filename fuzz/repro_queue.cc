@@ -108,6 +108,7 @@ void ReproQueue::Start(const std::vector<std::string>& ids) {
       "divfuzz", "repro", absl::StrCat("--max_seconds=", max_seconds_),
       // A program a reducer hangs in lands with the workers' artifacts.
       absl::StrCat("--hang_artifacts=", work_, "/crashes"),
+      absl::StrCat("--timeout=", absl::GetFlag(FLAGS_timeout)),
       absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy)),
       absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false")};
   for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));

@@ -416,6 +416,11 @@ std::string EmitReport(const ReportInput& in) {
                           in.reduction->nodes_before, in.reduction->nodes_after,
                           in.reduction->elements_before, in.reduction->elements_after,
                           in.reduction->seconds, in.reduction->tests);
+    if (in.reduction->skipped > 0) {
+      absl::StrAppend(&out, " ", in.reduction->skipped,
+                      " candidate(s) hung or crashed a kernel and were left out (divfuzz saves "
+                      "them as findings of their own).");
+    }
   }
   absl::StrAppend(&out, "\n</details>\n");
   return out;

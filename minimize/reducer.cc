@@ -68,11 +68,27 @@ bool UsesAny(const graph::Node& node, const std::set<std::string>& values) {
   return false;
 }
 
+// Whether `required_hits` (see Evaluate) is settled before the next of
+// `left` runs: met, or out of reach.
+bool Settled(int hits, int left, int required_hits) {
+  return required_hits > 0 && (hits >= required_hits || hits + left < required_hits);
+}
+
+// One run of `program` on `target`, announced to options.on_run.
+exec::RunResult RunAnnounced(const Runner& runner, const graph::Program& program,
+                             const std::string& text, const ops::TypeEnv& types,
+                             exec::Target target, const EvalOptions& options) {
+  if (options.on_run) options.on_run(text);
+  exec::RunResult r = RunWith(runner, program, types, target);
+  if (options.on_run) options.on_run("");
+  return r;
+}
+
 // Evaluate for a nondeterminism signature: the blamed target against itself.
 absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
                                                   const EvalOptions& options,
                                                   const std::string& signature,
-                                                  const std::string& tier) {
+                                                  const std::string& tier, int required_hits) {
   const std::vector<std::string> parts = absl::StrSplit(signature, '|');
   const std::string& op = parts[0];
   const std::string& dtype = parts[1];
@@ -103,17 +119,24 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
     }
     return false;
   };
-  e.a = RunWith(runner, program, e.types, target);
-  for (int k = 2; k <= kNondeterminismReruns + 1 && !e.found; ++k) {
-    e.b = RunWith(runner, program, e.types, target);
-    if (!e.a.setup_error.empty() || !e.b.setup_error.empty()) continue;
+  const std::string text = options.on_run ? graph::PrintProgram(program) : "";
+  e.a = RunAnnounced(runner, program, text, e.types, target, options);
+  for (int k = 2; k <= kNondeterminismReruns + 1; ++k) {
+    if (Settled(e.hits, kNondeterminismReruns + 2 - k, required_hits)) break;
+    exec::RunResult b = RunAnnounced(runner, program, text, e.types, target, options);
+    ++e.runs;
+    if (!e.a.setup_error.empty() || !b.setup_error.empty()) {
+      if (!e.found) e.b = std::move(b);
+      continue;
+    }
     // Values that differ between the two runs, to tell a node that differs
     // by itself from one that only inherits a difference.
     std::set<std::string> differing;
-    const size_t n = std::min({program.nodes.size(), e.a.nodes.size(), e.b.nodes.size()});
-    for (size_t i = 0; i < n && !e.found; ++i) {
+    std::optional<oracles::Divergence> hit;
+    const size_t n = std::min({program.nodes.size(), e.a.nodes.size(), b.nodes.size()});
+    for (size_t i = 0; i < n && !hit; ++i) {
       const graph::Node& node = program.nodes[i];
-      std::optional<oracles::Divergence> d = oracles::RerunDifference(e.a.nodes[i], e.b.nodes[i]);
+      std::optional<oracles::Divergence> d = oracles::RerunDifference(e.a.nodes[i], b.nodes[i]);
       if (!d) continue;
       const bool inherited = UsesAny(node, differing);
       differing.insert(node.results.begin(), node.results.end());
@@ -131,12 +154,21 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
                                               "nondeterminism may start upstream)"
                                             : "");
       if (!tier.empty() && d->tier != tier) continue;
-      e.root = *d;
-      e.verdict.divergences = {*d};
-      e.rerun = k;
-      e.found = true;
+      hit = std::move(d);
     }
+    if (!hit) {
+      if (!e.found) e.b = std::move(b);
+      continue;
+    }
+    ++e.hits;
+    if (e.found) continue;
+    e.root = *hit;
+    e.verdict.divergences = {*hit};
+    e.rerun = k;
+    e.b = std::move(b);
+    e.found = true;
   }
+  e.found = e.hits >= std::max(1, required_hits);
   return e;
 }
 
@@ -150,7 +182,11 @@ class Reducer : public ReductionContext {
                                      std::chrono::duration<double>(options.max_seconds))) {
     signature_ = oracles::Signature(eval_.root);
     tier_ = options.keep_tier ? eval_.root.tier : "";
-    seen_.insert(graph::PrintProgram(program_));
+    // A race that showed on 4 runs of 4 must keep doing so.
+    required_hits_ = std::max(1, eval_.hits);
+    const std::string text = graph::PrintProgram(program_);
+    seen_.insert(text);
+    if (options_.on_keep) options_.on_keep(text, signature_, eval_.root.tier);
   }
 
   const graph::Program& program() const override { return program_; }
@@ -167,15 +203,16 @@ class Reducer : public ReductionContext {
     }
     const auto [text, fresh] = seen_.insert(graph::PrintProgram(candidate));
     if (!fresh) return false;
+    if (options_.skip.count(*text)) return false;
     ++tests_;
     ++current_->tests;
     if (!graph::ValidateProgram(candidate).ok()) return false;
-    if (options_.on_run) options_.on_run(*text);
-    absl::StatusOr<Evaluation> e = Evaluate(candidate, options_, signature_, tier_);
+    absl::StatusOr<Evaluation> e = Evaluate(candidate, options_, signature_, tier_, required_hits_);
     if (!e.ok() || !e->found) return false;
     program_ = candidate;
     eval_ = std::move(*e);
     ++current_->accepted;
+    if (options_.on_keep) options_.on_keep(*text, signature_, eval_.root.tier);
     return true;
   }
 
@@ -222,6 +259,7 @@ class Reducer : public ReductionContext {
     result.elements_after = InputElements(program_);
     result.bytes_after = graph::PrintProgram(program_).size();
     result.tests = tests_;
+    result.skipped = static_cast<int>(options_.skip.size());
     result.passes = std::move(stats);
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (options_.log != nullptr) {
@@ -246,6 +284,7 @@ class Reducer : public ReductionContext {
   PassStats scratch_;
   PassStats* current_ = &scratch_;
   int tests_ = 0;
+  int required_hits_ = 1;
   bool out_of_time_ = false;
 };
 
@@ -261,9 +300,10 @@ std::string NondeterministicSide(const std::string& signature) {
 }
 
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
-                                    const std::string& signature, const std::string& tier) {
+                                    const std::string& signature, const std::string& tier,
+                                    int required_hits) {
   if (!NondeterministicSide(signature).empty()) {
-    return EvaluateNondeterminism(program, options, signature, tier);
+    return EvaluateNondeterminism(program, options, signature, tier, required_hits);
   }
   // Without a GPU the cuda target fails to build its inputs on every program:
   // that is no divergence to keep.
@@ -286,15 +326,20 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   // has whatever class and wrong side the race gave that run: only its op,
   // dtype and tier identify it.
   const bool op_and_dtype_only = racing && tier == "expected";
-  for (int attempt = 0; attempt < attempts && !e.found; ++attempt) {
-    e.a = RunWith(options.runner_a, program, e.types, options.target_a);
-    e.b = RunWith(options.runner_b, program, e.types, options.target_b);
-    e.verdict = oracles::Compare(program, e.types, e.a, e.b, options.policy);
+  const std::string text = options.on_run ? graph::PrintProgram(program) : "";
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    if (Settled(e.hits, attempts - attempt, required_hits)) break;
+    if (options.on_run) options.on_run(text);
+    exec::RunResult a = RunWith(options.runner_a, program, e.types, options.target_a);
+    exec::RunResult b = RunWith(options.runner_b, program, e.types, options.target_b);
+    if (options.on_run) options.on_run("");
+    ++e.runs;
+    oracles::Verdict verdict = oracles::Compare(program, e.types, a, b, options.policy);
     if (!signature.empty()) {
       // Only roots whose op, dtype and class match can have the signature:
       // triage (float64 references, rules) just those.
       std::vector<oracles::Divergence> kept;
-      for (oracles::Divergence& d : e.verdict.divergences) {
+      for (oracles::Divergence& d : verdict.divergences) {
         if (!d.root) continue;
         oracles::Divergence probe = d;
         probe.wrong_side.clear();
@@ -303,26 +348,33 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
           kept.push_back(std::move(d));
         }
       }
-      e.verdict.divergences = std::move(kept);
+      verdict.divergences = std::move(kept);
     }
-    oracles::Triage(program, e.types, e.a, e.b, options.policy, e.verdict);
-    if (std::optional<oracles::Divergence> root =
-            FindRoot(e.verdict, signature, tier, op_and_dtype_only)) {
+    oracles::Triage(program, e.types, a, b, options.policy, verdict);
+    std::optional<oracles::Divergence> root = FindRoot(verdict, signature, tier, op_and_dtype_only);
+    if (root) ++e.hits;
+    // The evaluation shows the first run that had it (else the last run).
+    if (e.found) continue;
+    e.a = std::move(a);
+    e.b = std::move(b);
+    e.verdict = std::move(verdict);
+    if (root) {
       e.root = *root;
       e.found = true;
     }
   }
+  e.found = e.hits >= std::max(1, required_hits);
   return e;
 }
 
 absl::StatusOr<Evaluation> EvaluateStart(const graph::Program& program,
                                          const ReduceOptions& options) {
-  if (options.on_run) options.on_run(graph::PrintProgram(program));
-  absl::StatusOr<Evaluation> start = Evaluate(program, options, options.signature, options.tier);
+  absl::StatusOr<Evaluation> start =
+      Evaluate(program, options, options.signature, options.tier, /*required_hits=*/0);
   // A bucket's tier may have changed since it was stored (another policy):
   // its signature alone still identifies it.
   if (start.ok() && !start->found && !options.tier.empty()) {
-    start = Evaluate(program, options, options.signature);
+    start = Evaluate(program, options, options.signature, "", /*required_hits=*/0);
   }
   return start;
 }

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct EvalOptions {
   oracles::Policy policy = oracles::DefaultPolicy();
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
+  // Called with the program's text just before each run of it (a run: both
+  // targets once, or one rerun of a nondeterminism signature's side), and
+  // with "" once it returned, so a supervisor can tell a kernel that hangs
+  // or crashes from a slow reduction and save the program it did so in.
+  // Empty: not called.
+  std::function<void(const std::string&)> on_run;
 };
 
 // A program run on both targets, compared and triaged. For a nondeterminism
@@ -51,6 +58,9 @@ struct Evaluation {
   exec::RunResult a;
   exec::RunResult b;
   int rerun = 0;  // nondeterminism: which run (2, 3, ...) differed from the first
+  // Runs (reruns, for nondeterminism) that showed the signature, of `runs`.
+  int hits = 0;
+  int runs = 0;
   // Every divergence; with a signature, only the roots that could carry it
   // (same op, dtype and class), triaged.
   oracles::Verdict verdict;
@@ -73,12 +83,18 @@ struct Evaluation {
 //
 // Any other signature whose op may vary between runs
 // (oracles::MayVaryBetweenRuns: racing indexed writes, atomics) gets up to
-// 1 + kNondeterminismReruns runs of both targets before it counts as not found;
-// with tier "expected" (which write lands is undefined) any root of that op
-// and dtype matches, whatever class and wrong side the race gave.
+// 1 + kNondeterminismReruns runs of both targets; with tier "expected" (which
+// write lands is undefined) any root of that op and dtype matches, whatever
+// class and wrong side the race gave.
+//
+// How many of those runs must show it: `required_hits` (found as soon as that
+// many did, not found as soon as that many no longer can), or, with 0, every
+// run is made and one is enough (a start program's rate is measured). The
+// reducer asks each candidate for its start's rate, so a race that showed on
+// every run is not shrunk into one that shows once in twenty.
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
-                                    const std::string& signature = "",
-                                    const std::string& tier = "");
+                                    const std::string& signature = "", const std::string& tier = "",
+                                    int required_hits = 1);
 
 // Reruns per candidate: real races need not show on every run; each one costs
 // a whole run of the program.
@@ -89,8 +105,9 @@ inline constexpr int kNondeterminismReruns = 3;
 std::string NondeterministicSide(const std::string& signature);
 
 struct ReduceOptions;
-// Evaluate for the program a reduction (or repro) starts from: with
-// options.tier first, then, when that finds nothing, without it.
+// Evaluate for the program a reduction (or repro) starts from, every run
+// made (required_hits 0): with options.tier first, then, when that finds
+// nothing, without it.
 absl::StatusOr<Evaluation> EvaluateStart(const graph::Program& program,
                                          const ReduceOptions& options);
 
@@ -107,10 +124,16 @@ struct ReduceOptions : EvalOptions {
   // Progress, one line per pass run (pass, nodes, elements, bytes before and
   // after); nullptr: silent.
   std::ostream* log = nullptr;
-  // Called with each program's text just before it runs (the start, then
-  // every candidate), so a watchdog can save the one a hanging kernel never
-  // returns from. Empty: not called.
-  std::function<void(const std::string&)> on_run;
+  // Called with the start program, then with each candidate kept (the
+  // smallest program so far), and the signature and tier kept, so a
+  // supervisor can resume from it. Empty: not called.
+  std::function<void(const std::string& program, const std::string& signature,
+                     const std::string& tier)>
+      on_keep;
+  // Candidates not to run (texts; they hung or crashed a kernel in an
+  // earlier try and are findings of their own): each counts as not
+  // reproducing.
+  std::set<std::string> skip;
   // Only these passes (by name), in the table's order; empty: all.
   std::vector<std::string> passes;
 };
@@ -133,6 +156,7 @@ struct ReduceResult {
   size_t bytes_before = 0, bytes_after = 0;         // printed program text
   int rounds = 0;
   int tests = 0;
+  int skipped = 0;  // candidates that hung or crashed a kernel: options.skip
   double seconds = 0;
   bool out_of_time = false;  // the budget ran out before a fixpoint
   std::vector<PassStats> passes;

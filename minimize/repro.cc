@@ -12,6 +12,7 @@
 #include "minimize/emit_cpp.h"
 #include "minimize/emit_python.h"
 #include "minimize/emit_report.h"
+#include "minimize/program_edit.h"
 #include "nlohmann/json.hpp"
 
 namespace divfuzz::minimize {
@@ -114,6 +115,11 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
       return r.status();
     }
     if (r.ok()) {
+      if (options.original != nullptr) {
+        r->nodes_before = static_cast<int>(options.original->nodes.size());
+        r->elements_before = InputElements(*options.original);
+        r->bytes_before = graph::PrintProgram(*options.original).size();
+      }
       final_program = r->program;
       eval = r->evaluation;
       files.min_dfz = graph::PrintProgram(final_program);
@@ -178,6 +184,7 @@ absl::Status WriteReproToStore(store::FindingsStore& store, const std::string& i
                               {"bytes_before", r.bytes_before},
                               {"bytes_after", r.bytes_after},
                               {"tests", r.tests},
+                              {"candidates_hung_or_crashed", r.skipped},
                               {"rounds", r.rounds},
                               {"seconds", r.seconds},
                               {"out_of_time", r.out_of_time}};

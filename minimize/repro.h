@@ -29,6 +29,10 @@ struct ReproOptions : ReduceOptions {
   int node_index = -1;
   int output_index = 0;
   std::string seen;  // what the fuzzer saw, one line (printed by the repros)
+  // The finding's own program, when the one given is where an earlier,
+  // interrupted reduction had got to (a candidate hung or crashed it): the
+  // reduction's "before" numbers count from it. nullptr: the one given.
+  const graph::Program* original = nullptr;
 };
 
 struct ReproFiles {

@@ -1,0 +1,51 @@
+// A deliberately faulty plugin for the reducer's supervisor test (loaded with
+// --plugins): two real ATen ops whose CPU kernels, on float32, are wrong by a
+// factor of 1.5 (a planted divergence from the float64 reference), except on
+// one-element inputs, where
+//   aten::sinh  hangs             aten::cosh  segfaults
+// so a finding reduces fine until the shapes pass tries the smallest shape.
+// Other dtypes compute the function from exp.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/neg.h>
+#include <ATen/ops/sub.h>
+#include <torch/library.h>
+#include <unistd.h>
+
+namespace {
+
+bool Faulty(const at::Tensor& t) { return t.scalar_type() == at::kFloat; }
+
+at::Tensor Sinh(const at::Tensor& self) {
+  return at::div(at::sub(at::exp(self), at::exp(at::neg(self))), 2);
+}
+
+at::Tensor Cosh(const at::Tensor& self) {
+  return at::div(at::add(at::exp(self), at::exp(at::neg(self))), 2);
+}
+
+at::Tensor SinhWrongOrHangs(const at::Tensor& self) {
+  if (!Faulty(self)) return Sinh(self);
+  while (self.numel() == 1) sleep(1);
+  return at::mul(Sinh(self), 1.5);
+}
+
+at::Tensor CoshWrongOrSegfaults(const at::Tensor& self) {
+  if (!Faulty(self)) return Cosh(self);
+  if (self.numel() == 1) {
+    volatile int* null = nullptr;
+    *null = 1;
+  }
+  return at::mul(Cosh(self), 1.5);
+}
+
+}  // namespace
+
+// Replaces the kernels ATen registered (torch warns that it overrides them).
+TORCH_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl("sinh", &SinhWrongOrHangs);
+  m.impl("cosh", &CoshWrongOrSegfaults);
+}
