@@ -150,7 +150,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
     return nr;
   }
-  if (std::optional<std::string> why = UncheckedRead(*handle, *stack)) {
+  if (std::optional<std::string> why = UncheckedRead(*handle, *stack, &node, &types)) {
     nr.error = NodeError{NodeError::Kind::kRaised, *why};
     return nr;
   }

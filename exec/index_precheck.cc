@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "exec/dtype_convert.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -104,10 +105,38 @@ std::optional<std::string> WeightSmallerThanKernel(const std::string& name,
                       "does not run it)");
 }
 
+// (self, source, ...): set(self, source) views source's storage with self's
+// dtype, unchecked.
+std::optional<std::string> SourceOfAnotherDType(const std::string& name,
+                                                const torch::jit::Stack& stack,
+                                                const graph::Node* node,
+                                                const ops::TypeEnv* types) {
+  if (stack.size() < 2 || !stack[0].isTensor() || !stack[1].isTensor()) return std::nullopt;
+  const at::Tensor& self = stack[0].toTensor();
+  const at::Tensor& source = stack[1].toTensor();
+  if (!self.defined() || !source.defined()) return std::nullopt;
+  c10::ScalarType self_dtype = self.scalar_type(), source_dtype = source.scalar_type();
+  if (node != nullptr && types != nullptr && node->args.size() >= 2) {
+    auto declared = [&](const graph::Argument& a, c10::ScalarType* out) {
+      if (!a.name.empty() || a.value.kind != graph::Literal::Kind::kValue) return;
+      auto t = types->find(a.value.s);
+      if (t != types->end()) *out = ToScalarType(t->second.dtype);
+    };
+    declared(node->args[0], &self_dtype);
+    declared(node->args[1], &source_dtype);
+  }
+  if (self_dtype == source_dtype) return std::nullopt;
+  return absl::StrCat(name, ": source is ", c10::toString(source_dtype), ", self ",
+                      c10::toString(self_dtype),
+                      "; PyTorch does not check it, reads the source's storage as the other "
+                      "dtype and past its end (divfuzz does not run it)");
+}
+
 }  // namespace
 
 std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
-                                         const torch::jit::Stack& stack) {
+                                         const torch::jit::Stack& stack, const graph::Node* node,
+                                         const ops::TypeEnv* types) {
   const std::string& name = op.schema().name();
   if (name == "aten::ctc_loss" || name == "aten::_ctc_loss") {
     return CtcLabelsOutsideTheClasses(name, stack);
@@ -117,6 +146,8 @@ std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
       name == "aten::slow_conv_transpose2d" || name == "aten::slow_conv_transpose3d") {
     return WeightSmallerThanKernel(name, stack);
   }
+  if (name == "aten::set" || name == "aten::set_")
+    return SourceOfAnotherDType(name, stack, node, types);
   return std::nullopt;
 }
 

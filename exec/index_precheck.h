@@ -12,6 +12,9 @@
 #include <optional>
 #include <string>
 
+#include "graph/program.h"
+#include "ops/infer.h"
+
 namespace divfuzz::exec {
 
 // The CPU's error message (first line) when `op` on CPU copies of `stack`
@@ -27,8 +30,16 @@ std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
 // on every target and says why; nothing for other ops and valid arguments:
 // - ctc_loss's target labels (each must be a class of log_probs, in [0, C));
 // - slow_conv3d's and slow_conv_transpose2d/3d's weight, whose spatial dims
-//   must cover kernel_size (the kernels walk kernel_size over the weight).
+//   must cover kernel_size (the kernels walk kernel_size over the weight);
+// - set/set_'s source, whose dtype must be self's (its storage is viewed as
+//   self's dtype: 3 float32 read as 3 float64 run 12 bytes past the end).
+//
+// `node` and `types`, when given, are the program's: a dtype check then uses
+// the declared dtypes, so cpu-f64 (whose inputs are all float64) declines the
+// same node as cpu does.
 std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
-                                         const torch::jit::Stack& stack);
+                                         const torch::jit::Stack& stack,
+                                         const graph::Node* node = nullptr,
+                                         const ops::TypeEnv* types = nullptr);
 
 }  // namespace divfuzz::exec

@@ -380,6 +380,14 @@ absl::StatusOr<Evaluation> EvaluateStart(const graph::Program& program,
 }
 
 absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options) {
+  if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
+  absl::StatusOr<Evaluation> start = EvaluateStart(program, options);
+  if (!start.ok()) return start.status();
+  return Reduce(program, options, std::move(*start));
+}
+
+absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options,
+                                    Evaluation start) {
   std::vector<PassInfo> passes;
   for (const PassInfo& p : Passes()) {
     bool wanted = options.passes.empty();
@@ -392,27 +400,25 @@ absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceO
     if (!known) return absl::InvalidArgumentError(absl::StrCat("no reduction pass '", name, "'"));
   }
   if (absl::Status s = graph::ValidateProgram(program); !s.ok()) return s;
-  absl::StatusOr<Evaluation> start = EvaluateStart(program, options);
-  if (!start.ok()) return start.status();
-  if (!start->found && !NondeterministicSide(options.signature).empty()) {
+  if (!start.found && !NondeterministicSide(options.signature).empty()) {
     return absl::NotFoundError(absl::StrCat("the program shows no ", options.signature, " in ",
                                             kNondeterminismReruns, " reruns of ",
                                             NondeterministicSide(options.signature)));
   }
-  if (!start->found) {
+  if (!start.found) {
     return absl::NotFoundError(absl::StrCat(
         "the program shows no root divergence",
         options.signature.empty() ? "" : absl::StrCat(" with signature ", options.signature),
         " on ", exec::TargetName(options.target_a), " vs ", exec::TargetName(options.target_b)));
   }
   if (options.log != nullptr) {
-    *options.log << "reduce: keeping " << oracles::Signature(start->root) << " ("
-                 << start->root.tier << ") at node " << start->root.node_index << " on "
+    *options.log << "reduce: keeping " << oracles::Signature(start.root) << " (" << start.root.tier
+                 << ") at node " << start.root.node_index << " on "
                  << exec::TargetName(options.target_a) << " vs "
                  << exec::TargetName(options.target_b) << ", budget " << options.max_seconds
                  << " s\n";
   }
-  Reducer reducer(options, std::move(*start), program);
+  Reducer reducer(options, std::move(start), program);
   return reducer.Run(passes);
 }
 

@@ -166,5 +166,9 @@ struct ReduceResult {
 // unknown pass; FailedPrecondition when a target cannot run here; NotFound when it shows no root
 // divergence (with the signature, when one is given) on the target pair.
 absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options);
+// The same from `start`, the program's EvaluateStart that the caller already
+// made (a second one could miss a divergence that shows on some runs only).
+absl::StatusOr<ReduceResult> Reduce(const graph::Program& program, const ReduceOptions& options,
+                                    Evaluation start);
 
 }  // namespace divfuzz::minimize

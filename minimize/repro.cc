@@ -107,7 +107,7 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   if (options.minimize) {
     ReduceOptions ro = options;
     ro.signature = oracles::Signature(eval.root);
-    absl::StatusOr<ReduceResult> r = Reduce(program, ro);
+    absl::StatusOr<ReduceResult> r = Reduce(program, ro, eval);
     // Nondeterminism may not show again in the reducer's own reruns: then
     // the repros run the program as given.
     if (!r.ok() && !(r.status().code() == absl::StatusCode::kNotFound &&

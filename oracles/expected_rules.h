@@ -33,7 +33,8 @@ std::optional<RuleMatch> DocumentedNondeterminism(const graph::Node& node, exec:
 // Whether `node`'s results may change from one run to the next on some
 // target, for one program: a kernel DocumentedNondeterminism lists, or one
 // that writes its destinations by index where two indices may name one
-// destination (put, index_put, index_copy, scatter, max_unpool). A divergence
+// destination (put, index_put, index_copy, scatter, max_unpool), or one seen
+// to vary on the GPU host's CPU (linalg_lstsq). A divergence
 // at such a node need not show on every run: the reducer and the repros try
 // it more than once.
 bool MayVaryBetweenRuns(const graph::Node& node);

@@ -8,6 +8,7 @@
 
 #include "exec/index_precheck.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -105,6 +106,30 @@ TEST(IndexPrecheck, DeclinesAConvWeightSmallerThanItsKernel) {
   EXPECT_TRUE(UncheckedRead(Op("aten::slow_conv3d", ""), small3).has_value());
   // The dilated convolutions check their weight themselves.
   EXPECT_FALSE(UncheckedRead(Op("aten::slow_conv_dilated2d", ""), small).has_value());
+}
+
+// Seen on the H200: set.source_Tensor of a float64 self onto a float32
+// source read the float32 storage as float64, past its end: 10 buckets of
+// garbage that no repro could replay.
+TEST(IndexPrecheck, DeclinesSetOntoASourceOfAnotherDType) {
+  const c10::OperatorHandle set = Op("aten::set", "source_Tensor");
+  torch::jit::Stack same = {at::zeros({}, at::kDouble), at::zeros({3}, at::kDouble)};
+  EXPECT_FALSE(UncheckedRead(set, same).has_value());
+  torch::jit::Stack other = {at::zeros({}, at::kDouble), at::zeros({3}, at::kFloat)};
+  std::optional<std::string> why = UncheckedRead(set, other);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("source is Float, self Double"), std::string::npos) << *why;
+  EXPECT_TRUE(UncheckedRead(Op("aten::set_", "source_Tensor"), other).has_value());
+  // On cpu-f64 both arrive as float64: the program's dtypes decide, so the
+  // reference declines it too (else cpu's refusal is an error split).
+  const graph::Program p = testing::MustParse(R"(divfuzz v1
+input %s: f64[] = fill(0.0)
+input %src: f32[3] = fill(0.0)
+%y = aten::set.source_Tensor(%s, %src)
+output %y
+)");
+  const ops::TypeEnv types = {{"s", {graph::DType::kF64, {}}}, {"src", {graph::DType::kF32, {3}}}};
+  EXPECT_TRUE(UncheckedRead(set, same, &p.nodes[0], &types).has_value());
 }
 
 }  // namespace
