@@ -17,9 +17,10 @@ class ReproQueue {
   ReproQueue(std::string findings, std::string work, int max_seconds, int jobs = 1);
 
   // Reaps finished jobs; starts one for the next buckets without a minimized
-  // program while fewer than `jobs` run. A batch that crashed is retried one
-  // bucket per process. Crash and hang buckets are left alone: they would
-  // take the reducer down with them.
+  // program while fewer than `jobs` run. `divfuzz repro` survives candidates
+  // that crash or hang (repro_supervisor.h); should a job itself die, its
+  // batch is retried one bucket per process. Crash and hang buckets are left
+  // alone: their own programs crash or hang.
   void Poll();
 
   // Waits for the running jobs up to `seconds`, then stops them.

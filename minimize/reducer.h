@@ -91,7 +91,7 @@ struct Evaluation {
 // many did, not found as soon as that many no longer can), or, with 0, every
 // run is made and one is enough (a start program's rate is measured). The
 // reducer asks each candidate for its start's rate, so a race that showed on
-// every run is not shrunk into one that shows once in twenty.
+// every run is not shrunk into one that seldom does.
 absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOptions& options,
                                     const std::string& signature = "", const std::string& tier = "",
                                     int required_hits = 1);
