@@ -124,7 +124,9 @@ for l in open('findings/index.jsonl'):
     for d in "$B"/*/steps.log; do echo "== $d"; grep -a '^==\|summary\|ORPHAN\|orphan' "$d"; done
     pending && echo "still running" || echo "DETACHED RUNS DONE"
     # At most 8 files come back: the logs and results as one archive.
-    (cd "$B" && tar -czf "$OUT/results.tgz" --exclude='*/build/*' --exclude='corpus' --exclude='*.so' \
+    # --hard-dereference: a store rewritten while tar reads it once came back
+    # with index.jsonl stored as a link to state.json (an inode reused).
+    (cd "$B" && tar -czf "$OUT/results.tgz" --hard-dereference --exclude='*/build/*' --exclude='corpus' --exclude='*.so' \
       $(for d in */steps.log; do dirname "$d"; done) \
       $(ls -d run/findings run/campaign/report.html run/campaign/stats.csv run/campaign/campaign.json \
               run/campaign/state.json fb-*/campaign/stats.csv fb-*/findings/index.jsonl 2>/dev/null)) || true
