@@ -1,7 +1,6 @@
 #include "fuzz/artifacts.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/harness.h"
+#include "fuzz/spawn.h"
 #include "graph/printer.h"
 #include "minimize/emit_python.h"
 #include "ops/infer.h"
@@ -41,18 +41,8 @@ struct Replay {
 Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   Replay r;
   const std::string out = artifact + ".locate.log";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the campaign, even on kill -9
-    FILE* f = std::fopen(out.c_str(), "w");
-    if (f != nullptr) {
-      dup2(fileno(f), STDOUT_FILENO);
-      dup2(fileno(f), STDERR_FILENO);
-    }
-    const std::string targets = absl::StrCat("--targets=", c.targets);
-    execl("/proc/self/exe", "divfuzz", "locate", targets.c_str(), artifact.c_str(), nullptr);
-    _exit(127);
-  }
+  const pid_t pid =
+      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", c.targets), artifact}, {{}, out});
   // A hang is one node running past the timeout: the clock restarts at every
   // "RUN" line locate prints, and process start-up (loading libtorch, which
   // takes seconds on a loaded machine) gets a minute of its own.

@@ -3,7 +3,6 @@
 // killed them into crash/hang findings, minimizes new buckets beside the
 // fuzzing, and keeps enough state in its work folder to resume after kill -9.
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +28,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/repro_queue.h"
+#include "fuzz/spawn.h"
 #include "oracles/policy.h"
 #include "report/report.h"
 
@@ -44,30 +44,6 @@ using Clock = std::chrono::steady_clock;
 
 volatile sig_atomic_t stop_requested = 0;
 void RequestStop(int) { stop_requested = 1; }
-
-// Starts one worker; its output goes to log_path. The worker dies with the
-// supervisor (PR_SET_PDEATHSIG), so a killed campaign leaves no orphans that
-// would race a resumed one.
-pid_t SpawnWorker(const std::vector<std::string>& args, const std::string& log_path,
-                  const std::map<std::string, std::string>& env) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  FILE* log = std::fopen(log_path.c_str(), "a");
-  if (log != nullptr) {
-    dup2(fileno(log), STDOUT_FILENO);
-    dup2(fileno(log), STDERR_FILENO);
-  }
-  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  std::perror("divfuzz: exec of the worker failed");
-  _exit(127);
-}
 
 // libFuzzer's exit codes: 77 after a crash (-error_exitcode), 70 after a
 // timeout (-timeout_exitcode); a signal means it could not even report.
@@ -318,7 +294,7 @@ class Supervisor {
       const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
       env["OMP_NUM_THREADS"] = std::to_string(std::max<unsigned>(1, cores / slots_.size()));
     }
-    s.pid = SpawnWorker(argv, s.log, env);
+    s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true});
   }
 
   void Reap() {

@@ -25,6 +25,7 @@
 #include "exec/executor.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
+#include "fuzz/spawn.h"
 #include "graph/absl_compat.h"
 #include "graph/stable_hash.h"
 #include "mutators/mutator.h"
@@ -307,11 +308,7 @@ int ProbeChild(const std::string& state_path, int calls) {
 // that against the op it was probing and starts another for the rest.
 absl::StatusOr<nlohmann::json> ProbeSupervised(const std::string& state_path) {
   std::remove(state_path.c_str());
-  std::vector<std::string> args;
-  {
-    std::ifstream f("/proc/self/cmdline", std::ios::binary);
-    for (std::string a; std::getline(f, a, '\0');) args.push_back(a);
-  }
+  std::vector<std::string> args = OwnCommandLine();
   for (;;) {
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");

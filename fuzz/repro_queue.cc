@@ -1,7 +1,6 @@
 #include "fuzz/repro_queue.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz/flags.h"
+#include "fuzz/spawn.h"
 #include "report/report.h"
 #include "store/findings_store.h"
 
@@ -112,22 +112,8 @@ void ReproQueue::Start(const std::vector<std::string>& ids) {
       absl::StrCat("--policy=", absl::GetFlag(FLAGS_policy)),
       absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false")};
   for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));
-  const pid_t pid = fork();
-  if (pid != 0) {
-    if (pid > 0) running_.push_back({pid, ids, log});
-    return;
-  }
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the campaign, even on kill -9
-  FILE* f = std::fopen(log.c_str(), "w");
-  if (f != nullptr) {
-    dup2(fileno(f), STDOUT_FILENO);
-    dup2(fileno(f), STDERR_FILENO);
-  }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  _exit(127);
+  const pid_t pid = SpawnSelf(args, {{}, log});
+  if (pid > 0) running_.push_back({pid, ids, log});
 }
 
 }  // namespace divfuzz::fuzz

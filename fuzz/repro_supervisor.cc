@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "fuzz/spawn.h"
 #include "graph/stable_hash.h"
 #include "nlohmann/json.hpp"
 #include "store/findings_store.h"
@@ -53,19 +53,47 @@ struct Failure {
   std::string why;
 };
 
-pid_t StartChild(const std::vector<std::string>& cmdline, int write_fd,
-                 const std::string& state_path) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the supervisor, even on kill -9
-  setenv(kChannelVar, std::to_string(write_fd).c_str(), 1);
-  setenv(kStateVar, state_path.c_str(), 1);
-  std::vector<std::string> args = cmdline;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  _exit(127);
+// What a child starts from: the findings done, and where to resume one.
+nlohmann::json ChildState(const std::vector<int>& rc, const std::map<size_t, ReproResume>& resume) {
+  nlohmann::json state = {{"done", nlohmann::json::array()}};
+  for (size_t i = 0; i < rc.size(); ++i) {
+    if (rc[i] >= 0) state["done"].push_back(i);
+  }
+  if (!resume.empty()) {
+    const auto& [arg, r] = *resume.begin();
+    state["resume"] = {{"arg", arg},     {"best", r.best},     {"signature", r.signature},
+                       {"tier", r.tier}, {"reduce", r.reduce}, {"skip", r.skip}};
+  }
+  return state;
+}
+
+// One report of the child (ReproChild's Begin, Run, Keep, End).
+void Apply(const nlohmann::json& ev, Progress* p, std::vector<int>* rc,
+           std::map<size_t, ReproResume>* resume) {
+  const std::string kind = ev.value("ev", "");
+  if (kind == "begin") {
+    *p = Progress{};
+    p->arg = ev.value("arg", -1L);
+    p->began = Clock::now();
+  } else if (kind == "run") {
+    std::string program = ev.value("program", "");
+    p->in_run = !program.empty();
+    if (p->in_run) {
+      if (p->first_run.empty()) p->first_run = program;
+      p->running = std::move(program);
+      p->run_since = Clock::now();
+    }
+  } else if (kind == "keep" && p->arg >= 0) {
+    ReproResume& r = (*resume)[static_cast<size_t>(p->arg)];
+    r.best = ev.value("program", "");
+    r.signature = ev.value("signature", "");
+    r.tier = ev.value("tier", "");
+  } else if (kind == "end") {
+    const size_t arg = ev.value("arg", static_cast<size_t>(0));
+    if (arg < rc->size()) (*rc)[arg] = ev.value("rc", 2);
+    resume->erase(arg);
+    *p = Progress{};
+  }
 }
 
 std::string Saved(const std::string& dir, const std::string& prefix, const std::string& program) {
@@ -139,11 +167,7 @@ void ReproChild::End(size_t arg, int rc) const {
 }
 
 int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSettings& settings) {
-  std::vector<std::string> cmdline;
-  {
-    std::ifstream f("/proc/self/cmdline", std::ios::binary);
-    for (std::string a; std::getline(f, a, '\0');) cmdline.push_back(a);
-  }
+  const std::vector<std::string> cmdline = OwnCommandLine();
   const char* tmp = std::getenv("TMPDIR");
   std::string state_path =
       absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/divfuzz-repro-", getpid(), ".json");
@@ -159,16 +183,8 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
   for (;;) {
     const auto first_open = std::find(rc.begin(), rc.end(), -1);
     if (first_open == rc.end()) break;
-    nlohmann::json state = {{"done", nlohmann::json::array()}};
-    for (size_t i = 0; i < rc.size(); ++i) {
-      if (rc[i] >= 0) state["done"].push_back(i);
-    }
-    if (!resume.empty()) {
-      const auto& [arg, r] = *resume.begin();
-      state["resume"] = {{"arg", arg},     {"best", r.best},     {"signature", r.signature},
-                         {"tier", r.tier}, {"reduce", r.reduce}, {"skip", r.skip}};
-    }
-    if (absl::Status s = store::WriteFileAtomically(state_path, state.dump()); !s.ok()) {
+    if (absl::Status s = store::WriteFileAtomically(state_path, ChildState(rc, resume).dump());
+        !s.ok()) {
       std::cerr << "divfuzz repro: " << s.message() << "\n";
       return 2;
     }
@@ -178,7 +194,8 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
       return 2;
     }
     fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    const pid_t pid = StartChild(cmdline, fds[1], state_path);
+    const pid_t pid =
+        SpawnSelf(cmdline, {{{kChannelVar, std::to_string(fds[1])}, {kStateVar, state_path}}});
     close(fds[1]);
     if (pid < 0) {
       close(fds[0]);
@@ -206,31 +223,7 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
         for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
           const nlohmann::json ev =
               nlohmann::json::parse(buffer.begin() + start, buffer.begin() + nl, nullptr, false);
-          if (!ev.is_object()) continue;
-          const std::string kind = ev.value("ev", "");
-          if (kind == "begin") {
-            p = Progress{};
-            p.arg = ev.value("arg", -1L);
-            p.began = Clock::now();
-          } else if (kind == "run") {
-            std::string program = ev.value("program", "");
-            p.in_run = !program.empty();
-            if (p.in_run) {
-              if (p.first_run.empty()) p.first_run = program;
-              p.running = std::move(program);
-              p.run_since = Clock::now();
-            }
-          } else if (kind == "keep" && p.arg >= 0) {
-            ReproResume& r = resume[static_cast<size_t>(p.arg)];
-            r.best = ev.value("program", "");
-            r.signature = ev.value("signature", "");
-            r.tier = ev.value("tier", "");
-          } else if (kind == "end") {
-            const size_t arg = ev.value("arg", static_cast<size_t>(0));
-            if (arg < rc.size()) rc[arg] = ev.value("rc", 2);
-            resume.erase(arg);
-            p = Progress{};
-          }
+          if (ev.is_object()) Apply(ev, &p, &rc, &resume);
         }
         buffer.erase(0, start);
       }

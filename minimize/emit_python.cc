@@ -418,7 +418,8 @@ std::string Invariants(const graph::Node& node) {
 
 }  // namespace
 
-bool RacesAt(const graph::Program& program, const std::string& op) {
+bool RacesAt(const graph::Program& program, const std::string& signature) {
+  const std::string op = signature.substr(0, signature.find('|'));
   for (const graph::Node& node : program.nodes) {
     if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) return true;
   }

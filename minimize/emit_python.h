@@ -53,9 +53,9 @@ inline constexpr int kNondeterminismRuns = 100;
 // the nondeterminism reruns.
 inline constexpr int kRacingAttempts = kNondeterminismRuns;
 
-// Whether a node of `program` running `op` may give different results from
-// run to run (oracles::MayVaryBetweenRuns).
-bool RacesAt(const graph::Program& program, const std::string& op);
+// Whether a node of `program` running a signature's op ("aten::x|f32|...")
+// may give different results from run to run (oracles::MayVaryBetweenRuns).
+bool RacesAt(const graph::Program& program, const std::string& signature);
 
 // ReproSpec::attempts for a divergence at the program's node `node_index`:
 // kRacingAttempts when that node may vary between runs, else 1.

@@ -74,14 +74,13 @@ bool Settled(int hits, int left, int required_hits) {
   return required_hits > 0 && (hits >= required_hits || hits + left < required_hits);
 }
 
-// One run of `program` on `target`, announced to options.on_run.
-exec::RunResult RunAnnounced(const Runner& runner, const graph::Program& program,
-                             const std::string& text, const ops::TypeEnv& types,
-                             exec::Target target, const EvalOptions& options) {
+// `run()` announced to options.on_run: the program's text before, "" after.
+template <typename Run>
+auto Announced(const EvalOptions& options, const std::string& text, Run run) {
   if (options.on_run) options.on_run(text);
-  exec::RunResult r = RunWith(runner, program, types, target);
+  auto result = run();
   if (options.on_run) options.on_run("");
-  return r;
+  return result;
 }
 
 // Evaluate for a nondeterminism signature: the blamed target against itself.
@@ -120,10 +119,11 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
     return false;
   };
   const std::string text = options.on_run ? graph::PrintProgram(program) : "";
-  e.a = RunAnnounced(runner, program, text, e.types, target, options);
+  auto run = [&] { return RunWith(runner, program, e.types, target); };
+  e.a = Announced(options, text, run);
   for (int k = 2; k <= kNondeterminismReruns + 1; ++k) {
     if (Settled(e.hits, kNondeterminismReruns + 2 - k, required_hits)) break;
-    exec::RunResult b = RunAnnounced(runner, program, text, e.types, target, options);
+    exec::RunResult b = Announced(options, text, run);
     ++e.runs;
     if (!e.a.setup_error.empty() || !b.setup_error.empty()) {
       if (!e.found) e.b = std::move(b);
@@ -319,8 +319,7 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   e.types = std::move(*types);
   // A divergence at a kernel whose writes race need not show on every run:
   // such a signature gets as many tries as a nondeterminism rerun.
-  const bool racing =
-      !signature.empty() && RacesAt(program, signature.substr(0, signature.find('|')));
+  const bool racing = RacesAt(program, signature);
   const int attempts = racing ? 1 + kNondeterminismReruns : 1;
   // An expected divergence of such a kernel (which write lands is undefined)
   // has whatever class and wrong side the race gave that run: only its op,
@@ -329,10 +328,10 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
   const std::string text = options.on_run ? graph::PrintProgram(program) : "";
   for (int attempt = 0; attempt < attempts; ++attempt) {
     if (Settled(e.hits, attempts - attempt, required_hits)) break;
-    if (options.on_run) options.on_run(text);
-    exec::RunResult a = RunWith(options.runner_a, program, e.types, options.target_a);
-    exec::RunResult b = RunWith(options.runner_b, program, e.types, options.target_b);
-    if (options.on_run) options.on_run("");
+    auto [a, b] = Announced(options, text, [&] {
+      return std::pair{RunWith(options.runner_a, program, e.types, options.target_a),
+                       RunWith(options.runner_b, program, e.types, options.target_b)};
+    });
     ++e.runs;
     oracles::Verdict verdict = oracles::Compare(program, e.types, a, b, options.policy);
     if (!signature.empty()) {

@@ -86,7 +86,7 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
                                         : absl::StrCat(" with signature ", options.signature),
                                     " on ", ta, " vs ", tb, " here");
     spec.rerun_target = rerun;
-    if (RacesAt(program, options.signature.substr(0, options.signature.find('|')))) {
+    if (RacesAt(program, options.signature)) {
       spec.attempts = kRacingAttempts;
     }
     spec.node_index = options.node_index;
