@@ -160,6 +160,13 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
       if (pair.size() == 2) spec.target_a = pair[0], spec.target_b = pair[1];
       spec.node_index = r.node;
       spec.title = absl::StrCat(hit.root_op, ": ", hit.divergence_class, " on ", hit.wrong_side);
+      // Runs the failing side in a child process, so the script itself
+      // neither hangs nor dies (divfuzz repro replaces it with a minimal one).
+      if (!r.target.empty()) {
+        spec.failure = hit.divergence_class;
+        spec.failure_target = r.target;
+        spec.hang_seconds = c.timeout_seconds;
+      }
       (void)(*store)->WriteArtifact(rec->id, "repro.py", minimize::EmitPython(program, spec),
                                     "repro_py");
     }

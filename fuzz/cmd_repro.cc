@@ -20,6 +20,7 @@
 #include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
+#include "fuzz/repro_failure.h"
 #include "fuzz/repro_supervisor.h"
 #include "graph/parser.h"
 #include "minimize/repro.h"
@@ -135,7 +136,12 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
     if (!resume->reduce) options.max_seconds = 0;  // the repros for the program as it is
   }
 
-  absl::StatusOr<minimize::ReproFiles> files = minimize::MakeRepro(*program, options);
+  // A hang or crash finding cannot be judged by running both targets here.
+  const std::string cls = finding.entry.is_null() ? "" : finding.entry.value("class", "");
+  absl::StatusOr<minimize::ReproFiles> files =
+      cls == "hang" || cls == "crash"
+          ? FailureRepro(*program, options, options.signature, options.node_index, child, resume)
+          : minimize::MakeRepro(*program, options);
   if (!files.ok()) {
     std::cerr << program_path << ": " << files.status().message() << "\n";
     return 2;

@@ -64,21 +64,27 @@ void ReproQueue::Poll() {
   for (const nlohmann::json& e : *index) {
     const std::string id = e.value("id", "");
     const std::string cls = e.value("class", "");
-    if (id.empty() || !e.value("minimized", "").empty() || cls == "crash" || cls == "hang" ||
-        tried_.count(id)) {
+    if (id.empty() || !e.value("minimized", "").empty() || tried_.count(id)) {
       continue;
     }
     pending.push_back(&e);
   }
   if (pending.empty()) return;
+  // Hang buckets last all the same: each candidate that still hangs costs a
+  // whole --timeout, and the cheap ones should not wait behind them.
   std::stable_sort(pending.begin(), pending.end(), [](const auto* a, const auto* b) {
+    const bool hang_a = a->value("class", "") == "hang", hang_b = b->value("class", "") == "hang";
+    if (hang_a != hang_b) return hang_b;
     return report::SeverityOrder(a->value("severity", "")) <
            report::SeverityOrder(b->value("severity", ""));
   });
   std::vector<std::string> batch;
   for (const nlohmann::json* e : pending) {
     const std::string id = e->value("id", "");
-    if (solo_.count(id)) {
+    // A hang or crash bucket restarts its process for every candidate that
+    // still fails: alone, so the batch's others do not wait on it.
+    const std::string cls = e->value("class", "");
+    if (solo_.count(id) || cls == "crash" || cls == "hang") {
       if (!batch.empty()) continue;
       batch = {id};
       break;

@@ -19,8 +19,8 @@ class ReproQueue {
   // Reaps finished jobs; starts one for the next buckets without a minimized
   // program while fewer than `jobs` run. `divfuzz repro` survives candidates
   // that crash or hang (repro_supervisor.h); should a job itself die, its
-  // batch is retried one bucket per process. Crash and hang buckets are left
-  // alone: their own programs crash or hang.
+  // batch is retried one bucket per process. Crash and hang buckets (their
+  // own programs crash or hang: repro_failure.h) get a process each.
   void Poll();
 
   // Waits for the running jobs up to `seconds`, then stops them.

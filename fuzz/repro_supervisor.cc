@@ -45,13 +45,35 @@ struct Progress {
   Clock::time_point run_since;
   std::string running;    // the program of the run in flight
   std::string first_run;  // the first program this child ran for it: its start
+  // A hang or crash finding: its kind and signature, the node announced
+  // last (and its "op|dtype"), and whether the run hit a CUDA fault.
+  std::string failing;
+  std::string signature;
+  int last_node = -1;
+  std::string last_at;
+  bool fault = false;
+  int runs = 0;
 };
 
 // How a child ended before finishing every finding.
 struct Failure {
   bool hung = false;  // killed by the supervisor (else it died by itself)
   std::string why;
+  bool run_timeout = false;  // one run went over --timeout
 };
+
+// "op|dtype|class|side" -> "op|dtype".
+std::string OpAndDType(const std::string& signature) {
+  const size_t op_end = signature.find('|');
+  const size_t end = op_end == std::string::npos ? op_end : signature.find('|', op_end + 1);
+  return signature.substr(0, end);
+}
+
+// A failure finding's reduction budget: a candidate that still fails costs
+// a whole --timeout (a hang) and a new process, so more than a divergence's.
+int FailureBudget(const SupervisorSettings& s) {
+  return std::max(s.max_seconds, kFailureTimeouts * s.run_timeout);
+}
 
 // What a child starts from: the findings done, and where to resume one.
 nlohmann::json ChildState(const std::vector<int>& rc, const std::map<size_t, ReproResume>& resume) {
@@ -61,8 +83,17 @@ nlohmann::json ChildState(const std::vector<int>& rc, const std::map<size_t, Rep
   }
   if (!resume.empty()) {
     const auto& [arg, r] = *resume.begin();
-    state["resume"] = {{"arg", arg},     {"best", r.best},     {"signature", r.signature},
-                       {"tier", r.tier}, {"reduce", r.reduce}, {"skip", r.skip}};
+    state["resume"] = {{"arg", arg},
+                       {"best", r.best},
+                       {"signature", r.signature},
+                       {"tier", r.tier},
+                       {"reduce", r.reduce},
+                       {"skip", r.skip},
+                       {"node", r.node},
+                       {"confirmed", r.confirmed},
+                       {"seconds_left", r.seconds_left},
+                       {"returned", r.returned},
+                       {"runs", r.runs}};
   }
   return state;
 }
@@ -75,10 +106,25 @@ void Apply(const nlohmann::json& ev, Progress* p, std::vector<int>* rc,
     *p = Progress{};
     p->arg = ev.value("arg", -1L);
     p->began = Clock::now();
+  } else if (kind == "failing") {
+    p->failing = ev.value("kind", "");
+    p->signature = ev.value("signature", "");
+  } else if (kind == "node") {
+    p->last_node = ev.value("i", -1);
+    p->last_at = ev.value("at", "");
+  } else if (kind == "fault") {
+    p->fault = true;
   } else if (kind == "run") {
     std::string program = ev.value("program", "");
+    // A failure finding's candidate that returned after a second or more:
+    // a restarted child need not run it again.
+    if (program.empty() && p->in_run && !p->failing.empty() && p->arg >= 0 &&
+        Clock::now() - p->run_since >= std::chrono::seconds(1)) {
+      (*resume)[static_cast<size_t>(p->arg)].returned.insert(p->running);
+    }
     p->in_run = !program.empty();
     if (p->in_run) {
+      ++p->runs;
       if (p->first_run.empty()) p->first_run = program;
       p->running = std::move(program);
       p->run_since = Clock::now();
@@ -130,6 +176,13 @@ std::optional<ReproChild> ReproChild::FromEnvironment() {
     for (const nlohmann::json& s : resume.value("skip", nlohmann::json::array())) {
       child.resume_.skip.insert(s.get<std::string>());
     }
+    child.resume_.node = resume.value("node", -1);
+    child.resume_.confirmed = resume.value("confirmed", false);
+    child.resume_.seconds_left = resume.value("seconds_left", -1.0);
+    child.resume_.runs = resume.value("runs", 0);
+    for (const nlohmann::json& s : resume.value("returned", nlohmann::json::array())) {
+      child.resume_.returned.insert(s.get<std::string>());
+    }
   }
   return child;
 }
@@ -166,6 +219,16 @@ void ReproChild::End(size_t arg, int rc) const {
   Send(nlohmann::json{{"ev", "end"}, {"arg", arg}, {"rc", rc}}.dump());
 }
 
+void ReproChild::Failing(const std::string& kind, const std::string& signature) const {
+  Send(nlohmann::json{{"ev", "failing"}, {"kind", kind}, {"signature", signature}}.dump());
+}
+
+void ReproChild::Node(int index, const std::string& at) const {
+  Send(nlohmann::json{{"ev", "node"}, {"i", index}, {"at", at}}.dump());
+}
+
+void ReproChild::Fault() const { Send(nlohmann::json{{"ev", "fault"}}.dump()); }
+
 int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSettings& settings) {
   const std::vector<std::string> cmdline = OwnCommandLine();
   const char* tmp = std::getenv("TMPDIR");
@@ -176,13 +239,21 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
   const int budget = settings.max_seconds;
   const auto grace = std::chrono::seconds(budget + std::max(10, 2 * budget));
   const auto run_limit = std::chrono::seconds(std::max(1, settings.run_timeout));
+  const auto failure_grace = std::chrono::seconds(FailureBudget(settings)) + 2 * run_limit;
 
   std::vector<int> rc(args.size(), -1);
   std::map<size_t, ReproResume> resume;
   std::map<size_t, int> failed_candidates;
+  std::map<size_t, Clock::time_point> started;  // a failure finding's first child
   for (;;) {
     const auto first_open = std::find(rc.begin(), rc.end(), -1);
     if (first_open == rc.end()) break;
+    for (auto& [arg, r] : resume) {
+      if (r.node < 0 || !started.count(arg)) continue;
+      r.seconds_left = FailureBudget(settings) -
+                       std::chrono::duration<double>(Clock::now() - started[arg]).count();
+      if (r.seconds_left <= 0) r.reduce = false;
+    }
     if (absl::Status s = store::WriteFileAtomically(state_path, ChildState(rc, resume).dump());
         !s.ok()) {
       std::cerr << "divfuzz repro: " << s.message() << "\n";
@@ -224,16 +295,18 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
           const nlohmann::json ev =
               nlohmann::json::parse(buffer.begin() + start, buffer.begin() + nl, nullptr, false);
           if (ev.is_object()) Apply(ev, &p, &rc, &resume);
+          if (p.arg >= 0 && !p.failing.empty()) started.emplace(p.arg, Clock::now());
         }
         buffer.erase(0, start);
       }
       if (!open || failure || p.arg < 0) continue;
       const auto now = Clock::now();
       if (p.in_run && now - p.run_since > run_limit) {
-        failure = Failure{
-            true, absl::StrCat("a program has run ", run_limit.count(),
-                               " s (--timeout=", settings.run_timeout, "): a kernel hangs")};
-      } else if (budget > 0 && now - p.began > grace) {
+        failure = Failure{true,
+                          absl::StrCat("a program has run ", run_limit.count(),
+                                       " s (--timeout=", settings.run_timeout, "): a kernel hangs"),
+                          /*run_timeout=*/true};
+      } else if (budget > 0 && now - p.began > (p.failing.empty() ? grace : failure_grace)) {
         failure = Failure{
             true, absl::StrCat("still running ", grace.count(),
                                " s after it started (--max_seconds=", budget, "): a kernel hangs")};
@@ -260,8 +333,41 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
                              : absl::StrCat("the reducer process exited (status ",
                                             WEXITSTATUS(status), ") mid-finding")};
     }
-    std::string line = absl::StrCat("divfuzz repro: ", args[arg], ": ", failure->why);
     const std::string culprit = p.in_run ? p.running : "";
+    if (!p.failing.empty() && !culprit.empty()) {
+      // A failure finding: a run that fails as the finding does, in its op
+      // and dtype, is the smallest program so far (the first such run is
+      // the finding's own program: confirmed).
+      const bool crashed = !failure->hung && (WIFSIGNALED(status) || p.fault);
+      const bool same = (p.failing == "hang" ? failure->run_timeout : crashed) &&
+                        p.last_at == OpAndDType(p.signature);
+      ReproResume& r = resume[arg];
+      if (same) {
+        std::cerr << "divfuzz repro: " << args[arg] << ": "
+                  << (r.confirmed ? "a smaller candidate " : "its program ")
+                  << (p.failing == "hang" ? "hangs" : "crashes") << " in node " << p.last_node
+                  << " (" << p.last_at << ")" << (r.confirmed ? "" : ": the finding reproduces")
+                  << "; going on from it\n"
+                  << std::flush;
+        r.best = culprit;
+        r.node = p.last_node;
+        r.runs += p.runs;
+        r.confirmed = true;
+        r.signature = p.signature;
+        r.tier = "bug";
+        continue;
+      }
+      if (!r.confirmed) {
+        std::cerr << "divfuzz repro: " << args[arg] << ": " << failure->why << ", but in node "
+                  << p.last_node << " (" << p.last_at << "), not as the finding does ("
+                  << p.signature << "); giving up\n"
+                  << std::flush;
+        rc[arg] = 2;
+        resume.erase(arg);
+        continue;
+      }
+    }
+    std::string line = absl::StrCat("divfuzz repro: ", args[arg], ": ", failure->why);
     if (!culprit.empty() && !settings.hang_dir.empty()) {
       // The program it hung or crashed in is a finding of its own: a campaign
       // replays what lands in its crashes/ folder and records it.

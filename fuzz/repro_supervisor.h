@@ -10,6 +10,13 @@
 // program as it is. A finding whose own program hangs or crashes is given up
 // (exit 2), and the rest of the batch goes on.
 //
+// A hang or crash finding (its own program hangs or crashes a kernel) is
+// reduced the other way round: the child runs each candidate on the failing
+// target in-process and announces every node; a candidate that returns is not
+// interesting, one that hangs (over --timeout) or crashes in the finding's op
+// and dtype is the new smallest program, and the supervisor starts a child
+// from it. The first such run confirms the finding's own program.
+//
 // The supervisor itself never touches libtorch; each child re-executes this
 // command line and tells itself apart by its environment.
 #pragma once
@@ -28,9 +35,20 @@ struct ReproResume {
   std::string signature, tier;  // what the reduction keeps
   std::set<std::string> skip;   // candidates that hung or crashed: never run again
   bool reduce = true;           // false: write the repros for `best` as it is
+  // A hang or crash finding: the node `best` fails in, whether a run has
+  // shown it failing, the reducer's budget left, and candidates that
+  // returned after a second or more (not interesting; not run again).
+  int node = -1;
+  bool confirmed = false;
+  double seconds_left = -1;
+  std::set<std::string> returned;
+  int runs = 0;  // runs made by the children before (for the reduction's numbers)
 };
 
 inline constexpr int kMaxFailedCandidates = 3;
+// A hang or crash finding's reduction budget, in --timeout's: at least
+// --max_seconds, and this many runs that hang.
+inline constexpr int kFailureTimeouts = 10;
 
 // The child's side: what earlier children did, and the reports it sends.
 class ReproChild {
@@ -47,6 +65,13 @@ class ReproChild {
   void Keep(const std::string& program, const std::string& signature,
             const std::string& tier) const;
   void End(size_t arg, int rc) const;
+  // A hang or crash finding: sent before its first run.
+  void Failing(const std::string& kind, const std::string& signature) const;
+  // Before node `index` runs: its op and dtype ("aten::x|f32").
+  void Node(int index, const std::string& at) const;
+  // The run just hit a CUDA fault (its context is poisoned): sent before
+  // this process exits, and read as a crash in the node last announced.
+  void Fault() const;
 
  private:
   void Send(const std::string& line) const;

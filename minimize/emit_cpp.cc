@@ -245,6 +245,16 @@ CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
                       ? absl::StrCat("// The kernel's writes race: runs both targets up to ",
                                      spec.attempts, " times until they diverge.\n")
                       : "",
+                  spec.failure == "hang"
+                      ? absl::StrCat("// A hang: runs ", spec.failure_target,
+                                     " in a child process and exits 1 if it is still running "
+                                     "after ",
+                                     spec.hang_seconds, " s.\n")
+                  : spec.failure == "crash"
+                      ? absl::StrCat("// A crash: runs ", spec.failure_target,
+                                     " in a child process and exits 1 if it dies by a signal or "
+                                     "a CUDA fault.\n")
+                      : "",
                   R"(//
 // Build (libtorch only):
 //   cmake -S . -B build -DCMAKE_PREFIX_PATH=<torch cmake folder> && cmake --build build
@@ -270,9 +280,12 @@ CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -309,6 +322,11 @@ const double kNaN = NAN;
                   "const int kRuns = ", kNondeterminismRuns, ";  // how often kRerun runs\n");
   absl::StrAppend(&s, "// How often both targets run before \"no divergence\".\n",
                   "const int kAttempts = ", std::max(1, spec.attempts), ";\n");
+  absl::StrAppend(&s, "// \"hang\" or \"crash\": kFailureTarget runs in a child process.\n",
+                  "const char* const kFailure = ", CppStr(spec.failure), ";\n",
+                  "const char* const kFailureTarget = ", CppStr(spec.failure_target), ";\n",
+                  "const int kHangSeconds = ", spec.hang_seconds,
+                  ";  // a hang: still running after this long\n");
   absl::StrAppend(&s, "// A decomposition is compared through its invariants, not raw factors.\n",
                   "const char* const kInvariants = ", CppStr(Invariants(target)), ";\n");
   absl::StrAppend(&s,
@@ -1251,11 +1269,119 @@ void ShowAll(const std::vector<std::string>& runs, std::map<std::string, Result>
   std::cout << "\n";
 }
 
+// What a CUDA fault says (it poisons the process's CUDA context: a crash).
+bool CudaFault(const std::string& message) {
+  for (const char* f : {"illegal memory access", "device-side assert", "unspecified launch failure",
+                        "misaligned address", "illegal instruction"}) {
+    if (message.find(f) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The child's side of CheckFailure: runs the target; exit 3 on a CUDA fault.
+int FailureChild(const std::string& target) {
+  // Tells the parent its clock can start: libtorch is loaded, the program runs.
+  if (const char* marker = std::getenv("DIVFUZZ_REPRO_STARTED")) std::ofstream touch(marker);
+  const Result r = Run(target, nullptr);
+  std::cout << target << ": " << Shown(r) << "\n" << std::flush;
+  return r.failure && CudaFault(r.failure->message) ? 3 : 0;
+}
+
+// Runs one target in a child process (this program again): 1 when it hangs
+// (still running after kHangSeconds) or crashes (dies by a signal, or a CUDA
+// fault), as `kind` says, else 0.
+int CheckFailure(const std::string& kind, const std::string& target, bool cuda, char** argv) {
+  if (target == "cuda" && !cuda) {
+    std::cout << "CUDA not available: skipping the " << kind << " check of cuda\n";
+    return 0;
+  }
+  // A fresh process (this program again): CUDA cannot be used after a fork,
+  // and a fault or a hang must not take this one with it. Its environment is
+  // built before the fork: only execve runs between fork and exec.
+  char marker[] = "/tmp/divfuzz-repro-XXXXXX";
+  const int marker_fd = mkstemp(marker);
+  if (marker_fd < 0) throw std::runtime_error("cannot make a temporary file");
+  close(marker_fd);
+  std::remove(marker);
+  std::vector<std::string> env = {
+      std::string("DIVFUZZ_REPRO_FAILURE_CHILD=") + (target == "cpu-scalar" ? "cpu" : target),
+      "CUDA_LAUNCH_BLOCKING=1", std::string("DIVFUZZ_REPRO_STARTED=") + marker};
+  if (target == "cpu-scalar") env.push_back("ATEN_CPU_CAPABILITY=default");
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key != "DIVFUZZ_REPRO_FAILURE_CHILD" && key != "CUDA_LAUNCH_BLOCKING" &&
+        key != "ATEN_CPU_CAPABILITY" && key != "DIVFUZZ_REPRO_STARTED") {
+      env.push_back(kv);
+    }
+  }
+  std::vector<char*> envp;
+  for (std::string& kv : env) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+  std::cout << std::flush;
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("cannot fork");
+  if (pid == 0) {
+    execve("/proc/self/exe", argv, envp.data());
+    _exit(127);
+  }
+  // The clock starts when the child has loaded libtorch and runs the program
+  // (it makes the marker file), not at exec.
+  auto start = std::chrono::steady_clock::now();
+  auto limit = std::chrono::seconds(kHangSeconds + 300);
+  bool began = false;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (!began && access(marker, F_OK) == 0) {
+      began = true;
+      start = std::chrono::steady_clock::now();
+      limit = std::chrono::seconds(kHangSeconds);
+    }
+    if (std::chrono::steady_clock::now() - start > limit) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      std::remove(marker);
+      std::cout << target << ": still running after " << kHangSeconds << " s (killed)\n";
+      if (kind == "hang") {
+        std::cout << "VERDICT: hang reproduces (" << target << ", node " << kNode << ", " << kOp
+                  << ")\n";
+        return 1;
+      }
+      std::cout << "VERDICT: no crash (" << target << " hangs instead)\n";
+      return 0;
+    }
+    usleep(50000);
+  }
+  std::remove(marker);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (WIFSIGNALED(status)) {
+    std::cout << target << ": died by signal " << WTERMSIG(status) << " after " << took << " s\n";
+    if (kind == "crash") {
+      std::cout << "VERDICT: crash reproduces (" << target << ", node " << kNode << ", " << kOp
+                << ")\n";
+      return 1;
+    }
+    std::cout << "VERDICT: no hang (" << target << " crashes instead)\n";
+    return 0;
+  }
+  if (kind == "crash" && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+    std::cout << "VERDICT: crash reproduces (" << target << ", node " << kNode << ", " << kOp
+              << "): a CUDA fault\n";
+    return 1;
+  }
+  std::cout << target << ": finished in " << took << " s (exit status "
+            << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ")\nVERDICT: no " << kind
+            << "\n";
+  return 0;
+}
+
 bool KnownTarget(const std::string& t) {
   return t == "cpu" || t == "cuda" || t == "cpu-f64" || t == "cpu-scalar";
 }
 
 int Main(int argc, char** argv) {
+  if (const char* child = std::getenv("DIVFUZZ_REPRO_FAILURE_CHILD")) return FailureChild(child);
   std::string ta = kTargetA, tb = kTargetB;
   if (argc == 2 && std::string(argv[1]) == "--dump-inputs") {
     // Every input exactly: hex floats (complex: re, im), integers.
@@ -1301,6 +1427,8 @@ int Main(int argc, char** argv) {
   if (*kSeen != '\0') std::cout << "divfuzz saw: " << kSeen << "\n";
   PrintEnvironment();
   const bool cuda = at::hasCUDA();
+  // Running the program here would hang or kill this process.
+  if (*kFailure != '\0') return CheckFailure(kFailure, kFailureTarget, cuda, argv);
   const bool scalar = ta == "cpu-scalar" || tb == "cpu-scalar";
   // CPU, CUDA and the float64 reference always (CUDA skipped when absent),
   // and whatever else the two targets name; cpu-scalar stands in for cpu.

@@ -379,6 +379,14 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
     absl::StrAppend(&out, "# The kernel's writes race: runs both targets up to ", spec.attempts,
                     " times (--attempts) until they diverge.\n");
   }
+  if (spec.failure == "hang") {
+    absl::StrAppend(&out, "# A hang: runs ", spec.failure_target,
+                    " in a child process and exits 1 if it is still running after ",
+                    spec.hang_seconds, " s (--hang-seconds).\n");
+  } else if (spec.failure == "crash") {
+    absl::StrAppend(&out, "# A crash: runs ", spec.failure_target,
+                    " in a child process and exits 1 if it dies by a signal or a CUDA fault.\n");
+  }
   absl::StrAppend(&out,
                   "# Exit status: 1 if the divergence reproduces, 0 if it does not, 2 if the "
                   "script fails.\n"
@@ -482,6 +490,11 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "RUNS = ", kNondeterminismRuns, "  # how often RERUN runs\n");
   absl::StrAppend(&out, "ATTEMPTS = ", std::max(1, spec.attempts),
                   "  # how often both targets run before 'no divergence'\n");
+  absl::StrAppend(&out, "FAILURE = ", spec.failure.empty() ? "None" : PyStr(spec.failure),
+                  "  # 'hang' or 'crash': FAILURE_TARGET runs in a child process\n");
+  absl::StrAppend(&out, "FAILURE_TARGET = ", PyStr(spec.failure_target), "\n");
+  absl::StrAppend(&out, "HANG_SECONDS = ", spec.hang_seconds,
+                  "  # a hang: still running after this long\n");
   absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
                   "  # a decomposition: compared through invariants, not raw factors\n\n\n");
 
@@ -754,6 +767,7 @@ def _run_in_child(target, env):
 
 
 def _child(target, path):
+    open(path + '.started', 'w').close()
     r = run(target)
     if isinstance(r, Failure):
         torch.save({'error': r.message, 'node': r.node}, path)
@@ -1110,6 +1124,67 @@ def check_nondeterminism(target, runs, cuda):
     return 0
 
 
+# What a CUDA fault says (it poisons the process's CUDA context: a crash).
+CUDA_FAULTS = ('illegal memory access', 'device-side assert', 'unspecified launch failure',
+               'misaligned address', 'illegal instruction')
+
+
+def check_failure(kind, target, seconds, cuda):
+    """Runs one target in a child process: 1 when it hangs (still running
+    after `seconds`) or crashes (dies by a signal, or a CUDA fault), as `kind`
+    says, else 0."""
+    import subprocess
+    import tempfile
+    import time
+    if target == 'cuda' and not cuda:
+        print('CUDA not available: skipping the %s check of cuda' % kind)
+        return 0
+    env = dict(os.environ, CUDA_LAUNCH_BLOCKING='1')
+    if target == 'cpu-scalar':
+        env['ATEN_CPU_CAPABILITY'] = 'default'
+    run_as = 'cpu' if target == 'cpu-scalar' else target
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'result.pt')
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--child', run_as,
+                                 path], env=env)
+        # The clock starts when the child has started torch and runs the
+        # program (it makes path.started), not at the interpreter's start.
+        start = time.time()
+        began = None
+        while proc.poll() is None:
+            now = time.time()
+            if began is None and os.path.exists(path + '.started'):
+                began = now
+            if now - (began or start) > seconds + (0 if began else 300):
+                proc.kill()
+                proc.wait()
+                print('%s: still running after %d s (killed)' % (target, seconds))
+                if kind == 'hang':
+                    print('VERDICT: hang reproduces (%s, node %d, %s)' % (target, NODE, OP))
+                    return 1
+                print('VERDICT: no crash (%s hangs instead)' % target)
+                return 0
+            time.sleep(0.05)
+        took = time.time() - (began or start)
+        if proc.returncode < 0:
+            print('%s: died by signal %d after %.1f s' % (target, -proc.returncode, took))
+            if kind == 'crash':
+                print('VERDICT: crash reproduces (%s, node %d, %s)' % (target, NODE, OP))
+                return 1
+            print('VERDICT: no hang (%s crashes instead)' % target)
+            return 0
+        result = torch.load(path) if os.path.exists(path) else {}
+    error = result.get('error', '')
+    if kind == 'crash' and any(f in error for f in CUDA_FAULTS):
+        print('%s: a CUDA fault: %s' % (target, error.splitlines()[0] if error else ''))
+        print('VERDICT: crash reproduces (%s, node %d, %s)' % (target, NODE, OP))
+        return 1
+    print('%s: finished in %.1f s (exit status %d%s)' % (
+        target, took, proc.returncode, ', raised: ' + error.splitlines()[0] if error else ''))
+    print('VERDICT: no %s' % kind)
+    return 0
+
+
 def collect(runs, cuda):
     """Every target's result (CUDA skipped when absent), comparable with the
     others; REFERENCES holds each side's float64 reference of the node."""
@@ -1156,6 +1231,9 @@ def main():
     ap.add_argument('--attempts', type=int, default=ATTEMPTS,
                     help='how often to run both targets before saying the divergence does '
                     'not reproduce (default %(default)s)')
+    ap.add_argument('--hang-seconds', type=int, default=HANG_SECONDS,
+                    help='a hang: how long %s may run (default %%(default)s)' % FAILURE_TARGET
+                    if FAILURE == 'hang' else argparse.SUPPRESS)
     ap.add_argument('--child', nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -1169,6 +1247,9 @@ def main():
         print('divfuzz saw: %s' % SEEN)
     print_environment()
     cuda = torch.cuda.is_available()
+    if FAILURE:
+        # Running the program here would hang or kill this script.
+        return check_failure(FAILURE, FAILURE_TARGET, args.hang_seconds, cuda)
     # CPU, CUDA and the float64 reference always (CUDA skipped when absent),
     # and whatever else the two targets name.
     runs = []

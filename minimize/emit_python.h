@@ -43,6 +43,13 @@ struct ReproSpec {
   // race (ReproAttempts), so a divergence that shows on some runs only is
   // still found, and the script says it varies.
   int attempts = 1;
+  // A finding that hangs or crashes a kernel ("hang", "crash"; empty: a
+  // divergence): the repros run `failure_target` in a child process and exit
+  // 1 when it is still running after `hang_seconds` (hang) or dies by a
+  // signal or a CUDA fault (crash), instead of comparing two targets.
+  std::string failure;
+  std::string failure_target;
+  int hang_seconds = 20;
 };
 
 // How often the repros run the target of a nondeterminism finding: a minimal

@@ -207,7 +207,9 @@ class Reducer : public ReductionContext {
     ++tests_;
     ++current_->tests;
     if (!graph::ValidateProgram(candidate).ok()) return false;
-    absl::StatusOr<Evaluation> e = Evaluate(candidate, options_, signature_, tier_, required_hits_);
+    absl::StatusOr<Evaluation> e =
+        options_.evaluate ? options_.evaluate(candidate)
+                          : Evaluate(candidate, options_, signature_, tier_, required_hits_);
     if (!e.ok() || !e->found) return false;
     program_ = candidate;
     eval_ = std::move(*e);

@@ -136,6 +136,11 @@ struct ReduceOptions : EvalOptions {
   std::set<std::string> skip;
   // Only these passes (by name), in the table's order; empty: all.
   std::vector<std::string> passes;
+  // Replaces Evaluate as the interestingness test of candidates (the start's
+  // evaluation is then the caller's): a finding that hangs or crashes a
+  // kernel cannot be judged by running both targets in this process
+  // (minimize/failure_repro.h). Empty: Evaluate with the signature and tier.
+  std::function<absl::StatusOr<Evaluation>(const graph::Program&)> evaluate;
 };
 
 struct PassStats {

@@ -14,8 +14,8 @@ The C++ repros are compiled together in one CMake project (one configure, one
 precompiled <ATen/ATen.h>, the flags of the emitted CMakeLists.txt);
 --cpp-standalone builds each with its own CMakeLists.txt instead.
 
-A repro exits 1 when the divergence reproduces, 0 when it does not, 2 when
-the program fails; crash and hang buckets are not minimized and are skipped.
+A repro exits 1 when the divergence (or the hang or crash) reproduces, 0
+when it does not, 2 when the program fails.
 """
 import argparse
 import concurrent.futures as cf
@@ -172,7 +172,7 @@ def main():
                 print("verify_repros: %s:%d: not JSON; skipped" % (index, n), file=sys.stderr)
     total = len(entries)
     todo = [e for e in entries if e.get("minimized")]
-    print("verify_repros: %d buckets, %d minimized (crash/hang buckets are not)" %
+    print("verify_repros: %d buckets, %d minimized" %
           (total, len(todo)), flush=True)
     prefix = "" if args.no_cpp else torch_cmake()
     rows = {e["id"]: dict(id=e["id"], tier=e.get("tier"), cls=e.get("class"),

@@ -307,6 +307,93 @@ TEST(CampaignReliability, ReproGoesOnPastCandidatesThatHangOrCrash) {
   }
 }
 
+TEST(CampaignReliability, HangAndCrashFindingsAreMinimizedAndTheirReprosReproduce) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("failure_repro");
+  auto store = store::FindingsStore::Open(dir + "/findings");
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Under the faulty plugin aten::tan hangs and aten::tanh segfaults on a
+  // float32 tensor with an element above 100: exp(x) has some of those. The
+  // findings are recorded as a campaign's locate would (node 1, on cpu).
+  std::map<std::string, std::string> ids;
+  for (const std::string op : {"tan", "tanh"}) {
+    const std::string cls = op == "tan" ? "hang" : "crash";
+    store::FindingHit hit =
+        testing::HitFor("aten::" + op + "|f32|" + cls + "|cpu", "cpu vs cpu-f64", "bug");
+    hit.severity = cls;
+    hit.detail = {{"node", 1}, {"reproduced", true}};
+    auto r = (*store)->Record(
+        hit,
+        "divfuzz v1\ninput %x: f32[2,3] = uniform(seed=3, low=2, high=8)\n%e = aten::exp(%x)\n"
+        "%y = aten::" +
+            op + "(%e)\n%z = aten::neg(%y)\noutput %z\n");
+    ASSERT_TRUE(r.ok()) << r.status();
+    ids[op] = r->id;
+  }
+  // One more that does not recur: its program returns.
+  store::FindingHit gone = testing::HitFor("aten::tan|f64|hang|cpu", "cpu vs cpu-f64", "bug");
+  gone.detail = {{"node", 0}};
+  auto g = (*store)->Record(
+      gone, "divfuzz v1\ninput %x: f64[3] = fill(1.0)\n%y = aten::tan(%x)\noutput %y\n");
+  ASSERT_TRUE(g.ok()) << g.status();
+
+  const testing::CommandRun run =
+      testing::RunShell(kTool + " --plugins=" + DIVFUZZ_FAULTY_REDUCER_PLUGIN +
+                        " repro --timeout=1 " + dir + "/findings/" + ids["tan"] + " " + dir +
+                        "/findings/" + ids["tanh"] + " " + dir + "/findings/" + g->id);
+  // 1: the third did not reproduce.
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find(ids["tan"] + ": its program hangs in node 1 (aten::tan|f32): the "
+                                         "finding reproduces; going on from it"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find(ids["tan"] + ": a smaller candidate hangs in node 0 (aten::tan|f32)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find(ids["tanh"] + ": its program crashes in node 1 (aten::tanh|f32)"),
+            std::string::npos)
+      << run.output;
+  for (const std::string op : {"tan", "tanh"}) {
+    const std::string folder = dir + "/findings/" + ids[op];
+    // exp and neg are gone, and of the six elements the one left is above 100.
+    const std::string min = testing::ReadTextFile(folder + "/min.dfz");
+    absl::StatusOr<graph::Program> p = graph::ParseProgram(min, "min.dfz");
+    ASSERT_TRUE(p.ok()) << p.status() << "\n" << run.output;
+    ASSERT_EQ(p->nodes.size(), 1u) << min;
+    EXPECT_EQ(p->nodes[0].QualifiedName(), "aten::" + op) << min;
+    ASSERT_EQ(p->inputs.size(), 1u) << min;
+    EXPECT_LE(p->inputs[0].type.Numel(), 1) << min;
+    const nlohmann::json reduction =
+        nlohmann::json::parse(testing::ReadTextFile(folder + "/reduction.json"), nullptr, false);
+    EXPECT_EQ(reduction.value("nodes_before", 0), 3) << reduction.dump();
+    EXPECT_EQ(reduction.value("nodes_after", 0), 1) << reduction.dump();
+    EXPECT_EQ(reduction.value("elements_before", 0), 6) << reduction.dump();
+    const std::string report = testing::ReadTextFile(folder + "/report.md");
+    EXPECT_NE(
+        report.find("# aten::" + op + " (f32) " + (op == "tan" ? "hangs" : "crashes") + " on cpu"),
+        std::string::npos)
+        << report;
+    EXPECT_NE(report.find("Reduced from 3 to 1 ops and 6 to 1 input elements"), std::string::npos)
+        << report;
+    // The repros run cpu in a child process: exit 1, it reproduces.
+    const testing::CommandRun py =
+        testing::RunShell("cd " + folder + " && LD_PRELOAD=" + DIVFUZZ_FAULTY_REDUCER_PLUGIN +
+                          " python3 repro.py --hang-seconds=2 2>&1");
+    EXPECT_EQ(py.exit_code, 1) << py.output;
+    EXPECT_NE(py.output.find(op == "tan" ? "VERDICT: hang reproduces (cpu, node 0, aten::tan)"
+                                         : "VERDICT: crash reproduces (cpu, node 0, aten::tanh)"),
+              std::string::npos)
+        << py.output;
+  }
+  // The one that returned: its repros are written, unreduced, and say so.
+  const std::string report = testing::ReadTextFile(dir + "/findings/" + g->id + "/report.md");
+  EXPECT_NE(report.find("**Did not reproduce on this machine**: the program ran to its end on cpu "
+                        "here: the hang did not recur"),
+            std::string::npos)
+      << report;
+  EXPECT_FALSE(fs::exists(dir + "/findings/" + g->id + "/min.dfz"));
+}
+
 TEST(CampaignReliability, OpProbeGoesOnPastKernelsThatHangOrCrash) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("probe");

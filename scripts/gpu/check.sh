@@ -56,26 +56,34 @@ case "$step" in
     cd "$B/run"
     todo() {
       python3 -c "
-import json
+import json, sys
 for l in open('findings/index.jsonl'):
     e = json.loads(l)
-    if not e.get('minimized') and e['class'] not in ('crash', 'hang'): print('findings/' + e['id'])
-"
+    if not e.get('minimized') and (e['class'] in ('crash', 'hang')) == (sys.argv[1] == 'failing'):
+        print('findings/' + e['id'])
+" "$1"
     }
+    todo failing >failing.txt
     todo >todo.txt
-    echo "not yet minimized: $(wc -l <todo.txt)"
+    echo "not yet minimized: $(wc -l <todo.txt), and $(wc -l <failing.txt) hang/crash buckets"
     # Batches of 8 per process: libtorch and CUDA start once per batch. A
     # batch that a crashing candidate ended leaves buckets behind: those go
     # again, one per process.
     # xargs stops launching (and stops waiting) once a command dies by a
     # signal: the wrapper turns a crash into an exit status, and says so.
     repro='"$0" repro --max_seconds=15 "$@" || echo "verify: divfuzz repro exited $? on $*"'
+    # Hang and crash buckets restart a process per kept candidate: one per
+    # process, beside the others.
+    xargs -P 4 -n 1 sh -c "$repro" "$D" <failing.txt >"$OUT/repro-failing.log" 2>&1 &
+    failing=$!
     xargs -P 8 -n 8 sh -c "$repro" "$D" <todo.txt >"$OUT/repro-pass.log" 2>&1 || true
     todo >todo2.txt
     echo "still not minimized: $(wc -l <todo2.txt); again one per process"
     xargs -P 8 -n 1 sh -c "$repro" "$D" <todo2.txt >>"$OUT/repro-pass.log" 2>&1 || true
+    wait $failing || true
     todo >todo3.txt
-    echo "left unminimized: $(wc -l <todo3.txt)"
+    todo failing >failing3.txt
+    echo "left unminimized: $(wc -l <todo3.txt), and $(wc -l <failing3.txt) hang/crash buckets"
     python3 "$SRC/scripts/verify_repros.py" findings --work campaign --jobs 16 \
       --json "$OUT/verify.json" >"$OUT/verify.log" 2>&1 || true
     grep -A12 '== summary' "$OUT/verify.log"
