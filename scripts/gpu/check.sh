@@ -61,7 +61,7 @@ for l in open('findings/index.jsonl'):
     e = json.loads(l)
     if not e.get('minimized') and (e['class'] in ('crash', 'hang')) == (sys.argv[1] == 'failing'):
         print('findings/' + e['id'])
-" "$1"
+" "${1:-}"
     }
     todo failing >failing.txt
     todo >todo.txt
