@@ -1,7 +1,8 @@
 // Turns the inputs that killed a libFuzzer worker (crash-*, timeout-*, oom-*
 // files under the campaign's crashes/ folder) into `crash` and `hang`
 // findings: each is replayed once in a fresh `divfuzz locate` process, which
-// names the node (and target) it died in.
+// names the node (and target) it died in. A slow-unit-* input becomes a
+// finding only when its replay hangs or crashes.
 #pragma once
 
 #include <set>

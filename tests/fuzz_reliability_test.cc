@@ -162,6 +162,32 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
   }
 }
 
+TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("slow_units");
+  const std::string seeds = dir + "/seeds";
+  fs::create_directories(seeds);
+  testing::WriteTextFile(seeds + "/exp.dfz", UnaryProgram("aten::exp"));
+  // libFuzzer's slow-unit artifacts, as a worker left them: one returns on
+  // replay, one hangs (aten::exp2 under the faulty plugin).
+  fs::create_directories(dir + "/campaign/crashes");
+  testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-returns", UnaryProgram("aten::sinh"));
+  testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-hangs", UnaryProgram("aten::exp2"));
+  const testing::CommandRun run = testing::RunShell(
+      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " --seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("slow-unit-returns ran to its end on replay: not a finding"),
+            std::string::npos)
+      << run.output;
+  const std::vector<nlohmann::json> index = ReadIndex(dir + "/findings");
+  EXPECT_TRUE(Buckets(index, "aten::sinh", "crash").empty()) << run.output;
+  EXPECT_TRUE(Buckets(index, "aten::sinh", "hang").empty()) << run.output;
+  const auto hang = Buckets(index, "aten::exp2", "hang");
+  ASSERT_EQ(hang.size(), 1u) << run.output;
+  EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
+}
+
 TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("reducer_crash");
