@@ -234,28 +234,29 @@ CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec) {
   }
 
   std::string& s = out.main_cpp;
-  absl::StrAppend(&s, "// divfuzz repro: ", Comment(spec.title.empty() ? where : spec.title),
-                  "\n//\n// Compares ", spec.target_a, " vs ", spec.target_b, " on ", where, ".\n",
-                  spec.rerun_target.empty()
-                      ? ""
-                      : absl::StrCat("// Nondeterminism: then reruns ", spec.rerun_target,
-                                     " up to ", kNondeterminismRuns,
-                                     " times and exits 1 if two runs differ bit for bit.\n"),
-                  spec.rerun_target.empty() && spec.attempts > 1
-                      ? absl::StrCat("// The kernel's writes race: runs both targets up to ",
-                                     spec.attempts, " times until they diverge.\n")
-                      : "",
-                  spec.failure == "hang"
-                      ? absl::StrCat("// A hang: runs ", spec.failure_target,
-                                     " in a child process and exits 1 if it is still running "
-                                     "after ",
-                                     spec.hang_seconds, " s.\n")
-                  : spec.failure == "crash"
-                      ? absl::StrCat("// A crash: runs ", spec.failure_target,
-                                     " in a child process and exits 1 if it dies by a signal or "
-                                     "a CUDA fault.\n")
-                      : "",
-                  R"(//
+  absl::StrAppend(
+      &s, "// divfuzz repro: ", Comment(spec.title.empty() ? where : spec.title),
+      "\n//\n// Compares ", spec.target_a, " vs ", spec.target_b, " on ", where, ".\n",
+      spec.rerun_target.empty()
+          ? ""
+          : absl::StrCat("// Nondeterminism: then reruns ", spec.rerun_target, " up to ",
+                         kNondeterminismRuns, " times or ", kNondeterminismSeconds,
+                         " s and exits 1 if two runs differ bit for bit.\n"),
+      spec.rerun_target.empty() && spec.attempts > 1
+          ? absl::StrCat("// The kernel's writes race: runs both targets up to ", spec.attempts,
+                         " times until they diverge.\n")
+          : "",
+      spec.failure == "hang"
+          ? absl::StrCat("// A hang: runs ", spec.failure_target,
+                         " in a child process and exits 1 if it is still running "
+                         "after ",
+                         spec.hang_seconds, " s.\n")
+      : spec.failure == "crash"
+          ? absl::StrCat("// A crash: runs ", spec.failure_target,
+                         " in a child process and exits 1 if it dies by a signal or "
+                         "a CUDA fault.\n")
+          : "",
+      R"(//
 // Build (libtorch only):
 //   cmake -S . -B build -DCMAKE_PREFIX_PATH=<torch cmake folder> && cmake --build build
 //   (pip's torch: python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
@@ -319,7 +320,9 @@ const double kNaN = NAN;
   absl::StrAppend(&s, "const char* const kOp = ", CppStr(target.QualifiedName()), ";\n");
   absl::StrAppend(&s, "// Nondeterminism: the target rerun against itself (empty: none).\n",
                   "const char* const kRerun = ", CppStr(spec.rerun_target), ";\n",
-                  "const int kRuns = ", kNondeterminismRuns, ";  // how often kRerun runs\n");
+                  "const int kRuns = ", kNondeterminismRuns, ";  // how often kRerun runs\n",
+                  "const int kRunSeconds = ", kNondeterminismSeconds,
+                  ";  // and for how long at most\n");
   absl::StrAppend(&s, "// How often both targets run before \"no divergence\".\n",
                   "const int kAttempts = ", std::max(1, spec.attempts), ";\n");
   absl::StrAppend(&s, "// \"hang\" or \"crash\": kFailureTarget runs in a child process.\n",
@@ -1196,8 +1199,9 @@ std::string Shown(const Result& r) {
                    : ExactAll(r.values);
 }
 
-// Runs one target on the same inputs up to kRuns times: 1 when a run differs
-// from the first bit for bit (the finding reproduces), else 0.
+// Runs one target on the same inputs up to kRuns times (kRunSeconds at most):
+// 1 when a run differs from the first bit for bit (the finding reproduces),
+// else 0.
 int CheckNondeterminism(const std::string& target, bool cuda) {
   if (target == "cuda" && !cuda) {
     std::cout << "CUDA not available: skipping the nondeterminism check of cuda\n";
@@ -1205,7 +1209,10 @@ int CheckNondeterminism(const std::string& target, bool cuda) {
   }
   const std::string run_as = target == "cpu-scalar" ? "cpu" : target;
   const Result first = Run(run_as, nullptr);
-  for (int k = 2; k <= kRuns; ++k) {
+  const auto start = std::chrono::steady_clock::now();
+  int k = 1;
+  while (k < kRuns && std::chrono::steady_clock::now() - start < std::chrono::seconds(kRunSeconds)) {
+    ++k;
     const Result again = Run(run_as, nullptr);
     const std::string d = RunDifference(first, again);
     if (d.empty()) continue;
@@ -1215,7 +1222,7 @@ int CheckNondeterminism(const std::string& target, bool cuda) {
               << "): " << d << "\n";
     return 1;
   }
-  std::cout << "VERDICT: no nondeterminism in " << kRuns << " runs of " << target << "\n";
+  std::cout << "VERDICT: no nondeterminism in " << k << " runs of " << target << "\n";
   return 0;
 }
 

@@ -372,8 +372,8 @@ std::string ScriptHeader(const graph::Program& program, const ReproSpec& spec,
   absl::StrAppend(&out, "# Compares ", spec.target_a, " vs ", spec.target_b, " on ", where, ".\n");
   if (!spec.rerun_target.empty()) {
     absl::StrAppend(&out, "# Nondeterminism: then reruns ", spec.rerun_target, " up to ",
-                    kNondeterminismRuns,
-                    " times (--runs) and exits 1 if two runs differ bit for bit.\n");
+                    kNondeterminismRuns, " times (--runs) or ", kNondeterminismSeconds,
+                    " s and exits 1 if two runs differ bit for bit.\n");
   }
   if (spec.rerun_target.empty() && spec.attempts > 1) {
     absl::StrAppend(&out, "# The kernel's writes race: runs both targets up to ", spec.attempts,
@@ -487,7 +487,8 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "SEEN = ", PyStr(spec.seen), "  # what divfuzz saw\n");
   absl::StrAppend(&out, "RERUN = ", spec.rerun_target.empty() ? "None" : PyStr(spec.rerun_target),
                   "  # nondeterminism: the target rerun against itself\n");
-  absl::StrAppend(&out, "RUNS = ", kNondeterminismRuns, "  # how often RERUN runs\n");
+  absl::StrAppend(&out, "RUNS = ", kNondeterminismRuns, "  # how often RERUN runs\n",
+                  "RERUN_SECONDS = ", kNondeterminismSeconds, "  # and for how long at most\n");
   absl::StrAppend(&out, "ATTEMPTS = ", std::max(1, spec.attempts),
                   "  # how often both targets run before 'no divergence'\n");
   absl::StrAppend(&out, "FAILURE = ", spec.failure.empty() ? "None" : PyStr(spec.failure),
@@ -1104,13 +1105,17 @@ def same_bits(x, y):
 
 
 def check_nondeterminism(target, runs, cuda):
-    """Runs one target on the same inputs up to `runs` times; 1 when a run
-    differs from the first bit for bit (the finding reproduces), else 0."""
+    """Runs one target on the same inputs up to `runs` times (RERUN_SECONDS at
+    most); 1 when a run differs from the first bit for bit (the finding
+    reproduces), else 0."""
     if target == 'cuda' and not cuda:
         print('CUDA not available: skipping the nondeterminism check of cuda')
         return 0
+    import time
     first = run(target)
-    for k in range(2, runs + 1):
+    start, k = time.monotonic(), 1
+    while k < runs and time.monotonic() - start < RERUN_SECONDS:
+        k += 1
         again = run(target)
         same, detail = same_bits(first, again)
         if not same:
@@ -1120,7 +1125,7 @@ def check_nondeterminism(target, runs, cuda):
             print('VERDICT: nondeterminism reproduces (%s run 1 vs run %d): %s' % (target, k,
                                                                                   detail))
             return 1
-    print('VERDICT: no nondeterminism in %d runs of %s' % (runs, target))
+    print('VERDICT: no nondeterminism in %d runs of %s' % (k, target))
     return 0
 
 

@@ -52,13 +52,15 @@ struct ReproSpec {
   int hang_seconds = 20;
 };
 
-// How often the repros run the target of a nondeterminism finding: a minimal
-// program runs in milliseconds, and some races show once in about 20 runs
-// (seen on the H200: CPU linalg_lstsq's last bit).
-inline constexpr int kNondeterminismRuns = 100;
-// Attempts at an A/B divergence for a kernel whose writes race: as many as
-// the nondeterminism reruns.
-inline constexpr int kRacingAttempts = kNondeterminismRuns;
+// How often the repros run the target of a nondeterminism finding, and for
+// how long at most: a minimal program runs in milliseconds, and some show
+// rarely in a fresh process (CPU linalg_lstsq's last bits: in none of 100
+// runs of repro.py on the H100, while repro_cpp saw it).
+inline constexpr int kNondeterminismRuns = 1000;
+inline constexpr int kNondeterminismSeconds = 30;
+// Attempts at an A/B divergence for a kernel whose writes race (each runs
+// every target, the cpu-scalar helper process included).
+inline constexpr int kRacingAttempts = 100;
 
 // Whether a node of `program` running a signature's op ("aten::x|f32|...")
 // may give different results from run to run (oracles::MayVaryBetweenRuns).

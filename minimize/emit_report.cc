@@ -241,8 +241,9 @@ std::string NondeterminismReport(const ReportInput& in) {
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
   absl::StrAppend(&out, ReproSection(in.python_snippet,
                                      absl::StrCat("run ", side, " up to ", kNondeterminismRuns,
-                                                  " times on the same inputs and exit 1 when two "
-                                                  "runs differ bit for bit (0 when not)")));
+                                                  " times (", kNondeterminismSeconds,
+                                                  " s at most) on the same inputs and exit 1 when "
+                                                  "two runs differ bit for bit (0 when not)")));
   if (!in.output_a.empty() || !in.output_b.empty()) {
     absl::StrAppend(&out, "## Two runs of ", side, "\n\n```\nfirst: ", in.output_a,
                     "\nagain: ", in.output_b, "\n```\n\n");

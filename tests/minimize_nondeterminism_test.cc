@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "gmock/gmock.h"
 #include "graph/printer.h"
@@ -202,7 +203,8 @@ TEST(Nondeterminism, ReproPyRerunsTheTarget) {
   // NaN in the same place, -0.0 twice: the same bits in every run.
   r = RunPython(EmitPython(p, RerunSpec(0, "cpu")));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("VERDICT: no nondeterminism in 100 runs of cpu"));
+  EXPECT_THAT(r.output, HasSubstr(absl::StrCat("VERDICT: no nondeterminism in ",
+                                               kNondeterminismRuns, " runs of cpu")));
   if (!exec::CudaAvailable()) {
     r = RunPython(EmitPython(p, RerunSpec(2, "cuda")));
     EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -213,7 +215,8 @@ TEST(Nondeterminism, ReproPyRerunsTheTarget) {
   EXPECT_THAT(plain, HasSubstr("RERUN = None"));
   r = RunPython(plain);
   EXPECT_THAT(r.output, Not(HasSubstr("nondeterminism")));
-  EXPECT_THAT(EmitPythonSnippet(p, RerunSpec(2, "cpu")), HasSubstr("for k in range(2, 101):"));
+  EXPECT_THAT(EmitPythonSnippet(p, RerunSpec(2, "cpu")),
+              HasSubstr(absl::StrCat("for k in range(2, ", kNondeterminismRuns + 1, "):")));
 }
 
 // A kernel whose indexed writes may race (oracles::MayVaryBetweenRuns):
@@ -471,7 +474,8 @@ TEST(Nondeterminism, ReproOfAStoredFindingUsesItsSignature) {
   EXPECT_THAT(script, HasSubstr("RERUN = 'cpu'"));
   r = RunShell(testing::Python() + " " + dir + "/" + rec->id + "/repro.py");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("VERDICT: no nondeterminism in 100 runs of cpu"));
+  EXPECT_THAT(r.output, HasSubstr(absl::StrCat("VERDICT: no nondeterminism in ",
+                                               kNondeterminismRuns, " runs of cpu")));
 }
 
 }  // namespace
