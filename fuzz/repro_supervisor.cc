@@ -230,6 +230,7 @@ void ReproChild::Node(int index, const std::string& at) const {
 void ReproChild::Fault() const { Send(nlohmann::json{{"ev", "fault"}}.dump()); }
 
 int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSettings& settings) {
+  const std::string me = absl::StrCat("divfuzz ", settings.command, ": ");
   const std::vector<std::string> cmdline = OwnCommandLine();
   const char* tmp = std::getenv("TMPDIR");
   std::string state_path =
@@ -256,12 +257,12 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
     }
     if (absl::Status s = store::WriteFileAtomically(state_path, ChildState(rc, resume).dump());
         !s.ok()) {
-      std::cerr << "divfuzz repro: " << s.message() << "\n";
+      std::cerr << me << s.message() << "\n";
       return 2;
     }
     int fds[2];
     if (pipe(fds) != 0) {
-      std::cerr << "divfuzz repro: cannot make a pipe to the reducer process\n";
+      std::cerr << me << "cannot make a pipe to the reducer process\n";
       return 2;
     }
     fcntl(fds[0], F_SETFD, FD_CLOEXEC);
@@ -270,7 +271,7 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
     close(fds[1]);
     if (pid < 0) {
       close(fds[0]);
-      std::cerr << "divfuzz repro: cannot start the reducer process\n";
+      std::cerr << me << "cannot start the reducer process\n";
       return 2;
     }
 
@@ -320,7 +321,7 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
       if (std::find(rc.begin(), rc.end(), -1) == rc.end()) break;
       // Died between findings (or before the first): nothing to resume, and
       // starting it again would only die again.
-      std::cerr << "divfuzz repro: the reducer process ended (status " << status
+      std::cerr << me << "the reducer process ended (status " << status
                 << ") outside any finding\n";
       for (int& r : rc) r = r < 0 ? 2 : r;
       break;
@@ -343,7 +344,7 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
                         p.last_at == OpAndDType(p.signature);
       ReproResume& r = resume[arg];
       if (same) {
-        std::cerr << "divfuzz repro: " << args[arg] << ": "
+        std::cerr << me << args[arg] << ": "
                   << (r.confirmed ? "a smaller candidate " : "its program ")
                   << (p.failing == "hang" ? "hangs" : "crashes") << " in node " << p.last_node
                   << " (" << p.last_at << ")" << (r.confirmed ? "" : ": the finding reproduces")
@@ -358,22 +359,22 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
         continue;
       }
       if (!r.confirmed) {
-        std::cerr << "divfuzz repro: " << args[arg] << ": " << failure->why << ", but in node "
-                  << p.last_node << " (" << p.last_at << "), not as the finding does ("
-                  << p.signature << "); giving up\n"
+        std::cerr << me << args[arg] << ": " << failure->why << ", but in node " << p.last_node
+                  << " (" << p.last_at << "), not as the finding does (" << p.signature
+                  << "); giving up\n"
                   << std::flush;
         rc[arg] = 2;
         resume.erase(arg);
         continue;
       }
     }
-    std::string line = absl::StrCat("divfuzz repro: ", args[arg], ": ", failure->why);
+    std::string line = absl::StrCat(me, args[arg], ": ", failure->why);
     if (!culprit.empty() && !settings.hang_dir.empty()) {
       // The program it hung or crashed in is a finding of its own: a campaign
       // replays what lands in its crashes/ folder and records it.
       const char* what = failure->hung ? "hanging" : "crashing";
       std::cerr << line << "\n";
-      line = absl::StrCat("divfuzz repro: saved the ", what, " program as ",
+      line = absl::StrCat(me, "saved the ", what, " program as ",
                           Saved(settings.hang_dir, failure->hung ? "timeout" : "crash", culprit));
     }
     if (culprit.empty() || culprit == p.first_run) {
@@ -390,7 +391,7 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
     if (failed >= kMaxFailedCandidates) {
       r.reduce = false;
       std::cerr << line << "; " << failed
-                << " candidates failed: writing the repros for the smallest program so far\n";
+                << " candidates failed: the smallest program so far is the result\n";
     } else {
       std::cerr << line << "; going on from the smallest program so far, without that one ("
                 << failed << " of " << kMaxFailedCandidates << ")\n";

@@ -1,14 +1,15 @@
-// `divfuzz repro` reduces in a child process that a supervisor watches. A
-// reducer candidate can hang or crash a kernel (seen on the H200: a one-qr
-// candidate on CUDA hung once in a while); in-process, that took the whole
-// finding down, and the reduction so far with it. The child reports every run
-// and every kept candidate; when it hangs (a run over --timeout, or the
-// finding over its budget's grace) or dies, the supervisor saves the program
-// it was running (a finding of its own: --hang_artifacts), and starts a new
-// child that resumes from the smallest program so far without that
-// candidate. After kMaxFailedCandidates it writes the repros for the smallest
-// program as it is. A finding whose own program hangs or crashes is given up
-// (exit 2), and the rest of the batch goes on.
+// `divfuzz repro` (and `divfuzz minimize`) reduce in a child process that a
+// supervisor watches. A reducer candidate can hang or crash a kernel (seen on
+// the H200: a one-qr candidate on CUDA hung once in a while); in-process,
+// that took the whole finding down, and the reduction so far with it. The
+// child reports every run and every kept candidate; when it hangs (a run over
+// --timeout, or the finding over its budget's grace) or dies, the supervisor
+// saves the program it was running (a finding of its own: --hang_artifacts),
+// and starts a new child that resumes from the smallest program so far
+// without that candidate. After kMaxFailedCandidates the smallest program so
+// far is the result (its repros, or minimize's .min.dfz). A finding whose own
+// program hangs or crashes is given up (exit 2), and the rest of the batch
+// goes on.
 //
 // A hang or crash finding (its own program hangs or crashes a kernel) is
 // reduced the other way round: the child runs each candidate on the failing
@@ -83,13 +84,15 @@ class ReproChild {
 };
 
 struct SupervisorSettings {
-  int max_seconds = 60;  // the reducer's budget per finding
-  int run_timeout = 20;  // seconds one run of a program may take
-  std::string hang_dir;  // where hanging and crashing programs go; empty: nowhere
+  std::string command = "repro";  // whose messages: "divfuzz <command>: ..."
+  int max_seconds = 60;           // the reducer's budget per finding
+  int run_timeout = 20;           // seconds one run of a program may take
+  std::string hang_dir;           // where hanging and crashing programs go; empty: nowhere
 };
 
-// Runs `divfuzz repro` on `args` in supervised children; returns the worst
-// exit code (0 reproduced, 1 not, 2 failed).
+// Runs this command line (`divfuzz repro` or `divfuzz minimize`) on `args` in
+// supervised children; returns the worst exit code (0 reproduced, 1 not, 2
+// failed).
 int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSettings& settings);
 
 }  // namespace divfuzz::fuzz

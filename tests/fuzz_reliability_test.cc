@@ -333,6 +333,50 @@ TEST(CampaignReliability, ReproGoesOnPastCandidatesThatHangOrCrash) {
   }
 }
 
+TEST(CampaignReliability, MinimizeGoesOnPastCandidatesThatHangOrCrash) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("minimize_candidates");
+  fs::create_directories(dir + "/crashes");
+  for (const std::string op : {"sinh", "cosh"}) {
+    testing::WriteTextFile(dir + "/" + op + ".dfz",
+                           "divfuzz v1\ninput %x: f32[8] = uniform(seed=3, low=0.5, high=2)\n"
+                           "%e = aten::exp(%x)\n%y = aten::" +
+                               op + "(%x)\noutput %e, %y\n");
+    // Under the faulty plugin a one-element candidate hangs (sinh) or
+    // segfaults (cosh): the reduction goes on without it, and keeps the
+    // smallest program that still diverges.
+    const testing::CommandRun run = testing::RunShell(
+        kTool + " --plugins=" + DIVFUZZ_FAULTY_REDUCER_PLUGIN +
+        " minimize --timeout=2 --max_seconds=30 --targets=cpu,cpu-f64 --hang_artifacts=" + dir +
+        "/crashes " + dir + "/" + op + ".dfz");
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(
+        run.output.find(op == "sinh" ? "divfuzz minimize: " + dir +
+                                           "/sinh.dfz: a program has run 2 s (--timeout=2): "
+                                           "a kernel hangs"
+                                     : "divfuzz minimize: " + dir +
+                                           "/cosh.dfz: the reducer process died by signal 11"),
+        std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("divfuzz minimize: wrote " + dir + "/" + op + ".min.dfz"),
+              std::string::npos)
+        << run.output;
+    const std::string min = testing::ReadTextFile(dir + "/" + op + ".min.dfz");
+    absl::StatusOr<graph::Program> p = graph::ParseProgram(min, op + ".min.dfz");
+    ASSERT_TRUE(p.ok()) << p.status() << "\n" << run.output;
+    ASSERT_EQ(p->nodes.size(), 1u) << min;
+    EXPECT_EQ(p->nodes[0].QualifiedName(), "aten::" + op) << min;
+    ASSERT_EQ(p->inputs.size(), 1u) << min;
+    EXPECT_GT(p->inputs[0].type.Numel(), 1) << min;  // one element hangs or crashes
+  }
+  int saved = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/crashes")) {
+    (void)e;
+    ++saved;
+  }
+  EXPECT_GE(saved, 2);
+}
+
 TEST(CampaignReliability, HangAndCrashFindingsAreMinimizedAndTheirReprosReproduce) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("failure_repro");
