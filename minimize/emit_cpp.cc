@@ -14,6 +14,7 @@
 #include "graph/printer.h"
 #include "ops/catalogue.h"
 #include "ops/infer.h"
+#include "oracles/nan_rule.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -332,6 +333,9 @@ const double kNaN = NAN;
                   ";  // a hang: still running after this long\n");
   absl::StrAppend(&s, "// A decomposition is compared through its invariants, not raw factors.\n",
                   "const char* const kInvariants = ", CppStr(Invariants(target)), ";\n");
+  absl::StrAppend(&s, "// An orthogonal polynomial: NaN at a NaN x when n >= 1.\n",
+                  "const bool kNanRule = ",
+                  oracles::IsOrthogonalPolynomial(target.op) ? "true" : "false", ";\n");
   absl::StrAppend(&s,
                   "// The program's dtype of the diverging value (cpu-f64 rounds back to it).\n",
                   "const std::optional<at::ScalarType> kValueDType = ", dtype, ";\n\n");
@@ -745,6 +749,27 @@ torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
   return stack;
 }
 
+// An orthogonal polynomial's value at a NaN x is NaN when n >= 1, but
+// PyTorch's kernel returns a variable it never set there, the float64 one
+// too: the reference says NaN (divfuzz's oracles/nan_rule.h).
+void CorrectReference(const Node& node, const Lookup& lookup, std::vector<at::Tensor>* values) {
+  if (!kNanRule || values->empty() || !(*values)[0].defined() ||
+      !(*values)[0].is_floating_point()) {
+    return;
+  }
+  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle.has_value()) return;
+  const torch::jit::Stack args = BuildStack(handle->schema(), node, lookup);
+  if (args.size() < 2) return;
+  const auto as_double = [](const c10::IValue& v) {
+    return v.isTensor() ? v.toTensor().detach().to(at::kCPU).to(at::kDouble)
+                        : at::scalar_tensor(v.toScalar().toDouble(), at::kDouble);
+  };
+  const at::Tensor nan = at::isnan(as_double(args[0])).logical_and(at::ge(as_double(args[1]), 1));
+  at::Tensor& out = (*values)[0];
+  if (nan.sizes() == out.sizes()) out = at::where(nan, at::full_like(out, NAN), out);
+}
+
 // Runs the program on a target and returns the diverging output. On cpu and
 // cuda, `reference` receives the diverging node rerun on the CPU in float64
 // from this side's own inputs: the oracle's per-node reference.
@@ -787,6 +812,7 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
       Result ref;
       try {
         ref.values = Capture(Call(node, up_lookup));
+        CorrectReference(node, up_lookup, &ref.values);
       } catch (const std::exception& e) {
         ref.failure = Failure{FirstLine(e.what()), i};
       }

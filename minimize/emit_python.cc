@@ -16,6 +16,7 @@
 #include "graph/printer.h"
 #include "ops/catalogue.h"
 #include "oracles/expected_rules.h"
+#include "oracles/nan_rule.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -201,6 +202,14 @@ std::string PyLiteral(const Literal& l) {
     }
   }
   return "None";
+}
+
+// NAN_RULE of the script: for an orthogonal polynomial, a function of the
+// values that gives its (x, n) arguments (oracles/nan_rule.h); else None.
+std::string NanRule(const graph::Node& node) {
+  if (!oracles::IsOrthogonalPolynomial(node.op) || node.args.size() < 2) return "None";
+  return absl::StrCat("lambda v: (", PyLiteral(node.args[0].value), ", ",
+                      PyLiteral(node.args[1].value), ")");
 }
 
 void CollectUses(const Literal& l, std::vector<std::string>* uses) {
@@ -497,7 +506,9 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec) {
   absl::StrAppend(&out, "HANG_SECONDS = ", spec.hang_seconds,
                   "  # a hang: still running after this long\n");
   absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
-                  "  # a decomposition: compared through invariants, not raw factors\n\n\n");
+                  "  # a decomposition: compared through invariants, not raw factors\n");
+  absl::StrAppend(&out, "NAN_RULE = ", NanRule(target),
+                  "  # an orthogonal polynomial's (x, n): NaN at a NaN x when n >= 1\n\n\n");
 
   absl::StrAppend(&out, "LAYOUTS = ", PyLayouts(program),
                   "  # inputs not contiguous; applied on the target's device and dtype\n\n\n");
@@ -698,7 +709,15 @@ def _reference(v, results, uses, fn):
         for u in uses:
             if isinstance(v[u], torch.Tensor):
                 v[u] = _upcast(v[u].detach().cpu()).clone()
-        return _snapshot(_pick(fn(), results))
+        ref = _snapshot(_pick(fn(), results))
+        if NAN_RULE is not None and isinstance(ref, torch.Tensor) and ref.is_floating_point():
+            # PyTorch's kernel returns an unset variable there (divfuzz's
+            # oracles/nan_rule.h): the reference says NaN, as it should.
+            x, n = (torch.as_tensor(a).detach().cpu().to(torch.float64) for a in NAN_RULE(v))
+            nan = torch.isnan(x) & (n >= 1)
+            if nan.shape == ref.shape:
+                ref = torch.where(nan, torch.full_like(ref, float('nan')), ref)
+        return ref
     except Exception as e:  # noqa: BLE001 -- the reference may raise too
         return Failure('%s: %s' % (type(e).__name__, str(e).strip()), NODE)
     finally:

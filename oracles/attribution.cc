@@ -11,6 +11,7 @@
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
 #include "oracles/invariants.h"
+#include "oracles/nan_rule.h"
 
 namespace divfuzz::oracles {
 namespace {
@@ -58,7 +59,9 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
     c.is_reference = true;
     const exec::NodeResult& own = run.nodes[d.node_index];
     if (!own.error && static_cast<size_t>(d.output_index) < own.exact.size()) {
-      c.ref_value = ElementAt(own.exact[d.output_index], d.element);
+      std::vector<at::Tensor> exact = own.exact;
+      CorrectReference(node, NodeInputs(program, d.node_index, run), &exact);
+      c.ref_value = ElementAt(exact[d.output_index], d.element);
     }
     return c;
   }
@@ -82,6 +85,8 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
       }
     }
   }
+  CorrectReference(node, inputs, &ref.outputs);
+  CorrectReference(node, inputs, &ref.exact);
   const exec::NodeResult& got = run.nodes[d.node_index];
   if (ref.error) {
     c.reference_failed = true;

@@ -1,7 +1,9 @@
 #include "tests/faulty_targets.h"
 
 #include <ATen/ops/full_like.h>
+#include <ATen/ops/isnan.h>
 #include <ATen/ops/linalg_det.h>
+#include <ATen/ops/where.h>
 
 #include <cmath>
 #include <limits>
@@ -36,6 +38,23 @@ exec::RunResult NondeterministicRun(const graph::Program& program, const ops::Ty
     for (at::Tensor& t : n.outputs) {
       if (t.defined() && at::isFloatingType(t.scalar_type())) t = t.add(1e-3 * calls);
     }
+  }
+  return r;
+}
+
+exec::RunResult NanPolynomialRun(const graph::Program& program, const ops::TypeEnv& types,
+                                 exec::Target target, bool uninitialized) {
+  exec::RunResult r = exec::Run(program, types, exec::Target::kCpu);
+  r.target = target;
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    const graph::Node& node = program.nodes[i];
+    if (node.op.find("_polynomial_") == std::string::npos || r.nodes[i].error) continue;
+    const auto inputs = oracles::NodeInputs(program, static_cast<int>(i), r);
+    // The programs of the tests: x a value, n a number.
+    const at::Tensor x = inputs.at(node.args[0].value.s);
+    if (node.args[1].value.f < 1) continue;
+    at::Tensor& out = r.nodes[i].outputs[0];
+    out = at::where(at::isnan(x), at::full_like(out, uninitialized ? 1e30 : NAN), out);
   }
   return r;
 }

@@ -141,6 +141,24 @@ output %r
   EXPECT_THAT(run.output, HasSubstr("class_split"));
 }
 
+TEST(EmitPython, OrthogonalPolynomialReferenceIsNanAtANanX) {
+  // PyTorch's kernel returns an unset variable at a NaN x (oracles/
+  // nan_rule.h): whatever the sides print there, the reference says NaN.
+  const std::string script = EmitPython(Parse(R"(divfuzz v1
+input %x: f32[3] = values(0x1p-2, nan, 0x1p-1)
+%y = aten::special_shifted_chebyshev_polynomial_u.n_scalar(%x, 3.0)
+output %y
+)"),
+                                        Spec(0));
+  EXPECT_THAT(script, HasSubstr("NAN_RULE = lambda v: (v['x'], F('0x1.8p+1'))"));
+  divfuzz::testing::CommandRun run = RunScript(script);
+  EXPECT_THAT(run.output, HasSubstr("float64 reference from cpu's own inputs: "
+                                    "0x1.0000000000000p+0 nan "))
+      << run.output;
+  // Any other op: no rule.
+  EXPECT_THAT(EmitPython(Parse(kCancellation), Spec(1)), HasSubstr("NAN_RULE = None"));
+}
+
 TEST(EmitPython, ErrorSplitAndDependentErrors) {
   // float32 @ float64 raises on cpu; cpu-f64 upcasts both and succeeds.
   std::string text = R"(divfuzz v1

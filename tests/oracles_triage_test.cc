@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
+#include "oracles/nan_rule.h"
 #include "oracles/triage.h"
 #include "store/findings_store.h"
 #include "tests/faulty_targets.h"
@@ -105,6 +106,51 @@ TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
   EXPECT_EQ(v.Roots()[0]->cls, DivergenceClass::kErrorSplit);
   EXPECT_EQ(v.Roots()[0]->wrong_side, "cpu");
   EXPECT_EQ(v.Roots()[0]->tier, "bug");
+}
+
+TEST(Attribution, APolynomialAtANanXIsNanWhateverTheReferenceKernelReturns) {
+  // PyTorch's own float64 kernel returns an unset variable at a NaN x (its
+  // value varies), so without the rule the reference could blame the side
+  // that returns NaN. Planted: cpu returns 1e30 there, cpu-scalar NaN.
+  fuzz::HarnessConfig config;
+  config.target_a = exec::Target::kCpu;
+  config.target_b = exec::Target::kCpuScalar;
+  config.findings_dir = testing::TempDir("nan_polynomial");
+  config.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/true);
+  };
+  config.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/false);
+  };
+  fuzz::Harness harness(config);
+  for (const std::string op :
+       {"special_shifted_chebyshev_polynomial_u", "special_chebyshev_polynomial_w",
+        "special_legendre_polynomial_p", "special_laguerre_polynomial_l"}) {
+    fuzz::Outcome o = harness.RunProgram(
+        MustParse("divfuzz v1\ninput %x: f32[3] = values(0x1p-2, nan, 0x1p-1)\n%y = aten::" + op +
+                  ".n_scalar(%x, 3.0)\noutput %y\n"));
+    ASSERT_EQ(o.verdict.Roots().size(), 1u) << op;
+    const Divergence& d = *o.verdict.Roots()[0];
+    EXPECT_EQ(d.cls, DivergenceClass::kClassSplit) << op;
+    EXPECT_EQ(d.element, 1) << op;
+    EXPECT_EQ(d.wrong_side, "cpu") << op << ": " << d.reason;
+    EXPECT_EQ(d.tier, "bug") << op << ": " << d.reason;
+    EXPECT_EQ(d.reference_a, "nan") << op;
+    EXPECT_EQ(d.reference_b, "nan") << op;
+  }
+  // n = 0 is the constant 1, NaN x or not: the rule leaves it alone.
+  std::vector<at::Tensor> ref = {at::tensor({1.0, 1.0})};
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f64[2] = values(nan, 0x1p-1)\n"
+      "%y = aten::special_hermite_polynomial_h.n_scalar(%x, 0.0)\noutput %y\n");
+  CorrectReference(p.nodes[0], {{"x", at::tensor({NAN, 0.5}, at::kDouble)}}, &ref);
+  EXPECT_EQ(ref[0][0].item<double>(), 1.0);
+  p = MustParse(
+      "divfuzz v1\ninput %x: f64[2] = values(nan, 0x1p-1)\n"
+      "%y = aten::special_hermite_polynomial_h.n_scalar(%x, 1.0)\noutput %y\n");
+  CorrectReference(p.nodes[0], {{"x", at::tensor({NAN, 0.5}, at::kDouble)}}, &ref);
+  EXPECT_TRUE(std::isnan(ref[0][0].item<double>()));
+  EXPECT_EQ(ref[0][1].item<double>(), 1.0);
 }
 
 TEST(Attribution, ToleranceErrorsComeInUlpsAndRelativeTerms) {

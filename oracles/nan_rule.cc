@@ -1,0 +1,64 @@
+#include "oracles/nan_rule.h"
+
+#include <ATen/ops/ge.h>
+#include <ATen/ops/isnan.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/where.h>
+
+#include <limits>
+#include <optional>
+
+#include "absl/strings/match.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+// Argument i as a float64 CPU tensor (a value, or a number literal).
+std::optional<at::Tensor> ArgAsTensor(const graph::Node& node, size_t i,
+                                      const std::map<std::string, at::Tensor>& inputs) {
+  if (i >= node.args.size()) return std::nullopt;
+  const graph::Literal& l = node.args[i].value;
+  switch (l.kind) {
+    case graph::Literal::Kind::kValue: {
+      auto it = inputs.find(l.s);
+      if (it == inputs.end() || !it->second.defined() || it->second.is_complex()) {
+        return std::nullopt;
+      }
+      return it->second.detach().cpu().to(at::kDouble);
+    }
+    case graph::Literal::Kind::kFloat:
+      return at::scalar_tensor(l.f, at::kDouble);
+    case graph::Literal::Kind::kInt:
+      return at::scalar_tensor(static_cast<double>(l.i), at::kDouble);
+    case graph::Literal::Kind::kBool:
+      return at::scalar_tensor(l.b ? 1.0 : 0.0, at::kDouble);
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+bool IsOrthogonalPolynomial(const std::string& op) {
+  return absl::StartsWith(op, "aten::special_") && absl::StrContains(op, "_polynomial_");
+}
+
+void CorrectReference(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                      std::vector<at::Tensor>* outputs) {
+  if (!IsOrthogonalPolynomial(node.op) || outputs->empty() || !(*outputs)[0].defined() ||
+      !(*outputs)[0].is_floating_point()) {
+    return;
+  }
+  const std::optional<at::Tensor> x = ArgAsTensor(node, 0, inputs);
+  const std::optional<at::Tensor> n = ArgAsTensor(node, 1, inputs);
+  if (!x || !n) return;
+  at::Tensor& out = (*outputs)[0];
+  const at::Tensor nan = at::isnan(*x).logical_and(at::ge(*n, 1));
+  if (nan.sizes() != out.sizes()) return;  // x and n broadcast to the result's shape
+  out = at::where(nan, at::scalar_tensor(std::numeric_limits<double>::quiet_NaN(), out.options()),
+                  out)
+            .contiguous();
+}
+
+}  // namespace divfuzz::oracles

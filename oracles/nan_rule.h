@@ -1,0 +1,29 @@
+// Where the float64 reference is known to be wrong: PyTorch's orthogonal
+// polynomials (aten::special_*_polynomial_*, arguments x and n) stop their
+// recurrence at a NaN and return a variable that was never set, so at a NaN x
+// with n >= 2 both the kernels and the float64 reference (the same CPU
+// kernel) give whatever the register held (torch 2.11; on the H100 the oracle
+// blamed cuda, which returns NaN, for such elements). The value there is NaN
+// for every n >= 1, and the reference is corrected to say so.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/program.h"
+
+namespace divfuzz::oracles {
+
+// Whether `op` (qualified, any overload) is one of the orthogonal polynomials.
+bool IsOrthogonalPolynomial(const std::string& op);
+
+// The node's reference `outputs` (float64 or its dtype) with NaN where x is
+// NaN and n >= 1; `inputs` are the node's tensor arguments by value name.
+// Unchanged for other ops.
+void CorrectReference(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                      std::vector<at::Tensor>* outputs);
+
+}  // namespace divfuzz::oracles
