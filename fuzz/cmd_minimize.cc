@@ -12,8 +12,8 @@
 #include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
+#include "fuzz/reducer_child.h"
 #include "fuzz/repro_supervisor.h"
-#include "graph/parser.h"
 #include "graph/printer.h"
 #include "minimize/reducer.h"
 #include "store/findings_store.h"
@@ -33,27 +33,17 @@ int MinimizeOne(const std::string& path, const ReproChild& child, const ReproRes
     std::cerr << s.message() << "\n";
     return 2;
   }
-  options.on_run = [&child](const std::string& text) { child.Run(text); };
-  options.on_keep = [&child](const std::string& text, const std::string& signature,
-                             const std::string& tier) { child.Keep(text, signature, tier); };
-  graph::Program result;
   // An earlier child was killed by a candidate: go on from the smallest
   // program it had kept, without that candidate (or stop there).
-  if (resume != nullptr && !resume->best.empty()) {
-    absl::StatusOr<graph::Program> best =
-        graph::ParseProgram(resume->best, path + " (the reduction so far)");
-    if (!best.ok()) {
-      std::cerr << best.status().message() << "\n";
-      return 2;
-    }
-    program = std::move(best);
+  absl::StatusOr<std::optional<graph::Program>> best =
+      AttachToSupervisor(child, resume, path, &options);
+  if (!best.ok()) {
+    std::cerr << best.status().message() << "\n";
+    return 2;
   }
-  if (resume != nullptr) {
-    if (!resume->signature.empty()) options.signature = resume->signature;
-    if (!resume->tier.empty()) options.tier = resume->tier;
-    options.skip = resume->skip;
-  }
-  if (resume != nullptr && !resume->reduce && !resume->best.empty()) {
+  if (best->has_value()) program = **std::move(best);
+  graph::Program result;
+  if (best->has_value() && !resume->reduce) {
     result = *std::move(program);
   } else {
     absl::StatusOr<minimize::ReduceResult> r = minimize::Reduce(*program, options);

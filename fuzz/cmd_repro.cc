@@ -20,9 +20,9 @@
 #include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
+#include "fuzz/reducer_child.h"
 #include "fuzz/repro_failure.h"
 #include "fuzz/repro_supervisor.h"
-#include "graph/parser.h"
 #include "minimize/repro.h"
 #include "store/findings_store.h"
 
@@ -114,26 +114,18 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
     return 2;
   }
   options.minimize = absl::GetFlag(FLAGS_minimize);
-  options.on_run = [&child](const std::string& text) { child.Run(text); };
-  options.on_keep = [&child](const std::string& text, const std::string& signature,
-                             const std::string& tier) { child.Keep(text, signature, tier); };
   // An earlier process was on this finding and a candidate hung or crashed
   // it: go on from the smallest program it had kept, without that candidate.
   graph::Program original;
-  if (resume != nullptr && !resume->best.empty()) {
-    absl::StatusOr<graph::Program> best =
-        graph::ParseProgram(resume->best, program_path + " (the reduction so far)");
-    if (best.ok()) {
-      original = std::move(*program);
-      program = std::move(best);
-      options.original = &original;
-    }
+  absl::StatusOr<std::optional<graph::Program>> best =
+      AttachToSupervisor(child, resume, program_path, &options);
+  if (best.ok() && best->has_value()) {
+    original = std::move(*program);
+    program = **std::move(best);
+    options.original = &original;
   }
-  if (resume != nullptr) {
-    if (!resume->signature.empty()) options.signature = resume->signature;
-    if (!resume->tier.empty()) options.tier = resume->tier;
-    options.skip = resume->skip;
-    if (!resume->reduce) options.max_seconds = 0;  // the repros for the program as it is
+  if (resume != nullptr && !resume->reduce) {
+    options.max_seconds = 0;  // the repros for the program as it is
   }
 
   // A hang or crash finding cannot be judged by running both targets here.

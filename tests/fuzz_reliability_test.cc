@@ -33,6 +33,14 @@ std::string UnaryProgram(const std::string& op) {
          "(%x)\noutput %y\n";
 }
 
+// The faulty reducer plugin's sinh or cosh (wrong on float32; on one element
+// sinh hangs and cosh segfaults) beside an exp that the slice pass cuts.
+std::string ExpAndFaultyReducerOp(const std::string& op) {
+  return "divfuzz v1\ninput %x: f32[8] = uniform(seed=3, low=0.5, high=2)\n"
+         "%e = aten::exp(%x)\n%y = aten::" +
+         op + "(%x)\noutput %e, %y\n";
+}
+
 // Every line of index.jsonl must parse: the store's writes are atomic.
 std::vector<nlohmann::json> ReadIndex(const std::string& findings) {
   std::vector<nlohmann::json> entries;
@@ -284,10 +292,7 @@ TEST(CampaignReliability, ReproGoesOnPastCandidatesThatHangOrCrash) {
   fs::create_directories(dir + "/crashes");
   for (const std::string op : {"sinh", "cosh"}) {
     // The exp is cut by the slice pass before the shapes pass fails.
-    testing::WriteTextFile(dir + "/" + op + ".dfz",
-                           "divfuzz v1\ninput %x: f32[8] = uniform(seed=3, low=0.5, high=2)\n"
-                           "%e = aten::exp(%x)\n%y = aten::" +
-                               op + "(%x)\noutput %e, %y\n");
+    testing::WriteTextFile(dir + "/" + op + ".dfz", ExpAndFaultyReducerOp(op));
   }
   const testing::CommandRun run = testing::RunShell(
       kTool + " --plugins=" + DIVFUZZ_FAULTY_REDUCER_PLUGIN +
@@ -338,10 +343,7 @@ TEST(CampaignReliability, MinimizeGoesOnPastCandidatesThatHangOrCrash) {
   const std::string dir = testing::TempDir("minimize_candidates");
   fs::create_directories(dir + "/crashes");
   for (const std::string op : {"sinh", "cosh"}) {
-    testing::WriteTextFile(dir + "/" + op + ".dfz",
-                           "divfuzz v1\ninput %x: f32[8] = uniform(seed=3, low=0.5, high=2)\n"
-                           "%e = aten::exp(%x)\n%y = aten::" +
-                               op + "(%x)\noutput %e, %y\n");
+    testing::WriteTextFile(dir + "/" + op + ".dfz", ExpAndFaultyReducerOp(op));
     // Under the faulty plugin a one-element candidate hangs (sinh) or
     // segfaults (cosh): the reduction goes on without it, and keeps the
     // smallest program that still diverges.
