@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "exec/executor.h"
+#include "exec/malloc_perturb.h"
 #include "exec/memory_budget.h"
 #include "fuzz/feedback.h"
 #include "graph/parser.h"
@@ -26,6 +27,7 @@
 #include "ops/infer.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
+#include "oracles/nan_rule.h"
 #include "oracles/triage.h"
 #include "store/findings_store.h"
 
@@ -315,8 +317,15 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
   bool needed = false;
   for (const oracles::Divergence& d : verdict.divergences) needed = needed || candidate(d);
   if (!needed) return;
-  // The same target twice must agree bit for bit before anyone is blamed.
-  const exec::RunResult again[2] = {RunSide(program, types, 0), RunSide(program, types, 1)};
+  // The same target twice must agree bit for bit before anyone is blamed. The
+  // second run's fresh memory holds a byte pattern (exec/malloc_perturb.h), so
+  // a kernel that reads memory it never wrote shows here too.
+  exec::RunResult again[2];
+  {
+    exec::ScopedMallocPerturb perturb(exec::RerunPerturbByte(2));
+    again[0] = RunSide(program, types, 0);
+    again[1] = RunSide(program, types, 1);
+  }
   const exec::RunResult* first[2] = {&ra, &rb};
   for (oracles::Divergence& d : verdict.divergences) {
     if (!candidate(d)) continue;
@@ -324,7 +333,8 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
       const auto& n1 = first[side]->nodes;
       const auto& n2 = again[side].nodes;
       if (static_cast<size_t>(d.node_index) >= std::min(n1.size(), n2.size())) continue;
-      if (oracles::RerunDifference(n1[d.node_index], n2[d.node_index])) {
+      if (oracles::RerunDifferenceOutsideNanRule(program, d.node_index, *first[side],
+                                                 again[side])) {
         oracles::MarkNondeterminism(d, program.nodes[d.node_index], first[side]->target,
                                     config_.policy);
         break;

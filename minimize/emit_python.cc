@@ -1123,19 +1123,42 @@ def same_bits(x, y):
                                              _element_bits(y, i))
 
 
+def malloc_perturb(byte):
+    """glibc's M_PERTURB: fresh malloc blocks hold ~byte (0: off); nothing
+    without glibc."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(-6, byte)
+    except (OSError, AttributeError):
+        pass
+
+
 def check_nondeterminism(target, runs, cuda):
     """Runs one target on the same inputs up to `runs` times (RERUN_SECONDS at
     most); 1 when a run differs from the first bit for bit (the finding
-    reproduces), else 0."""
+    reproduces), else 0. Runs alternate malloc's perturb byte 0xff (zeroed)
+    and 0x5a (0xa5 bytes), so a kernel that reads memory it never wrote (CPU
+    linalg_lstsq's gelsy pivots, pytorch#187411) differs between runs in a
+    fresh process as it did in the fuzzer's; a correct kernel cannot tell."""
     if target == 'cuda' and not cuda:
         print('CUDA not available: skipping the nondeterminism check of cuda')
         return 0
     import time
-    first = run(target)
+
+    def perturbed(k):
+        malloc_perturb(0xff if k % 2 else 0x5a)
+        try:
+            return run(target)
+        finally:
+            malloc_perturb(0)
+
+    print('runs alternate malloc\'s perturb byte (fresh memory zeroed, then 0xa5): a kernel '
+          'that reads memory it never wrote differs too')
+    first = perturbed(1)
     start, k = time.monotonic(), 1
     while k < runs and time.monotonic() - start < RERUN_SECONDS:
         k += 1
-        again = run(target)
+        again = perturbed(k)
         same, detail = same_bits(first, again)
         if not same:
             print('%s run 1: %s' % (target, first if isinstance(first, Failure) else exact(first)))

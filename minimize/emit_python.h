@@ -53,9 +53,9 @@ struct ReproSpec {
 };
 
 // How often the repros run the target of a nondeterminism finding, and for
-// how long at most: a minimal program runs in milliseconds, and some show
-// rarely in a fresh process (CPU linalg_lstsq's last bits: in none of 100
-// runs of repro.py on the H100, while repro_cpp saw it).
+// how long at most: a minimal program runs in milliseconds, and a race may
+// show rarely. (Reads of memory never written show at once: the runs
+// alternate malloc's perturb byte, exec/malloc_perturb.h.)
 inline constexpr int kNondeterminismRuns = 1000;
 inline constexpr int kNondeterminismSeconds = 30;
 // Attempts at an A/B divergence for a kernel whose writes race (each runs

@@ -237,6 +237,12 @@ std::string NondeterminismReport(const ReportInput& in) {
                   d.op,
                   "` is documented as nondeterministic (see "
                   "`torch.use_deterministic_algorithms`). ");
+  if (side != "cuda") {
+    absl::StrAppend(&summary,
+                    "The runs alternate glibc's malloc perturb byte (fresh memory zeroed, then "
+                    "0xa5 bytes), so a kernel that reads memory it never wrote differs as a "
+                    "racing one does. ");
+  }
   absl::StrAppend(&summary, ReductionSentence(in.reduction));
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
   absl::StrAppend(&out, ReproSection(in.python_snippet,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
+#include "exec/malloc_perturb.h"
 #include "graph/printer.h"
 #include "graph/validate.h"
 #include "minimize/emit_python.h"
@@ -18,6 +19,7 @@
 #include "minimize/program_edit.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
+#include "oracles/nan_rule.h"
 #include "oracles/triage.h"
 
 namespace divfuzz::minimize {
@@ -119,11 +121,18 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
     return false;
   };
   const std::string text = options.on_run ? graph::PrintProgram(program) : "";
-  auto run = [&] { return RunWith(runner, program, e.types, target); };
-  e.a = Announced(options, text, run);
+  // Run k under its own malloc perturb byte: a kernel that reads memory it
+  // never wrote then differs between runs in any process (exec/malloc_perturb.h).
+  auto run = [&](int k) {
+    return [&, k] {
+      exec::ScopedMallocPerturb perturb(exec::RerunPerturbByte(k));
+      return RunWith(runner, program, e.types, target);
+    };
+  };
+  e.a = Announced(options, text, run(1));
   for (int k = 2; k <= kNondeterminismReruns + 1; ++k) {
     if (Settled(e.hits, kNondeterminismReruns + 2 - k, required_hits)) break;
-    exec::RunResult b = Announced(options, text, run);
+    exec::RunResult b = Announced(options, text, run(k));
     ++e.runs;
     if (!e.a.setup_error.empty() || !b.setup_error.empty()) {
       if (!e.found) e.b = std::move(b);
@@ -136,7 +145,8 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
     const size_t n = std::min({program.nodes.size(), e.a.nodes.size(), b.nodes.size()});
     for (size_t i = 0; i < n && !hit; ++i) {
       const graph::Node& node = program.nodes[i];
-      std::optional<oracles::Divergence> d = oracles::RerunDifference(e.a.nodes[i], b.nodes[i]);
+      std::optional<oracles::Divergence> d =
+          oracles::RerunDifferenceOutsideNanRule(program, static_cast<int>(i), e.a, b);
       if (!d) continue;
       const bool inherited = UsesAny(node, differing);
       differing.insert(node.results.begin(), node.results.end());

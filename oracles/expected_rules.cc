@@ -491,8 +491,9 @@ bool MayVaryBetweenRuns(const graph::Node& node) {
   static const std::set<std::string> kIndexedWrites = {
       "put",     "index_put",    "_index_put_impl", "index_copy",
       "scatter", "max_unpool2d", "max_unpool3d"};
-  // Seen varying between identical runs on the GPU host's CPU (16 cores):
-  // linalg_lstsq's last bits, and the shape of its rank.
+  // Seen varying between identical runs on the CPU: linalg_lstsq's last bits
+  // and its rank (its gelsy driver reads its pivot buffer uninitialized,
+  // pytorch#187411; exec/malloc_perturb.h).
   static const std::set<std::string> kSeenToVary = {"linalg_lstsq"};
   const std::string base = BaseName(node.op);
   return kIndexedWrites.count(base) > 0 || kSeenToVary.count(base) > 0;

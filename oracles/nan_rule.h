@@ -10,10 +10,13 @@
 #include <ATen/core/Tensor.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/run_result.h"
 #include "graph/program.h"
+#include "oracles/verdict.h"
 
 namespace divfuzz::oracles {
 
@@ -25,5 +28,13 @@ bool IsOrthogonalPolynomial(const std::string& op);
 // Unchanged for other ops.
 void CorrectReference(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
                       std::vector<at::Tensor>* outputs);
+
+// Two runs of one target at node `node`, as RerunDifference compares them,
+// except that elements the rule above defines count as NaN in both runs: the
+// unset variable there differs from run to run, and that is the wrong value
+// the oracle already reports (a non-NaN at a NaN x), not a second finding.
+std::optional<Divergence> RerunDifferenceOutsideNanRule(const graph::Program& program, int node,
+                                                        const exec::RunResult& first,
+                                                        const exec::RunResult& again);
 
 }  // namespace divfuzz::oracles

@@ -26,10 +26,10 @@ exec::RunResult NondeterministicRun(const graph::Program& program, const ops::Ty
 exec::RunResult RacingOpRun(const graph::Program& program, const ops::TypeEnv& types,
                             exec::Target target, const std::string& op);
 
-// Mimics PyTorch 2.11's orthogonal polynomials (oracles/nan_rule.h) with a
-// fixed value where theirs varies: at a NaN x with n >= 1 an
-// aten::special_*_polynomial_* node returns 1e30 (`uninitialized`), or NaN
-// (the right answer). The run is labelled `target`, computed on the CPU.
+// Mimics PyTorch 2.11's orthogonal polynomials (oracles/nan_rule.h): at a NaN
+// x with n >= 1 an aten::special_*_polynomial_* node returns a finite value
+// that changes on every call, as an unset variable does (`uninitialized`), or
+// NaN (the right answer). The run is labelled `target`, computed on the CPU.
 exec::RunResult NanPolynomialRun(const graph::Program& program, const ops::TypeEnv& types,
                                  exec::Target target, bool uninitialized);
 

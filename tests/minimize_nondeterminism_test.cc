@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "exec/malloc_perturb.h"
 #include "gmock/gmock.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
@@ -189,6 +190,45 @@ CommandRun RunPython(const std::string& script) {
   const std::string dir = testing::TempDir("nondet_py");
   std::ofstream(dir + "/repro.py") << script;
   return RunShell(testing::Python() + " " + dir + "/repro.py");
+}
+
+// Real libtorch, no stand-in: torch 2.11's CPU linalg_lstsq (driver gelsy)
+// takes its column pivots from an at::empty buffer (pytorch#187411), so with a
+// zero first column the rank it returns is 0 or 1 by what that memory held.
+// The reducer's reruns and the repros alternate malloc's perturb byte
+// (exec/malloc_perturb.h), so they see it in a fresh process too.
+constexpr char kLstsq[] = R"(divfuzz v1
+input %a: f32[1,2] = values(0x0p+0, 0x1p+0)
+input %b: f32[1] = fill(0.0)
+%s, %r, %k, %v = aten::linalg_lstsq(%a, %b)
+output %k
+)";
+
+TEST(Nondeterminism, AKernelThatReadsMemoryItNeverWroteDiffersBetweenPerturbedRuns) {
+  // What the perturb byte does to a fresh CPU tensor's memory.
+  for (const auto& [run, held] : {std::pair{1, 0x00}, std::pair{2, 0xa5}}) {
+    exec::ScopedMallocPerturb perturb(exec::RerunPerturbByte(run));
+    const at::Tensor fresh = at::empty({64}, at::kByte);
+    EXPECT_TRUE(fresh.eq(held).all().item<bool>()) << "run " << run << ": " << fresh;
+  }
+  const graph::Program p = MustParse(kLstsq);
+  ReduceOptions o;
+  o.target_a = exec::Target::kCpu;
+  o.target_b = exec::Target::kCpuF64;
+  const std::string signature = "aten::linalg_lstsq|i64|nondeterminism|cpu";
+  absl::StatusOr<Evaluation> e = Evaluate(p, o, signature);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(e->found) << "torch's lstsq no longer reads its pivots uninitialized?";
+  EXPECT_EQ(e->rerun, 2);
+  EXPECT_EQ(oracles::Signature(e->root), signature);
+  ReproSpec spec = RerunSpec(0, "cpu");
+  spec.title = "lstsq";
+  spec.output_index = 2;  // %k, the rank
+  CommandRun r = RunPython(EmitPython(p, spec));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("runs alternate malloc's perturb byte"));
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: nondeterminism reproduces (cpu run 1 vs run 2): "
+                                  "element 0: 1 vs 0"));
 }
 
 TEST(Nondeterminism, ReproPyRerunsTheTarget) {

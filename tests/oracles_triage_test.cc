@@ -111,7 +111,9 @@ TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
 TEST(Attribution, APolynomialAtANanXIsNanWhateverTheReferenceKernelReturns) {
   // PyTorch's own float64 kernel returns an unset variable at a NaN x (its
   // value varies), so without the rule the reference could blame the side
-  // that returns NaN. Planted: cpu returns 1e30 there, cpu-scalar NaN.
+  // that returns NaN. Planted: cpu returns a different huge number there on
+  // every run, cpu-scalar NaN. Its rerun differs only where the rule says
+  // NaN, so the finding is cpu's wrong value, not nondeterminism.
   fuzz::HarnessConfig config;
   config.target_a = exec::Target::kCpu;
   config.target_b = exec::Target::kCpuScalar;
