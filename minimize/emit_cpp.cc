@@ -1249,8 +1249,9 @@ int CheckNondeterminism(const std::string& target, bool cuda) {
     return 0;
   }
   const std::string run_as = target == "cpu-scalar" ? "cpu" : target;
-  std::cout << "runs alternate malloc's perturb byte (fresh memory zeroed, then 0xa5): a kernel "
-               "that reads memory it never wrote differs too\n";
+  std::cout << "runs alternate malloc's perturb byte (fresh memory zeroed, then 0xa5"
+            << (std::getenv("DIVFUZZ_MALLOC_CACHE_OFF") ? "; glibc's thread cache off" : "")
+            << "): a kernel that reads memory it never wrote differs too\n";
   auto run = [&](int k) {
     MallocPerturb(k % 2 ? 0xff : 0x5a);
     Result r = Run(run_as, nullptr);
@@ -1464,6 +1465,24 @@ int Main(int argc, char** argv) {
     std::cout << "unknown target (known: cpu, cuda, cpu-f64, cpu-scalar)\n";
     return 2;
   }
+#if defined(__GLIBC__)
+  // malloc's perturb byte (CheckNondeterminism) never reaches the blocks
+  // glibc's thread cache hands back, and glibc 2.38+ serves PyTorch's aligned
+  // CPU allocations from it too: rerun this program once with the cache off.
+  if (*kRerun != '\0' && std::string(kRerun) != "cuda" &&
+      std::getenv("DIVFUZZ_MALLOC_CACHE_OFF") == nullptr) {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    const std::string off = std::string(tunables != nullptr && *tunables != '\0'
+                                             ? std::string(tunables) + ":"
+                                             : "") +
+                            "glibc.malloc.tcache_count=0";
+    setenv("DIVFUZZ_MALLOC_CACHE_OFF", "1", 1);
+    setenv("GLIBC_TUNABLES", off.c_str(), 1);
+    std::cout.flush();
+    execv("/proc/self/exe", argv);
+    std::cout << "cannot rerun with glibc.malloc.tcache_count=0: perturbing less memory\n";
+  }
+#endif
   if (ta == "cpu-scalar" || tb == "cpu-scalar") {
     // ATen picks its kernels at start-up: rerun this program with the scalar ones.
     const char* cap = std::getenv("ATEN_CPU_CAPABILITY");

@@ -1133,6 +1133,24 @@ def malloc_perturb(byte):
         pass
 
 
+def without_malloc_cache():
+    """Restarts this script once with glibc's thread cache off: malloc's
+    perturb byte never reaches the blocks that cache hands back, and glibc
+    2.38+ serves PyTorch's aligned CPU allocations from it too."""
+    import os
+    import platform
+    if platform.libc_ver()[0] != 'glibc' or os.environ.get('DIVFUZZ_MALLOC_CACHE_OFF'):
+        return
+    env = dict(os.environ, DIVFUZZ_MALLOC_CACHE_OFF='1')
+    env['GLIBC_TUNABLES'] = ':'.join(
+        t for t in (env.get('GLIBC_TUNABLES'), 'glibc.malloc.tcache_count=0') if t)
+    sys.stdout.flush()
+    try:
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    except OSError as e:
+        print('cannot restart with glibc.malloc.tcache_count=0 (%s): perturbing less memory' % e)
+
+
 def check_nondeterminism(target, runs, cuda):
     """Runs one target on the same inputs up to `runs` times (RERUN_SECONDS at
     most); 1 when a run differs from the first bit for bit (the finding
@@ -1152,8 +1170,10 @@ def check_nondeterminism(target, runs, cuda):
         finally:
             malloc_perturb(0)
 
-    print('runs alternate malloc\'s perturb byte (fresh memory zeroed, then 0xa5): a kernel '
-          'that reads memory it never wrote differs too')
+    import os
+    print('runs alternate malloc\'s perturb byte (fresh memory zeroed, then 0xa5%s): a kernel '
+          'that reads memory it never wrote differs too'
+          % ('; glibc\'s thread cache off' if os.environ.get('DIVFUZZ_MALLOC_CACHE_OFF') else ''))
     first = perturbed(1)
     start, k = time.monotonic(), 1
     while k < runs and time.monotonic() - start < RERUN_SECONDS:
@@ -1287,6 +1307,8 @@ def main():
         return _child(*args.child)
     if args.dump_inputs:
         return dump_inputs()
+    if RERUN and RERUN != 'cuda':
+        without_malloc_cache()
     torch.set_printoptions(precision=10, threshold=sys.maxsize)
     targets = [args.target_a, args.target_b]
     print('divfuzz repro: %s' % TITLE)

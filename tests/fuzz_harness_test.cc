@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "exec/executor.h"
 #include "fuzz/feedback.h"
 #include "fuzz/harness.h"
 #include "graph/printer.h"
@@ -55,6 +56,47 @@ TEST(Harness, RecordsOneBucketPerSignatureWithARepro) {
   ASSERT_FALSE(e["repro_py"].get<std::string>().empty());
   EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["repro_py"].get<std::string>()));
   EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["program"].get<std::string>()));
+}
+
+// A CUDA fault poisons the worker's context: the harness records the input
+// and aborts. The bucket is named after the node that faulted, as the crash
+// artifact the abort leaves is (fuzz/artifacts.cc), so `divfuzz repro` can
+// reduce it (a "cuda_fatal" bucket could not be). The fault is planted on a
+// CPU run labelled cuda.
+TEST(Harness, ACudaFaultIsACrashBucketOfTheNodeThatFaulted) {
+  const std::string dir = testing::TempDir("findings");
+  HarnessConfig c = CpuPair(dir);
+  c.target_b = exec::Target::kCuda;
+  c.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
+    exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
+    r.target = exec::Target::kCuda;
+    r.nodes[1].outputs.clear();
+    r.nodes[1].error = exec::NodeError{exec::NodeError::Kind::kCudaFatal,
+                                       "CUDA error: an illegal memory access was encountered"};
+    r.cuda_fatal = true;
+    return r;
+  };
+  ::testing::FLAGS_gtest_death_test_style = "fast";  // the child writes the store we read
+  EXPECT_DEATH(
+      {
+        Harness h(c);
+        h.TestOneInput(reinterpret_cast<const uint8_t*>(kDiverging), sizeof(kDiverging) - 1);
+      },
+      "CUDA fault; aborting");
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  auto index = (*store)->Load();
+  ASSERT_TRUE(index.ok()) << index.status();
+  bool found = false;
+  for (const nlohmann::json& e : *index) {
+    if (e["class"] != "crash") continue;
+    found = true;
+    EXPECT_EQ(e["signature"], "aten::sub.Tensor|f32|crash|cuda");
+    EXPECT_EQ(e["tier"], "bug");
+    EXPECT_EQ(e["detail"]["node"], 1);
+    EXPECT_EQ(e["detail"]["summary"], "crash in aten::sub.Tensor on cuda (a CUDA fault)");
+  }
+  EXPECT_TRUE(found) << "no crash bucket in " << dir;
 }
 
 TEST(Harness, SkipsInputsThatAlreadyKilledAWorker) {

@@ -227,6 +227,7 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output,
               HasSubstr("VERDICT: nondeterminism reproduces (cpu run 1 vs run 2): element 1: "));
+  EXPECT_THAT(r.output, HasSubstr("; glibc's thread cache off): a kernel"));
   EXPECT_THAT(r.output, HasSubstr("cpu run 1: nan "));
 }
 

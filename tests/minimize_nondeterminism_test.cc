@@ -226,7 +226,8 @@ TEST(Nondeterminism, AKernelThatReadsMemoryItNeverWroteDiffersBetweenPerturbedRu
   spec.output_index = 2;  // %k, the rank
   CommandRun r = RunPython(EmitPython(p, spec));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("runs alternate malloc's perturb byte"));
+  EXPECT_THAT(r.output, HasSubstr("runs alternate malloc's perturb byte (fresh memory zeroed, "
+                                  "then 0xa5; glibc's thread cache off)"));
   EXPECT_THAT(r.output, HasSubstr("VERDICT: nondeterminism reproduces (cpu run 1 vs run 2): "
                                   "element 0: 1 vs 0"));
 }
