@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "fuzz/failure_hit.h"
 #include "fuzz/harness.h"
 #include "fuzz/spawn.h"
 #include "graph/printer.h"
@@ -129,29 +130,13 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     const bool timeout_artifact = absl::StrContains(path, "/timeout-");
     const bool hang = r.hung || (!r.crashed && timeout_artifact);
     const bool reproduced = r.hung || r.crashed;
-    store::FindingHit hit;
-    hit.divergence_class = hang ? "hang" : "crash";
-    hit.root_op = r.op.empty() ? "<unknown>" : r.op;
-    hit.wrong_side = r.target.empty() ? "undecided" : r.target;
-    hit.tier = "bug";
-    hit.severity = hit.divergence_class;
-    hit.targets = c.targets;
     absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
-    if (types.ok() && r.node >= 0 && static_cast<size_t>(r.node) < program.nodes.size() &&
-        !program.nodes[r.node].results.empty()) {
-      hit.dtype = std::string(graph::DTypeName(types->at(program.nodes[r.node].results[0]).dtype));
-    }
-    hit.signature =
-        absl::StrCat(hit.root_op, "|", hit.dtype, "|", hit.divergence_class, "|", hit.wrong_side);
-    hit.detail = {
-        {"artifact", path},
-        {"node", r.node},
-        {"reproduced", reproduced},
-        {"signal", r.signal},
-        {"cuda_fault", r.cuda_fault},
-        {"summary", absl::StrCat(hit.divergence_class, " in ", hit.root_op, " on ", hit.wrong_side,
-                                 r.cuda_fault ? " (a CUDA fault)" : "",
-                                 reproduced ? "" : " (did not recur in a fresh process)")}};
+    store::FindingHit hit = FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
+                                       hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced);
+    hit.targets = c.targets;
+    hit.detail["artifact"] = path;
+    hit.detail["reproduced"] = reproduced;
+    hit.detail["signal"] = r.signal;
     // An op that kills workers again and again would stall the campaign on it.
     if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {
       std::cout << "divfuzz campaign: " << r.op << (r.hung ? " hangs" : " crashes")

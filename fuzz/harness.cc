@@ -17,6 +17,7 @@
 #include "exec/executor.h"
 #include "exec/malloc_perturb.h"
 #include "exec/memory_budget.h"
+#include "fuzz/failure_hit.h"
 #include "fuzz/feedback.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
@@ -277,30 +278,18 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   // recorded above; let the supervisor start a fresh worker.
   if (ra.cuda_fatal || rb.cuda_fatal) {
     // The node that faulted names the bucket, as the campaign names the crash
-    // artifact this abort leaves (fuzz/artifacts.cc): one bucket for both,
-    // which `divfuzz repro` reduces like any crash.
+    // artifact this abort leaves: one bucket for both (fuzz/failure_hit.h).
     const exec::RunResult& bad = ra.cuda_fatal ? ra : rb;
     int node = -1;
     for (size_t i = 0; i < bad.nodes.size() && node < 0; ++i) {
       const auto& e = bad.nodes[i].error;
       if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
     }
-    store::FindingHit hit;
-    hit.divergence_class = "crash";
-    hit.root_op = node >= 0 ? program.nodes[node].QualifiedName() : "<unknown>";
-    if (node >= 0 && !program.nodes[node].results.empty()) {
-      hit.dtype = std::string(graph::DTypeName(types->at(program.nodes[node].results[0]).dtype));
-    }
-    hit.wrong_side = std::string(exec::TargetName(bad.target));
-    hit.tier = "bug";
-    hit.severity = "crash";
-    hit.signature =
-        absl::StrCat(hit.root_op, "|", hit.dtype, "|", hit.divergence_class, "|", hit.wrong_side);
+    store::FindingHit hit =
+        FailureHit(program, &*types, node, node >= 0 ? program.nodes[node].QualifiedName() : "",
+                   "crash", std::string(exec::TargetName(bad.target)), /*cuda_fault=*/true,
+                   /*reproduced=*/true);
     hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
-    hit.detail = {{"node", node},
-                  {"cuda_fault", true},
-                  {"summary", absl::StrCat("crash in ", hit.root_op, " on ", hit.wrong_side,
-                                           " (a CUDA fault)")}};
     (void)state_->store->Record(hit, text);
     FlushHits();
     std::cerr << "divfuzz: CUDA fault; aborting so the supervisor restarts the worker\n";

@@ -1137,8 +1137,6 @@ def without_malloc_cache():
     """Restarts this script once with glibc's thread cache off: malloc's
     perturb byte never reaches the blocks that cache hands back, and glibc
     2.38+ serves PyTorch's aligned CPU allocations from it too."""
-    import os
-    import platform
     if platform.libc_ver()[0] != 'glibc' or os.environ.get('DIVFUZZ_MALLOC_CACHE_OFF'):
         return
     env = dict(os.environ, DIVFUZZ_MALLOC_CACHE_OFF='1')
@@ -1170,7 +1168,6 @@ def check_nondeterminism(target, runs, cuda):
         finally:
             malloc_perturb(0)
 
-    import os
     print('runs alternate malloc\'s perturb byte (fresh memory zeroed, then 0xa5%s): a kernel '
           'that reads memory it never wrote differs too'
           % ('; glibc\'s thread cache off' if os.environ.get('DIVFUZZ_MALLOC_CACHE_OFF') else ''))

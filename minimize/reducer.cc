@@ -124,15 +124,15 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
   // Run k under its own malloc perturb byte: a kernel that reads memory it
   // never wrote then differs between runs in any process (exec/malloc_perturb.h).
   auto run = [&](int k) {
-    return [&, k] {
+    return Announced(options, text, [&] {
       exec::ScopedMallocPerturb perturb(exec::RerunPerturbByte(k));
       return RunWith(runner, program, e.types, target);
-    };
+    });
   };
-  e.a = Announced(options, text, run(1));
+  e.a = run(1);
   for (int k = 2; k <= kNondeterminismReruns + 1; ++k) {
     if (Settled(e.hits, kNondeterminismReruns + 2 - k, required_hits)) break;
-    exec::RunResult b = Announced(options, text, run(k));
+    exec::RunResult b = run(k);
     ++e.runs;
     if (!e.a.setup_error.empty() || !b.setup_error.empty()) {
       if (!e.found) e.b = std::move(b);
