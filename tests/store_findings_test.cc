@@ -21,10 +21,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 std::string MakeTempDir() {
-  std::string tmpl = ::testing::TempDir() + "/findings_store_test.XXXXXX";
-  char* made = ::mkdtemp(tmpl.data());
-  EXPECT_NE(made, nullptr);
-  return tmpl + "/findings";  // Open must create it
+  return divfuzz::testing::TempDir("store") + "/findings";  // Open must create it
 }
 
 FindingHit Hit(const std::string& op, const std::string& cls) {

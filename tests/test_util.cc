@@ -1,10 +1,13 @@
 #include "tests/test_util.h"
 
+#include <ftw.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <vector>
 
@@ -25,9 +28,51 @@ void WriteTextFile(const std::string& path, const std::string& text) {
   EXPECT_TRUE(out.good()) << path;
 }
 
+namespace {
+
+int RemoveOne(const char* path, const struct stat*, int, struct FTW*) {
+  ::remove(path);
+  return 0;
+}
+
+// Removes the folders TempDir made for a test that passed (or was skipped);
+// a failed test's are kept, and named, for inspection.
+class TempDirCleaner : public ::testing::EmptyTestEventListener {
+ public:
+  void Add(const std::string& dir) { dirs_.push_back(dir); }
+
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    const bool keep = info.result()->Failed() || std::getenv("DIVFUZZ_KEEP_TEST_DIRS") != nullptr;
+    for (const std::string& dir : dirs_) {
+      if (keep) {
+        std::cerr << "kept " << dir << "\n";
+      } else {
+        // nftw rather than std::filesystem::remove_all (see TempDir).
+        ::nftw(dir.c_str(), RemoveOne, 16, FTW_DEPTH | FTW_PHYS);
+      }
+    }
+    dirs_.clear();
+  }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
+TempDirCleaner& Cleaner() {
+  // gtest owns (and deletes) appended listeners.
+  static TempDirCleaner* cleaner = [] {
+    auto* c = new TempDirCleaner;
+    ::testing::UnitTest::GetInstance()->listeners().Append(c);
+    return c;
+  }();
+  return *cleaner;
+}
+
+}  // namespace
+
 std::string TempDir(const std::string& name) {
-  // mkdtemp rather than std::filesystem::remove_all: libtorch.so exports its
-  // own copy of std::filesystem symbols, and that remove_all crashes here.
+  // mkdtemp rather than std::filesystem: libtorch.so exports its own copy of
+  // std::filesystem symbols, and that remove_all crashes here.
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string pattern = ::testing::TempDir() + "divfuzz-" + info->name() + "-" + name + "-XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
@@ -36,6 +81,7 @@ std::string TempDir(const std::string& name) {
     ADD_FAILURE() << "mkdtemp failed for " << pattern;
     return "/tmp";
   }
+  Cleaner().Add(buf.data());
   return std::string(buf.data());
 }
 

@@ -27,7 +27,8 @@ inline ops::TypeEnv MustInfer(const graph::Program& p) {
 std::string ReadTextFile(const std::string& path);
 void WriteTextFile(const std::string& path, const std::string& text);
 
-// A fresh empty folder under the test's temporary directory.
+// A fresh empty folder under the test's temporary directory, removed when the
+// test passes (kept when it fails, or always with DIVFUZZ_KEEP_TEST_DIRS set).
 std::string TempDir(const std::string& name);
 
 struct CommandRun {
