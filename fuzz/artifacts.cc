@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "fuzz/failure_hit.h"
 #include "fuzz/harness.h"
+#include "fuzz/inflight.h"
 #include "fuzz/spawn.h"
 #include "graph/printer.h"
 #include "minimize/emit_python.h"
@@ -38,6 +39,15 @@ struct Replay {
   int node = -1;
   std::string op;
 };
+
+// libFuzzer names an artifact after the SHA-1 of its input. An empty file
+// under any other name is a write its handler began and never finished (on a
+// heap the kernel corrupted): not an input, whose program would be one
+// generated from the hash of nothing. The worker's in-flight record keeps
+// the real input (SaveInflightArtifact).
+bool FailedWrite(const std::string& path, const std::string& data) {
+  return data.empty() && !absl::EndsWith(path, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+}
 
 Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   Replay r;
@@ -115,6 +125,12 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     std::stringstream bytes;
     bytes << in.rdbuf();
     const std::string data = bytes.str();
+    if (FailedWrite(path, data)) {
+      std::cout << "divfuzz campaign: " << path
+                << " is empty: libFuzzer's handler never wrote the input (the worker's in-flight"
+                   " record keeps it); not a finding\n";
+      continue;
+    }
     const graph::Program program =
         ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
     const Replay r = Locate(c, path);
@@ -168,6 +184,34 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
   return recorded;
 }
 
+std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
+                                 const std::string& prefix) {
+  const std::optional<std::string> input = ReadInflight(record);
+  ClearInflight(record);
+  if (!input) return "";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool artifact = absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
+                          absl::StartsWith(name, "oom-");
+    std::error_code size_ec;
+    if (!artifact || fs::file_size(entry.path(), size_ec) != input->size() || size_ec) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes == *input) return "";  // libFuzzer's own artifact
+  }
+  const std::string path = absl::StrCat(
+      crashes_dir, "/", prefix, "inflight-",
+      absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(input->data()), input->size()),
+                absl::kZeroPad16));
+  if (absl::Status s = store::WriteFileAtomically(path, *input); !s.ok()) {
+    std::cerr << "divfuzz campaign: saving the input a worker died on failed: " << s.message()
+              << "\n";
+    return "";
+  }
+  return path;
+}
+
 void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
                    const std::string& path) {
   std::string text;
@@ -179,6 +223,7 @@ void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& 
     std::ifstream in(crashes_dir + "/" + name, std::ios::binary);
     if (!in) continue;
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (FailedWrite(name, data)) continue;
     absl::StrAppend(
         &text, absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(data.data()), data.size())),
         "\n");

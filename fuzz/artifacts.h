@@ -23,6 +23,13 @@ struct ArtifactContext {
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
 
+// Saves the input a dead worker was running (its in-flight record,
+// fuzz/inflight.h) as crashes_dir/<prefix>inflight-<InputHash> when libFuzzer
+// left no artifact of those bytes, and clears the record. Returns the path
+// written, or "" when there was nothing to save.
+std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
+                                 const std::string& prefix);
+
 // Writes the InputHash of every crash-/timeout-/oom- artifact in `seen` to
 // `path` (hex, one a line; the workers' DIVFUZZ_SKIP_INPUTS), so an input
 // that killed a worker is not run again, even where its op stays unnamed.

@@ -27,6 +27,7 @@
 #include "fuzz/campaign_status.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
+#include "fuzz/inflight.h"
 #include "fuzz/repro_queue.h"
 #include "fuzz/spawn.h"
 #include "oracles/policy.h"
@@ -203,6 +204,7 @@ class Supervisor {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Reap();
+      Watch();
       if (config_.repro_seconds > 0 && !stop_requested) repros_.Poll();
       state_.elapsed_seconds = elapsed();
       if (Clock::now() - last_report >= std::chrono::seconds(5)) {
@@ -221,7 +223,7 @@ class Supervisor {
       }
       if (Alive() == 0 && (remaining < 1 || AllFinished())) break;
       // libFuzzer missed its own deadline (a hung input past -timeout's reach).
-      if (elapsed() > config_.budget_seconds + 30) StopAll();
+      if (elapsed() > config_.budget_seconds + 30) StopAll(/*overdue=*/true);
     }
     repros_.Finish(stop_requested ? 0 : 30);
     // Programs the reducers hung in (repro --hang_artifacts) become hang findings.
@@ -258,6 +260,10 @@ class Supervisor {
     pid_t pid = -1;
     bool finished = false;  // ran to the end of its time
     std::string log;
+    // The watchdog's view of the worker's in-flight record (fuzz/inflight.h).
+    uint64_t sequence = 0;
+    Clock::time_point since;  // when `sequence` began, or was last seen idle
+    bool wedged = false;      // killed by the watchdog
   };
 
   void Spawn(size_t i, int remaining) {
@@ -287,7 +293,8 @@ class Supervisor {
         {"DIVFUZZ_MEMORY_BUDGET_MB", absl::StrCat(config_.memory_budget_mb)},
         {"DIVFUZZ_PLUGINS", config_.plugins},
         {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")},
-        {"DIVFUZZ_SKIP_INPUTS", work_ + "/skip_inputs.txt"}};
+        {"DIVFUZZ_SKIP_INPUTS", work_ + "/skip_inputs.txt"},
+        {"DIVFUZZ_INFLIGHT", InflightPath(i)}};
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
     // Workers share the cores instead of each starting one thread per core.
     if (std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -295,6 +302,34 @@ class Supervisor {
       env["OMP_NUM_THREADS"] = std::to_string(std::max<unsigned>(1, cores / slots_.size()));
     }
     s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true});
+    s.sequence = 0;
+    s.since = Clock::now();
+    s.wedged = false;
+  }
+
+  // libFuzzer's -timeout alarm ends an input that runs too long. A worker
+  // still on one input long after that has a wedged alarm handler (a heap
+  // the kernel under test corrupted deadlocks it, as it does the crash
+  // handler): kill it, and Reap keeps its input as a timeout artifact.
+  void Watch() {
+    const auto limit = std::chrono::seconds(2 * config_.timeout + 10);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (s.pid <= 0 || s.wedged) continue;
+      const std::optional<InflightState> now = PeekInflight(InflightPath(i));
+      if (!now || now->size == 0 || now->sequence != s.sequence) {
+        s.sequence = now ? now->sequence : 0;
+        s.since = Clock::now();
+        continue;
+      }
+      if (Clock::now() - s.since < limit) continue;
+      s.wedged = true;
+      std::cout << "divfuzz campaign: worker " << i << " has run one input for "
+                << std::chrono::duration_cast<std::chrono::seconds>(limit).count()
+                << " s, past libFuzzer's -timeout=" << config_.timeout
+                << " (its handlers are wedged); killing it\n";
+      kill(s.pid, SIGKILL);
+    }
   }
 
   void Reap() {
@@ -311,6 +346,7 @@ class Supervisor {
       ++state_.restarts;
       std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
                 << " (log: " << s.log << "); starting a new one\n";
+      SaveInflight(i, s.wedged ? "timeout-" : "crash-");
       RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
                          &state_.handled_artifacts, &state_.quarantine);
       // Before the state: a resumed campaign's workers read the list as saved.
@@ -319,13 +355,31 @@ class Supervisor {
     }
   }
 
-  void StopAll() {
+  // Kills the workers; `overdue`: they ran past the budget, so the input
+  // one was running hung past libFuzzer's -timeout and is kept as a hang.
+  void StopAll(bool overdue = false) {
     for (Slot& s : slots_) {
       if (s.pid > 0) kill(s.pid, SIGKILL);
     }
-    for (Slot& s : slots_) {
-      if (s.pid > 0) waitpid(s.pid, nullptr, 0);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (s.pid > 0) {
+        waitpid(s.pid, nullptr, 0);
+        if (overdue) SaveInflight(i, "timeout-");
+      }
       s.pid = -1;
+    }
+  }
+
+  std::string InflightPath(size_t i) const { return absl::StrCat(work_, "/logs/inflight-", i); }
+
+  // A worker that died before libFuzzer's handler wrote an artifact (SIGKILL,
+  // a heap the kernel corrupted) still leaves the input it was running.
+  void SaveInflight(size_t i, const std::string& prefix) {
+    const std::string saved = SaveInflightArtifact(InflightPath(i), work_ + "/crashes", prefix);
+    if (!saved.empty()) {
+      std::cout << "divfuzz campaign: worker " << i
+                << " left no artifact; kept the input it was running as " << saved << "\n";
     }
   }
 

@@ -19,6 +19,7 @@
 #include "exec/memory_budget.h"
 #include "fuzz/failure_hit.h"
 #include "fuzz/feedback.h"
+#include "fuzz/inflight.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/stable_hash.h"
@@ -61,6 +62,7 @@ struct Harness::State {
   // since rewriting it for each hit cost more than running the program.
   std::set<std::string> known;
   std::map<std::string, int64_t> pending_hits;
+  std::unique_ptr<InflightRecord> inflight;
 
   nlohmann::json Json() const {
     return {{"executions", executions},         {"parsed", parsed},
@@ -100,6 +102,7 @@ HarnessConfig ConfigFromEnvironment() {
   c.policy.cuda_tf32 = Env("DIVFUZZ_TF32") == "1";
   exec::SetCudaMathMode({c.policy.cuda_tf32, c.policy.cuda_tf32});
   c.stats_path = std::string(Env("DIVFUZZ_STATS"));
+  c.inflight_path = std::string(Env("DIVFUZZ_INFLIGHT"));
   for (absl::string_view op : absl::StrSplit(Env("DIVFUZZ_QUARANTINE"), ',', absl::SkipEmpty())) {
     c.quarantine.insert(std::string(op));
   }
@@ -153,6 +156,16 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
     std::exit(2);
   }
   state_->store = *std::move(s);
+  if (!config_.inflight_path.empty()) {
+    // libFuzzer's -max_len in a campaign is 64 KiB; the file stays sparse.
+    absl::StatusOr<std::unique_ptr<InflightRecord>> r =
+        InflightRecord::Open(config_.inflight_path, size_t{1} << 20);
+    if (!r.ok()) {
+      std::cerr << "divfuzz: " << r.status().message() << "\n";
+      std::exit(2);
+    }
+    state_->inflight = *std::move(r);
+  }
 }
 
 void Harness::FlushHits() {
@@ -352,6 +365,13 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
 }
 
 int Harness::TestOneInput(const uint8_t* data, size_t size) {
+  struct InFlight {
+    InflightRecord* record;
+    ~InFlight() {
+      if (record != nullptr) record->End();
+    }
+  } in_flight{state_->inflight.get()};
+  if (in_flight.record != nullptr) in_flight.record->Begin(data, size);
   if (!config_.skip_inputs.empty() && config_.skip_inputs.count(InputHash(data, size))) {
     ++state_->quarantined;
     BumpCounter("<skipped_input>", "", "quarantined");

@@ -43,6 +43,9 @@ struct HarnessConfig {
   // (3-minute CPU runs: 619 buckets against 317 without it). 0: off.
   double feedback_cost = 0;
   oracles::Policy policy = oracles::DefaultPolicy();
+  // Where each input is recorded while it runs (fuzz/inflight.h); the
+  // campaign sets it per worker. Empty: not recorded.
+  std::string inflight_path;
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
 };
@@ -52,6 +55,7 @@ struct HarnessConfig {
 // DIVFUZZ_FEEDBACK_COST (see HarnessConfig::feedback_cost),
 // DIVFUZZ_QUARANTINE (comma-separated ops not to run), DIVFUZZ_SKIP_INPUTS (a
 // file of InputHash values in hex, one a line), DIVFUZZ_MEMORY_BUDGET_MB
+// DIVFUZZ_INFLIGHT (the in-flight input record, fuzz/inflight.h)
 // and DIVFUZZ_FEEDBACK=0 (no divergence feedback to libFuzzer); the
 // default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
 // once on stderr).

@@ -1,12 +1,20 @@
 // A deliberately faulty plugin for the reliability tests (loaded with
-// --plugins): it replaces the CPU kernels of four real ATen ops so that, on
+// --plugins): it replaces the CPU kernels of six real ATen ops so that, on
 // float32 inputs, they do what buggy kernels do to a fuzzer's process:
 //   aten::expm1  segfaults            aten::log1p  aborts
 //   aten::exp2   hangs                aten::rsqrt  throws
+//   aten::log2   dies before libFuzzer can write an artifact (SIGKILL: as
+//                from the OOM killer, or a heap so corrupted that libFuzzer's
+//                crash handler dies in malloc, as MKL's sgebal left it)
+//   aten::log10  hangs where libFuzzer's -timeout cannot see it (SIGALRM
+//                ignored, as when a corrupted heap wedges libFuzzer's alarm
+//                handler); only when the first element is 0.125, so that
+//                mutated programs rarely wedge a test's campaign
 // Other dtypes compute the function from other ops, so the damage stays in
 // one (op, f32) bucket each.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/div.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/pow.h>
@@ -46,6 +54,19 @@ at::Tensor RsqrtThrows(const at::Tensor& self) {
   return at::reciprocal(at::sqrt(self));
 }
 
+at::Tensor Log2DiesWithoutAnArtifact(const at::Tensor& self) {
+  if (Faulty(self)) std::raise(SIGKILL);
+  return at::div(at::log(self), 0.6931471805599453);
+}
+
+at::Tensor Log10HangsPastTheAlarm(const at::Tensor& self) {
+  if (Faulty(self) && self.numel() > 0 && self.flatten()[0].item<float>() == 0.125f) {
+    std::signal(SIGALRM, SIG_IGN);
+    for (;;) sleep(1);
+  }
+  return at::div(at::log(self), 2.302585092994046);
+}
+
 }  // namespace
 
 // Replaces the kernels ATen registered (torch warns that it overrides them).
@@ -54,4 +75,6 @@ TORCH_LIBRARY_IMPL(aten, CPU, m) {
   m.impl("log1p", &Log1pAborts);
   m.impl("exp2", &Exp2Hangs);
   m.impl("rsqrt", &RsqrtThrows);
+  m.impl("log2", &Log2DiesWithoutAnArtifact);
+  m.impl("log10", &Log10HangsPastTheAlarm);
 }

@@ -127,7 +127,8 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
       // mutated huge n is a genuine hang, not a bad input that got through.
       const bool real_hang = e["class"] == "hang" && op.find("_polynomial_") != std::string::npos;
       EXPECT_TRUE(op.find("expm1") != std::string::npos || op.find("log1p") != std::string::npos ||
-                  op.find("exp2") != std::string::npos || real_hang)
+                  op.find("exp2") != std::string::npos || op.find("log2") != std::string::npos ||
+                  op.find("log10") != std::string::npos || real_hang)
           << e.dump();
     }
   }
@@ -181,6 +182,10 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   fs::create_directories(dir + "/campaign/crashes");
   testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-returns", UnaryProgram("aten::sinh"));
   testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-hangs", UnaryProgram("aten::exp2"));
+  // An artifact libFuzzer's handler created and never wrote (a corrupted
+  // heap): empty, though its name is the SHA-1 of a real input.
+  testing::WriteTextFile(dir + "/campaign/crashes/crash-3108190d6245fca0cf675c39647d7f92a6d529da",
+                         "");
   const testing::CommandRun run = testing::RunShell(
       "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
       " --seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
@@ -194,6 +199,79 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   const auto hang = Buckets(index, "aten::exp2", "hang");
   ASSERT_EQ(hang.size(), 1u) << run.output;
   EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
+  EXPECT_NE(run.output.find("crash-3108190d6245fca0cf675c39647d7f92a6d529da is empty: libFuzzer's "
+                            "handler never wrote the input"),
+            std::string::npos)
+      << run.output;
+  for (const nlohmann::json& e : index) {
+    EXPECT_EQ(e["detail"].value("artifact", "").find("crash-3108190d"), std::string::npos)
+        << e.dump();
+  }
+}
+
+TEST(CampaignReliability, AWorkerThatDiesBeforeLibFuzzerWritesAnArtifactStillLeavesItsInput) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("inflight");
+  const std::string seeds = dir + "/seeds";
+  fs::create_directories(seeds);
+  // SIGKILL in aten::log2 on float32: libFuzzer's handler never runs.
+  testing::WriteTextFile(seeds + "/killed.dfz", UnaryProgram("aten::log2"));
+  const testing::CommandRun run = testing::RunShell(
+      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " --seconds=6 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("worker 0 died: killed by signal 9"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("worker 0 left no artifact; kept the input it was running as "
+                            "campaign/crashes/crash-inflight-"),
+            std::string::npos)
+      << run.output;
+  const auto killed = Buckets(ReadIndex(dir + "/findings"), "aten::log2", "crash");
+  ASSERT_EQ(killed.size(), 1u) << run.output;
+  EXPECT_EQ(killed[0]["dtype"], "f32");
+  EXPECT_EQ(killed[0]["wrong_side"], "cpu");
+  EXPECT_EQ(killed[0]["detail"]["signal"], 9);
+  EXPECT_EQ(killed[0]["detail"]["reproduced"], true);
+  const std::string id = killed[0]["id"];
+  const std::string program = testing::ReadTextFile(dir + "/findings/" + id + "/program.dfz");
+  EXPECT_NE(program.find("aten::log2"), std::string::npos) << program;
+  EXPECT_TRUE(fs::exists(dir + "/findings/" + id + "/repro.py")) << id;
+  // The op is quarantined and the input skipped: one death, not one per worker.
+  EXPECT_NE(run.output.find("aten::log2 crashes reproducibly"), std::string::npos) << run.output;
+}
+
+TEST(CampaignReliability, AWorkerWedgedPastLibFuzzersTimeoutIsKilledAndItsInputKept) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("wedged");
+  const std::string seeds = dir + "/seeds";
+  fs::create_directories(seeds);
+  // aten::log10 ignores SIGALRM and hangs on this input: libFuzzer's alarm
+  // never fires, so only the campaign's watchdog (2 x 2 s + 10 s) ends it.
+  testing::WriteTextFile(seeds + "/wedged.dfz",
+                         "divfuzz v1\ninput %x: f32[4] = values(0.125, 1, 2, 3)\n"
+                         "%y = aten::log10(%x)\noutput %y\n");
+  const auto start = std::chrono::steady_clock::now();
+  const testing::CommandRun run = testing::RunShell(
+      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " --seconds=25 --timeout=2 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("worker 0 has run one input for 14 s, past libFuzzer's -timeout=2 (its "
+                            "handlers are wedged); killing it"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("worker 0 left no artifact; kept the input it was running as "
+                            "campaign/crashes/timeout-inflight-"),
+            std::string::npos)
+      << run.output;
+  const auto hang = Buckets(ReadIndex(dir + "/findings"), "aten::log10", "hang");
+  ASSERT_EQ(hang.size(), 1u) << run.output;
+  EXPECT_EQ(hang[0]["dtype"], "f32");
+  EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
+  // The campaign went on with a new worker and ended on time, not at its
+  // budget plus the 30 s it gives a worker that missed its own deadline.
+  EXPECT_NE(run.output.find("worker 0 died: killed by signal 9"), std::string::npos) << run.output;
+  EXPECT_LT(seconds, 25 + 25) << run.output;
 }
 
 TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
