@@ -214,8 +214,10 @@ TEST(CampaignReliability, AWorkerThatDiesBeforeLibFuzzerWritesAnArtifactStillLea
   const std::string dir = testing::TempDir("inflight");
   const std::string seeds = dir + "/seeds";
   fs::create_directories(seeds);
-  // SIGKILL in aten::log2 on float32: libFuzzer's handler never runs.
-  testing::WriteTextFile(seeds + "/killed.dfz", UnaryProgram("aten::log2"));
+  // SIGKILL in aten::log2 on this input: libFuzzer's handler never runs.
+  testing::WriteTextFile(seeds + "/killed.dfz",
+                         "divfuzz v1\ninput %x: f32[4] = values(0.375, 1, 2, 3)\n"
+                         "%y = aten::log2(%x)\noutput %y\n");
   const testing::CommandRun run = testing::RunShell(
       "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
       " --seconds=6 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
