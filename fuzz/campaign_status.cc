@@ -1,12 +1,16 @@
 #include "fuzz/campaign_status.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "report/report.h"
 #include "store/findings_store.h"
@@ -71,8 +75,8 @@ void StatusReporter::Report(double elapsed, int64_t executions, int workers_aliv
                          tiers["dtype_gap"], workers_alive, restarts);
 }
 
-void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds, int restarts,
-                  const nlohmann::json& totals) {
+void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
+                  double seconds, int restarts, const nlohmann::json& totals) {
   std::vector<nlohmann::json> index = LoadIndex(findings_dir);
   std::map<std::string, int> by_class, by_tier;
   for (const nlohmann::json& e : index) {
@@ -106,6 +110,28 @@ void PrintSummary(const std::string& findings_dir, int64_t executions, double se
     std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
                                  e.value("severity", ""), e.value("tier", ""),
                                  e.value("wrong_side", ""), e.value("count", 0));
+  }
+  // Buckets found as the run ended (or with --repro_seconds=0, or given up by
+  // their reducer) have only the fuzzer's program: say how to finish them.
+  std::string unminimized;
+  int count = 0;
+  for (const nlohmann::json& e : index) {
+    if (!e.value("minimized", "").empty()) continue;
+    absl::StrAppend(&unminimized, findings_dir, "/", e.value("id", ""), "\n");
+    ++count;
+  }
+  const std::string list = work_dir + "/unminimized.txt";
+  if (count == 0) {
+    std::remove(list.c_str());
+  } else if (absl::Status s = store::WriteFileAtomically(list, unminimized); !s.ok()) {
+    std::cerr << "divfuzz campaign: writing " << list << " failed: " << s.message() << "\n";
+  } else {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    const std::string tool = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "divfuzz";
+    std::cout << count << " bucket(s) have no minimized repro yet (listed in " << list
+              << ", most severe first); to write them:\n  xargs " << tool << " repro < " << list
+              << "\n";
   }
   std::cout << "findings: " << findings_dir << "/index.jsonl\n";
 }

@@ -23,7 +23,9 @@ class StatusReporter {
   int64_t last_executions_ = 0;
 };
 
-void PrintSummary(const std::string& findings_dir, int64_t executions, double seconds, int restarts,
-                  const nlohmann::json& totals);
+// Ends with the buckets that have no minimized repro yet, listed one finding
+// folder a line in work_dir/unminimized.txt, and the command that writes them.
+void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
+                  double seconds, int restarts, const nlohmann::json& totals);
 
 }  // namespace divfuzz::fuzz

@@ -250,8 +250,8 @@ class Supervisor {
       }
       std::cout << "\n";
     }
-    PrintSummary(config_.findings, totals.value("executions", int64_t{0}), state_.elapsed_seconds,
-                 state_.restarts, totals);
+    PrintSummary(config_.findings, work_, totals.value("executions", int64_t{0}),
+                 state_.elapsed_seconds, state_.restarts, totals);
     return 0;
   }
 

@@ -239,6 +239,13 @@ TEST(CampaignReliability, AWorkerThatDiesBeforeLibFuzzerWritesAnArtifactStillLea
   EXPECT_TRUE(fs::exists(dir + "/findings/" + id + "/repro.py")) << id;
   // The op is quarantined and the input skipped: one death, not one per worker.
   EXPECT_NE(run.output.find("aten::log2 crashes reproducibly"), std::string::npos) << run.output;
+  // With --repro_seconds=0 the summary says how to write its repros.
+  EXPECT_NE(
+      run.output.find("to write them:\n  xargs " + kTool + " repro < campaign/unminimized.txt"),
+      std::string::npos)
+      << run.output;
+  const std::string unminimized = testing::ReadTextFile(dir + "/campaign/unminimized.txt");
+  EXPECT_NE(unminimized.find(dir + "/findings/" + id + "\n"), std::string::npos) << unminimized;
 }
 
 TEST(CampaignReliability, AWorkerWedgedPastLibFuzzersTimeoutIsKilledAndItsInputKept) {
