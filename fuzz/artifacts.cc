@@ -9,7 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -49,6 +49,20 @@ bool FailedWrite(const std::string& path, const std::string& data) {
   return data.empty() && !absl::EndsWith(path, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
 }
 
+// An input that killed a worker: libFuzzer's crash-, timeout- and oom-
+// files, and the in-flight ones saved beside them (not locate's logs).
+bool KillerArtifact(const std::string& name) {
+  return (absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
+          absl::StartsWith(name, "oom-")) &&
+         !absl::EndsWith(name, ".log");
+}
+
+std::optional<std::string> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   Replay r;
   const std::string out = artifact + ".locate.log";
@@ -67,10 +81,7 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
     const std::uintmax_t size = fs::file_size(out, ec);
     if (!ec && size != seen_size) {
       seen_size = size;
-      std::ifstream log(out);
-      const std::string text((std::istreambuf_iterator<char>(log)),
-                             std::istreambuf_iterator<char>());
-      if (absl::StrContains(text, "RUN ")) {
+      if (absl::StrContains(ReadBytes(out).value_or(""), "RUN ")) {
         since = Clock::now();
         allowed = std::chrono::seconds(c.timeout_seconds);
       }
@@ -110,8 +121,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
   std::vector<std::string> fresh;
   for (const auto& entry : fs::directory_iterator(c.crashes_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool artifact = absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
-                          absl::StartsWith(name, "oom-") || absl::StartsWith(name, "slow-unit-");
+    const bool artifact = KillerArtifact(name) || absl::StartsWith(name, "slow-unit-");
     if (!artifact || absl::EndsWith(name, ".log") || seen->count(name)) continue;
     seen->insert(name);
     fresh.push_back(entry.path().string());
@@ -121,10 +131,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
   if (!store.ok()) return 0;
   int recorded = 0;
   for (const std::string& path : fresh) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    const std::string data = bytes.str();
+    const std::string data = ReadBytes(path).value_or("");
     if (FailedWrite(path, data)) {
       std::cout << "divfuzz campaign: " << path
                 << " is empty: libFuzzer's handler never wrote the input (the worker's in-flight"
@@ -192,13 +199,11 @@ std::string SaveInflightArtifact(const std::string& record, const std::string& c
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool artifact = absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
-                          absl::StartsWith(name, "oom-");
     std::error_code size_ec;
-    if (!artifact || fs::file_size(entry.path(), size_ec) != input->size() || size_ec) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes == *input) return "";  // libFuzzer's own artifact
+    if (!KillerArtifact(name) || fs::file_size(entry.path(), size_ec) != input->size() || size_ec) {
+      continue;
+    }
+    if (ReadBytes(entry.path().string()) == input) return "";  // libFuzzer's own artifact
   }
   const std::string path = absl::StrCat(
       crashes_dir, "/", prefix, "inflight-",
@@ -216,16 +221,11 @@ void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& 
                    const std::string& path) {
   std::string text;
   for (const std::string& name : seen) {
-    if (!absl::StartsWith(name, "crash-") && !absl::StartsWith(name, "timeout-") &&
-        !absl::StartsWith(name, "oom-")) {
-      continue;
-    }
-    std::ifstream in(crashes_dir + "/" + name, std::ios::binary);
-    if (!in) continue;
-    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (FailedWrite(name, data)) continue;
+    if (!KillerArtifact(name)) continue;
+    const std::optional<std::string> data = ReadBytes(crashes_dir + "/" + name);
+    if (!data || FailedWrite(name, *data)) continue;
     absl::StrAppend(
-        &text, absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(data.data()), data.size())),
+        &text, absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(data->data()), data->size())),
         "\n");
   }
   if (absl::Status s = store::WriteFileAtomically(path, text); !s.ok()) {

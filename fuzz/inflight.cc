@@ -6,8 +6,6 @@
 
 #include <atomic>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <new>
 
 #include "absl/status/status.h"
@@ -68,26 +66,41 @@ void InflightRecord::Begin(const uint8_t* data, size_t size) {
 
 void InflightRecord::End() { static_cast<Header*>(map_)->size.store(0, std::memory_order_release); }
 
+namespace {
+
+// The header's magic, size and sequence; nullopt when `fd` is no record.
+std::optional<InflightState> ReadHeader(int fd) {
+  uint64_t header[3] = {0, 0, 0};
+  if (::pread(fd, header, sizeof(header), 0) != static_cast<ssize_t>(sizeof(header)) ||
+      header[0] != kMagic) {
+    return std::nullopt;
+  }
+  return InflightState{header[kSequenceOffset / 8], header[kSizeOffset / 8]};
+}
+
+}  // namespace
+
 std::optional<std::string> ReadInflight(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < kHeaderSize) return std::nullopt;
-  uint64_t magic = 0, size = 0;
-  std::memcpy(&magic, bytes.data(), sizeof(magic));
-  std::memcpy(&size, bytes.data() + kSizeOffset, sizeof(size));
-  if (magic != kMagic || size == 0 || size > bytes.size() - kHeaderSize) return std::nullopt;
-  return bytes.substr(kHeaderSize, size);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> input;
+  if (const std::optional<InflightState> state = ReadHeader(fd); state && state->size > 0) {
+    std::string bytes(state->size, '\0');
+    if (::pread(fd, bytes.data(), bytes.size(), kHeaderSize) ==
+        static_cast<ssize_t>(bytes.size())) {
+      input = std::move(bytes);
+    }
+  }
+  ::close(fd);
+  return input;
 }
 
 std::optional<InflightState> PeekInflight(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  uint64_t header[3] = {0, 0, 0};
-  const ssize_t n = ::pread(fd, header, sizeof(header), 0);
+  const std::optional<InflightState> state = ReadHeader(fd);
   ::close(fd);
-  if (n != static_cast<ssize_t>(sizeof(header)) || header[0] != kMagic) return std::nullopt;
-  return InflightState{header[kSequenceOffset / 8], header[kSizeOffset / 8]};
+  return state;
 }
 
 void ClearInflight(const std::string& path) {

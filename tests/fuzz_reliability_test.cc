@@ -33,6 +33,19 @@ std::string UnaryProgram(const std::string& op) {
          "(%x)\noutput %y\n";
 }
 
+// The faulty plugin's log2 (SIGKILL) and log10 (wedged) fire only on a
+// float32 input whose first element is their marker.
+std::string MarkedUnaryProgram(const std::string& op, const std::string& marker) {
+  return "divfuzz v1\ninput %x: f32[4] = values(" + marker + ", 1, 2, 3)\n%y = " + op +
+         "(%x)\noutput %y\n";
+}
+
+// A campaign in `dir` under the faulty ops plugin, its corpus dir/seeds.
+testing::CommandRun FaultyCampaign(const std::string& dir, const std::string& flags) {
+  return testing::RunShell("cd " + dir + " && " + kTool + " campaign --plugins=" +
+                           DIVFUZZ_FAULTY_OPS_PLUGIN + " " + flags + " --corpus=" + dir + "/seeds");
+}
+
 // The faulty reducer plugin's sinh or cosh (wrong on float32; on one element
 // sinh hangs and cosh segfaults) beside an exp that the slice pass cuts.
 std::string ExpAndFaultyReducerOp(const std::string& op) {
@@ -86,11 +99,9 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
       "divfuzz v1\ninput %a: f32[3000,1] = fill(1)\ninput %b: f32[1,3000] = fill(2)\n"
       "%c = aten::mm(%a, %b)\noutput %c\n");
 
-  const testing::CommandRun run = testing::RunShell(
-      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-      " --seconds=40 --timeout=3 --memory_budget_mb=32 --repro_seconds=0 --targets=cpu,cpu-f64 "
-      "--corpus=" +
-      seeds);
+  const testing::CommandRun run = FaultyCampaign(
+      dir,
+      "--seconds=40 --timeout=3 --memory_budget_mb=32 --repro_seconds=0 --targets=cpu,cpu-f64");
   const std::string& out = run.output;
   ASSERT_EQ(run.exit_code, 0) << out;
   EXPECT_NE(out.find("divfuzz campaign summary"), std::string::npos) << out;
@@ -186,9 +197,8 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   // heap): empty, though its name is the SHA-1 of a real input.
   testing::WriteTextFile(dir + "/campaign/crashes/crash-3108190d6245fca0cf675c39647d7f92a6d529da",
                          "");
-  const testing::CommandRun run = testing::RunShell(
-      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-      " --seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("slow-unit-returns ran to its end on replay: not a finding"),
             std::string::npos)
@@ -215,12 +225,9 @@ TEST(CampaignReliability, AWorkerThatDiesBeforeLibFuzzerWritesAnArtifactStillLea
   const std::string seeds = dir + "/seeds";
   fs::create_directories(seeds);
   // SIGKILL in aten::log2 on this input: libFuzzer's handler never runs.
-  testing::WriteTextFile(seeds + "/killed.dfz",
-                         "divfuzz v1\ninput %x: f32[4] = values(0.375, 1, 2, 3)\n"
-                         "%y = aten::log2(%x)\noutput %y\n");
-  const testing::CommandRun run = testing::RunShell(
-      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-      " --seconds=6 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
+  testing::WriteTextFile(seeds + "/killed.dfz", MarkedUnaryProgram("aten::log2", "0.375"));
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=6 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("worker 0 died: killed by signal 9"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("worker 0 left no artifact; kept the input it was running as "
@@ -255,13 +262,10 @@ TEST(CampaignReliability, AWorkerWedgedPastLibFuzzersTimeoutIsKilledAndItsInputK
   fs::create_directories(seeds);
   // aten::log10 ignores SIGALRM and hangs on this input: libFuzzer's alarm
   // never fires, so only the campaign's watchdog (2 x 2 s + 10 s) ends it.
-  testing::WriteTextFile(seeds + "/wedged.dfz",
-                         "divfuzz v1\ninput %x: f32[4] = values(0.125, 1, 2, 3)\n"
-                         "%y = aten::log10(%x)\noutput %y\n");
+  testing::WriteTextFile(seeds + "/wedged.dfz", MarkedUnaryProgram("aten::log10", "0.125"));
   const auto start = std::chrono::steady_clock::now();
-  const testing::CommandRun run = testing::RunShell(
-      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-      " --seconds=25 --timeout=2 --repro_seconds=0 --targets=cpu,cpu-f64 --corpus=" + seeds);
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=25 --timeout=2 --repro_seconds=0 --targets=cpu,cpu-f64");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -314,9 +318,8 @@ TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
   const std::string seeds = dir + "/seeds";
   fs::create_directories(seeds);
   testing::WriteTextFile(seeds + "/exp.dfz", UnaryProgram("aten::exp"));
-  const testing::CommandRun run = testing::RunShell(
-      "cd " + dir + " && " + kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
-      " --seconds=8 --timeout=3 --repro_jobs=1 --targets=cpu,cpu --corpus=" + seeds);
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=8 --timeout=3 --repro_jobs=1 --targets=cpu,cpu");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // `divfuzz repro` gives that one up and goes on with its batch.
   const std::string log = testing::ReadTextFile(dir + "/campaign/logs/repro-0.log");
