@@ -150,11 +150,20 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
     return nr;
   }
+  // A factory op (logspace with a tensor end point, new_full ...) with no
+  // device makes a CPU tensor: on CUDA it belongs on the target's device, or
+  // the next op fails with a device mismatch that is the program's fault.
+  if (target == Target::kCuda || target == Target::kCudaF64) {
+    const auto& params = handle->schema().arguments();
+    for (size_t i = 0; i < params.size() && i < stack->size(); ++i) {
+      if (params[i].name() == "device" && (*stack)[i].isNone()) (*stack)[i] = c10::Device(at::kCUDA);
+    }
+  }
   if (std::optional<std::string> why = UncheckedRead(*handle, *stack, &node, &types)) {
     nr.error = NodeError{NodeError::Kind::kRaised, *why};
     return nr;
   }
-  if (target == Target::kCuda) {
+  if (target == Target::kCuda || target == Target::kCudaF64) {
     if (std::optional<std::string> why = IndexRejectedOnCpu(*handle, *stack)) {
       nr.error = NodeError{NodeError::Kind::kRaised,
                            absl::StrCat(*why,
@@ -175,7 +184,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
       const c10::IValue& v = (*stack)[i];
       if (v.isTensor()) define(node.results[i], v.toTensor());
       at::Tensor snap = Snapshot(v);
-      if (target == Target::kCpuF64) {
+      if (target == Target::kCpuF64 || target == Target::kCudaF64) {
         nr.exact.push_back(snap);
         auto it = types.find(node.results[i]);
         if (snap.defined() && it != types.end() &&
@@ -199,8 +208,8 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
 
 // A CPU tensor as `target` consumes it.
 at::Tensor Place(at::Tensor t, Target target) {
-  if (target == Target::kCpuF64) t = Upcast(t);
-  if (target == Target::kCuda) t = t.to(at::kCUDA);
+  if (target == Target::kCpuF64 || target == Target::kCudaF64) t = Upcast(t);
+  if (target == Target::kCuda || target == Target::kCudaF64) t = t.to(at::kCUDA);
   return t;
 }
 
@@ -223,7 +232,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
   RunResult result;
   result.target = target;
   result.cpu_capability = CpuCapability();
-  if (target == Target::kCuda && !CudaAvailable()) {
+  if ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable()) {
     result.setup_error = "CUDA is not available in this process";
     return result;
   }
@@ -274,7 +283,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                    const ops::TypeEnv& types, Target target) {
   if (target == Target::kCpuScalar) return RunNodeInScalarHelper(node, values);
-  if (target == Target::kCuda && !CudaAvailable()) {
+  if ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable()) {
     return NodeResult{{}, {}, NodeError{NodeError::Kind::kRaised, "CUDA is not available"}};
   }
   std::map<std::string, at::Tensor> placed;

@@ -19,16 +19,18 @@ absl::string_view TargetName(Target t) {
       return "cpu-f64";
     case Target::kCpuScalar:
       return "cpu-scalar";
+    case Target::kCudaF64:
+      return "cuda-f64";
   }
   return "?";
 }
 
 absl::StatusOr<Target> ParseTarget(absl::string_view name) {
-  for (Target t : {Target::kCpu, Target::kCuda, Target::kCpuF64, Target::kCpuScalar}) {
+  for (Target t : {Target::kCpu, Target::kCuda, Target::kCpuF64, Target::kCpuScalar, Target::kCudaF64}) {
     if (TargetName(t) == name) return t;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("expected a target (cpu, cuda, cpu-f64, cpu-scalar), got '", name, "'"));
+      absl::StrCat("expected a target (cpu, cuda, cpu-f64, cpu-scalar, cuda-f64), got '", name, "'"));
 }
 
 absl::StatusOr<std::pair<Target, Target>> ParseTargetPair(absl::string_view pair) {
@@ -38,7 +40,7 @@ absl::StatusOr<std::pair<Target, Target>> ParseTargetPair(absl::string_view pair
     if (a.ok() && b.ok()) return std::make_pair(*a, *b);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "expected two targets 'A,B' from cpu, cuda, cpu-f64, cpu-scalar, got '", pair, "'"));
+      "expected two targets 'A,B' from cpu, cuda, cpu-f64, cpu-scalar, cuda-f64, got '", pair, "'"));
 }
 
 }  // namespace divfuzz::exec

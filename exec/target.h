@@ -15,6 +15,9 @@ enum class Target {
   // ATen's scalar (non-vectorized) CPU kernels, in a helper process started
   // with ATEN_CPU_CAPABILITY=default (the capability is fixed per process).
   kCpuScalar,
+  // The float64 reference on the GPU (a witness only: with a CUDA side, the
+  // oracle checks the CPU's float64 reference against it).
+  kCudaF64,
 };
 
 absl::string_view TargetName(Target t);  // "cpu", "cuda", "cpu-f64", "cpu-scalar"

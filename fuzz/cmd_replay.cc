@@ -100,7 +100,9 @@ int RunReplay(const std::vector<std::string>& args) {
       if (!d.root) continue;
       std::cout << "  tier: " << d.tier << ", wrong side: " << d.wrong_side
                 << (d.expected_rule.empty() ? "" : ", rule: " + d.expected_rule) << "\n"
-                << "  reference (float64, from each side's inputs): " << d.reference_a << " / "
+                << "  witness: " << d.witness << "; trigger: " << d.trigger << "\n"
+                << "  reference (" << (d.witness == "none" ? "cpu-f64" : d.witness)
+                << ", from each side's inputs): " << d.reference_a << " / "
                 << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
                 << "  why: " << d.reason << "\n";
     }

@@ -1,8 +1,32 @@
 #include "fuzz/failure_hit.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
+#include "graph/materialize.h"
+#include "ops/catalogue.h"
 
 namespace divfuzz::fuzz {
+namespace {
+
+// "nan" or "inf" when node `node` reads a program input holding one directly.
+std::string NonFiniteInput(const graph::Program& program, int node) {
+  std::string found;
+  if (node < 0 || static_cast<size_t>(node) >= program.nodes.size()) return found;
+  for (const graph::Argument& a : program.nodes[node].args) {
+    if (a.value.kind != graph::Literal::Kind::kValue) continue;
+    for (const graph::Input& in : program.inputs) {
+      if (in.name != a.value.s) continue;
+      for (double v : graph::MaterializePayload(in)) {
+        if (std::isnan(v)) return "nan";
+        if (std::isinf(v)) found = "inf";
+      }
+    }
+  }
+  return found;
+}
+
+}  // namespace
 
 store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* types, int node,
                              const std::string& op, const std::string& kind,
@@ -21,8 +45,25 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
   }
   hit.signature =
       absl::StrCat(hit.root_op, "|", hit.dtype, "|", hit.divergence_class, "|", hit.wrong_side);
+  // A failure that did not recur in a fresh process proves nothing on its
+  // own; linear algebra, FFTs and reductions carry no guarantee for
+  // non-finite inputs in any failure class (rule nonfinite_inputs).
+  std::string rule, trigger = NonFiniteInput(program, node);
+  const bool nonfinite = !trigger.empty();
+  if (!nonfinite) trigger = "ordinary";
+  const ops::OpSpec* spec = ops::FindOp(hit.root_op);
+  if (!reproduced) {
+    hit.tier = "divergence";
+  } else if (spec != nullptr && (spec->hints & ops::kNoNonFiniteGuarantee) &&
+             nonfinite) {
+    hit.tier = "expected";
+    rule = "nonfinite_inputs";
+  }
   hit.detail = {{"node", node},
                 {"cuda_fault", cuda_fault},
+                {"expected_rule", rule},
+                {"trigger", trigger},
+                {"witness", "none"},
                 {"summary", absl::StrCat(kind, " in ", hit.root_op, " on ", hit.wrong_side,
                                          cuda_fault ? " (a CUDA fault)" : "",
                                          reproduced ? "" : " (did not recur in a fresh process)")}};

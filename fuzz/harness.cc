@@ -258,6 +258,8 @@ Outcome Harness::RunProgram(const graph::Program& program) {
                   {"rel_a", d->rel_a},
                   {"rel_b", d->rel_b},
                   {"expected_rule", d->expected_rule},
+                  {"witness", d->witness},
+                  {"trigger", d->trigger},
                   {"reason", d->reason}};
     absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
     if (!r.ok()) {

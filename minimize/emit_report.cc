@@ -32,48 +32,25 @@ std::string ReductionSentence(const ReduceResult* r) {
 using oracles::Divergence;
 using oracles::DivergenceClass;
 
-const char* const kRules[] = {
-    "info_gated", "index_ties", "float_to_int_casts", "ill_conditioned", "cancelling_reductions",
-    "tf32"};
-
-// What each rule covers, for readers who do not know the policy.
+// What each rule covers, for readers who do not know the policy (oracles/rules.def).
 std::string RuleMeaning(const std::string& rule) {
-  if (rule == "info_gated")
-    return "outputs of a `*_ex` factorization that reports failure (info != 0)";
-  if (rule == "index_ties") return "indices that select equal values (ties may break either way)";
-  if (rule == "float_to_int_casts") return "casts of non-finite or out-of-range floats to integers";
-  if (rule == "ill_conditioned") {
-    return "linear algebra on a matrix whose condition number exceeds 1/eps of the dtype";
+  for (const oracles::RuleInfo& r : oracles::AllRules()) {
+    if (rule == r.name) return r.meaning;
   }
-  if (rule == "cancelling_reductions") {
-    return "sums and dot products within the summation-order bound 2·n·eps·sum|terms|, or whose "
-           "sum|terms| overflows";
-  }
-  if (rule == "tf32") return "CUDA running with TF32 / reduced-precision reductions";
   return rule;
 }
 
 oracles::Policy OnlyRule(const oracles::Policy& policy, const std::string& rule) {
   oracles::Policy p = policy;
-  oracles::Policy::Rules& r = p.rules;
-  r.info_gated = rule == "info_gated";
-  r.index_ties = rule == "index_ties";
-  r.float_to_int_casts = rule == "float_to_int_casts";
-  r.ill_conditioned = rule == "ill_conditioned";
-  r.cancelling_reductions = rule == "cancelling_reductions";
-  r.tf32 = rule == "tf32";
+  for (const oracles::RuleInfo& r : oracles::AllRules()) {
+    *oracles::RuleSwitch(p.rules, r.name) = rule == r.name;
+  }
   return p;
 }
 
 bool RuleEnabled(const oracles::Policy& policy, const std::string& rule) {
-  const oracles::Policy::Rules& r = policy.rules;
-  if (rule == "info_gated") return r.info_gated;
-  if (rule == "index_ties") return r.index_ties;
-  if (rule == "float_to_int_casts") return r.float_to_int_casts;
-  if (rule == "ill_conditioned") return r.ill_conditioned;
-  if (rule == "cancelling_reductions") return r.cancelling_reductions;
-  if (rule == "tf32") return r.tf32;
-  return false;
+  const bool* on = oracles::RuleSwitch(policy.rules, rule);
+  return on != nullptr && *on;
 }
 
 std::string ConditionEvidence(const graph::Program& program, const Evaluation& e,
@@ -280,14 +257,17 @@ std::string ReportTitle(const Divergence& d, const std::string& target_a,
         const std::string& ref = a_wrong ? d.reference_a : d.reference_b;
         return absl::StrCat(
             head, ": ", side, " returns ", value,
-            ref.empty() ? "" : absl::StrCat(" where the float64 reference is ", ref));
+            ref.empty() ? "" : absl::StrCat(d.witness == "exact" ? " where the exact value is "
+                                                                  : " where the float64 reference is ",
+                                            ref));
       }
       return absl::StrCat(head, ": ", target_a, " returns ", d.value_a, ", ", target_b, " ",
                           d.value_b);
     case DivergenceClass::kTolerance:
       if (a_wrong || b_wrong) {
-        return absl::StrFormat("%s: %s is off by %.3g ULPs from the float64 reference", head,
-                               a_wrong ? target_a : target_b, a_wrong ? d.ulp_a : d.ulp_b);
+        return absl::StrFormat("%s: %s is off by %.3g ULPs from the %s", head,
+                               a_wrong ? target_a : target_b, a_wrong ? d.ulp_a : d.ulp_b,
+                               d.witness == "exact" ? "exact value" : "float64 reference");
       }
       return absl::StrCat(head, ": ", target_a, " and ", target_b, " differ beyond tolerance");
     case DivergenceClass::kErrorSplit:
@@ -300,6 +280,19 @@ std::string ReportTitle(const Divergence& d, const std::string& target_a,
       return absl::StrCat(head, ": ", oracles::ClassName(d.cls), " between ", target_a, " and ",
                           target_b);
   }
+}
+
+// The witness that decided (exec/witnesses.h), as a report names it.
+std::string WitnessPhrase(const Divergence& d) {
+  if (d.witness == "exact") {
+    return "the exact value (MPFR at 256 bits or exact rational arithmetic, rounded once)";
+  }
+  if (absl::StartsWith(d.witness, "cpu-f64+")) {
+    return absl::StrCat("the float64 reference (", d.witness.substr(8),
+                        ", a second float64 implementation, agrees)");
+  }
+  if (d.witness == "meta") return "the shape and dtype the meta kernel infers";
+  return "the float64 reference";
 }
 
 std::string EmitReport(const ReportInput& in) {
@@ -324,19 +317,18 @@ std::string EmitReport(const ReportInput& in) {
   absl::StrAppend(&summary, ": ", ta, " gives ", Code(d.value_a), ", ", tb, " gives ",
                   Code(d.value_b), ". ");
   if (!d.reference_a.empty() && !d.reference_b.empty() && d.reference_a != d.reference_b) {
-    absl::StrAppend(&summary, "A float64 reference of the same op gives ", Code(d.reference_a),
-                    " from ", ta, "'s inputs and ", Code(d.reference_b), " from ", tb, "'s. ");
+    absl::StrAppend(&summary, "Judged against ", WitnessPhrase(d), ", the op gives ",
+                    Code(d.reference_a), " from ", ta, "'s inputs and ", Code(d.reference_b),
+                    " from ", tb, "'s. ");
   } else if (!d.reference_a.empty() || !d.reference_b.empty()) {
-    absl::StrAppend(&summary,
-                    "A float64 reference of the same op, computed from each side's own "
-                    "inputs, gives ",
+    absl::StrAppend(&summary, "Judged against ", WitnessPhrase(d),
+                    ", computed from each side's own inputs, the op gives ",
                     Code(!d.reference_a.empty() ? d.reference_a : d.reference_b), ". ");
   }
   if (d.wrong_side == "undecided") {
     absl::StrAppend(&summary,
-                    "The reference does not single out a wrong side (each side computes this op "
-                    "as well as its own inputs allow), so this is a divergence, not a proven "
-                    "bug. ");
+                    "No independent witness singles out a wrong side (", Md(d.reason),
+                    "), so this is a divergence, not a proven bug. ");
   } else {
     absl::StrAppend(&summary, "This shows that **", d.wrong_side, "** is wrong. ");
   }
@@ -361,7 +353,8 @@ std::string EmitReport(const ReportInput& in) {
                                                   "when not)")));
 
   // Expected vs actual.
-  absl::StrAppend(&out, "## Expected (float64) vs actual\n\n");
+  absl::StrAppend(&out, "## Expected vs actual\n\nThe expected value is ", WitnessPhrase(d),
+                  ".\n\n");
   if (d.element >= 0) absl::StrAppend(&out, "At element ", d.element, " of `%", d.value, "`:\n\n");
   absl::StrAppend(&out,
                   "| side | value | float64 reference from this side's inputs | error |\n"
@@ -451,7 +444,8 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
   // Rules explain differences between targets, not between runs of one.
   const bool nondeterminism = d.cls == DivergenceClass::kNondeterminism;
   if (nondeterminism) in.spec.rerun_target = d.wrong_side;
-  for (const char* rule : kRules) {
+  for (const oracles::RuleInfo& info : oracles::AllRules()) {
+    const std::string rule = info.name;
     if (!nondeterminism) in.rules.push_back(CheckRule(rule, program, evaluation, options, d));
   }
   // The root's tensor inputs, as the program states them.

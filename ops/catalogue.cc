@@ -5,6 +5,7 @@
 
 #include "absl/strings/string_view.h"
 #include "ops/generic.h"
+#include "ops/kernel_classes.h"
 
 namespace divfuzz::ops {
 namespace {
@@ -305,6 +306,7 @@ const std::vector<OpSpec>& Catalogue() {
     for (const GenericOp& op : GenericOps()) {
       if (!curated.count(op.Qualified())) all->push_back(GenericSpec(op));
     }
+    for (OpSpec& s : *all) ApplyKernelClasses(s);
     return all;
   }();
   return *catalogue;

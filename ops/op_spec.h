@@ -61,6 +61,23 @@ enum Hint : uint32_t {
   kProductReduction = 1 << 7,     // a product over dims (prod, cumprod): order decides
                                   // intermediate over/underflow and rounding
   kIndicesFirst = 1 << 8,         // with kIndicesOutput: result 0 holds them (argsort)
+  // Kernel classes (ops/kernel_classes.cc attaches them by what a kernel does,
+  // to curated and generic entries alike; the oracle's rules key on them).
+  kSumsInside = 1 << 9,         // sums terms inside (conv, pooling, norms, trapezoid, inner,
+                                // losses, statistics): the summation-order bound holds
+  kTransform = 1 << 10,         // a fast transform (FFT): its error is normwise,
+                                // c log2(N) eps ||X||_2, not per element
+  kScanCarry = 1 << 11,         // carries a running value in the dtype (logcumsumexp):
+                                // position k may be off by about k eps
+  kNoNonFiniteGuarantee = 1 << 12,  // linalg, FFT, reductions: PyTorch gives no guarantee
+                                    // for non-finite inputs, in any failure class
+  kReferenceIsCpuKernel = 1 << 13,  // the float64 reference runs the CPU's own algorithm
+                                    // (MKL/pocketfft FFTs): it cannot judge the CPU against CUDA
+  kSquaresInside = 1 << 14,     // squares or multiplies inputs inside (var, std, norms,
+                                // distances, complex mul/div): an intermediate may overflow
+                                // the accumulate dtype though the result fits
+  kInternalIntCast = 1 << 15,   // casts a float argument to int64 inside (the orthogonal
+                                // polynomials' n): undefined for non-finite or huge values
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.
@@ -100,6 +117,15 @@ struct OpSpec {
   int keepdim_pos = 2;
   // kGeneric: the schema and learned forms (ops/generic.h).
   const GenericOp* generic = nullptr;
+  // The exact reference (exec/exact_reference.h), like OpInfo's `ref`: the
+  // name of a correctly rounded MPFR or exact-rational evaluation of the op,
+  // or empty when it has none.
+  absl::string_view exact;
+  // Outputs whose contents PyTorch leaves to each device (bit i: result i),
+  // e.g. log_sigmoid_forward's buffer: never compared.
+  uint32_t device_defined_outputs = 0;
+  // With kInternalIntCast: the argument position that is cast to int64.
+  int int_cast_arg = -1;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };

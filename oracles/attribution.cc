@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
+#include "exec/witnesses.h"
 #include "graph/printer.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
@@ -32,83 +33,78 @@ int MantissaBits(DType d) {
   }
 }
 
-// Element e of a tensor as a double (complex: its real part pairs are flat).
-std::optional<double> ElementAt(const at::Tensor& t, long long e) {
+// Element e of a tensor as a double (complex: the given component's part).
+std::optional<double> ElementAt(const at::Tensor& t, long long e, int component) {
   if (!t.defined() || e < 0) return std::nullopt;
-  at::Tensor d = at::isComplexType(t.scalar_type()) ? at::view_as_real(t.contiguous()) : t;
+  const bool complex = at::isComplexType(t.scalar_type());
+  at::Tensor d = complex ? at::view_as_real(t.contiguous()) : t;
   d = d.to(at::kDouble).contiguous().reshape({-1});
-  if (e >= d.numel()) return std::nullopt;
-  return d.data_ptr<double>()[e];
+  const long long flat = complex ? 2 * e + std::max(component, 0) : e;
+  if (flat >= d.numel()) return std::nullopt;
+  return d.data_ptr<double>()[flat];
+}
+
+DType RealDType(DType d) {
+  if (d == DType::kC64) return DType::kF32;
+  if (d == DType::kC128) return DType::kF64;
+  return d;
+}
+
+// The flat real view of `t` at `mask` (DifferingElements).
+at::Tensor AtMask(const at::Tensor& t, const at::Tensor& mask) {
+  at::Tensor c = t.detach().cpu().contiguous();
+  if (at::isComplexType(c.scalar_type())) c = at::view_as_real(c.resolve_conj());
+  return c.contiguous().reshape({-1}).index({mask});
+}
+
+// Whether the float64 witnesses run the CPU's own algorithm for this node:
+// float64 programs (nothing is upcast), integer inputs (not upcast), and ops
+// whose float64 kernel is the same library routine (kReferenceIsCpuKernel).
+std::optional<std::string> SharesCpuAlgorithm(const ops::OpSpec* spec, DType dtype,
+                                              const std::map<std::string, at::Tensor>& inputs) {
+  if (dtype == DType::kF64 || dtype == DType::kC128) {
+    return "the program is float64, so the float64 reference is the kernel under test";
+  }
+  if (spec != nullptr && (spec->hints & ops::kReferenceIsCpuKernel)) {
+    return absl::StrCat(spec->Qualified(), "'s float64 reference runs the CPU's own library "
+                                           "routine (MKL/pocketfft)");
+  }
+  bool floating = false, integral = false;
+  for (const auto& [name, t] : inputs) {
+    if (!t.defined()) continue;
+    if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) floating = true;
+    if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) integral = true;
+  }
+  if (integral && !floating) {
+    return "integer inputs are not upcast, so the float64 reference is the CPU's integer kernel";
+  }
+  return std::nullopt;
 }
 
 struct SideCheck {
-  bool is_reference = false;  // the cpu-f64 target is the reference itself
+  bool is_reference = false;  // the cpu-f64 target, with no exact witness to judge it
   bool wrong = false;
+  bool undecidable = false;    // no independent witness could judge this side
   bool reference_failed = false;
-  bool used_witness = false;  // judged against the cpu-scalar witness
+  bool scalar_rounding = false;  // wrong by the witness, right with scalars rounded
+  bool rounding_free = false;
+  std::string witness = "none";
   std::string why;
-  std::optional<double> ref_value;  // float64 reference at the element
+  std::optional<double> ref_value;  // the deciding witness at the element
 };
 
-SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
-                    const exec::RunResult& run, const Policy& policy, const Divergence& d) {
-  SideCheck c;
-  const graph::Node& node = program.nodes[d.node_index];
-  const std::string side(exec::TargetName(run.target));
-  if (run.target == exec::Target::kCpuF64) {
-    c.is_reference = true;
-    const exec::NodeResult& own = run.nodes[d.node_index];
-    if (!own.error && static_cast<size_t>(d.output_index) < own.exact.size()) {
-      std::vector<at::Tensor> exact = own.exact;
-      CorrectReference(node, NodeInputs(program, d.node_index, run), &exact);
-      c.ref_value = ElementAt(exact[d.output_index], d.element);
-    }
-    return c;
-  }
-  const std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
-  exec::NodeResult ref = exec::RunNode(node, inputs, types, exec::Target::kCpuF64);
-  // In float64 the reference is the same vectorized CPU kernel as the cpu
-  // target, so it cannot judge it: ATen's scalar kernels are a second witness.
-  if (d.dtype == "f64" && run.target != exec::Target::kCpuScalar && !ref.error) {
-    const exec::NodeResult witness = exec::RunNode(node, inputs, types, exec::Target::kCpuScalar);
-    if (!witness.error && witness.outputs.size() == ref.outputs.size()) {
-      bool differ = false;
-      for (size_t o = 0; o < ref.outputs.size() && !differ; ++o) {
-        differ = CompareTensors(ref.outputs[o], witness.outputs[o], graph::DType::kF64,
-                                policy.For(node.QualifiedName(), graph::DType::kF64))
-                     .has_value();
-      }
-      if (differ) {
-        ref = witness;
-        ref.exact = witness.outputs;
-        c.used_witness = true;
-      }
-    }
-  }
-  CorrectReference(node, inputs, &ref.outputs);
-  CorrectReference(node, inputs, &ref.exact);
-  const exec::NodeResult& got = run.nodes[d.node_index];
-  if (ref.error) {
-    c.reference_failed = true;
-    // The reference raises on these inputs: a side that returns values
-    // silently is the odd one out.
-    c.wrong = !got.error;
-    c.why = absl::StrCat("the float64 reference raises (", ref.error->message, ")",
-                         c.wrong ? absl::StrCat(" but ", side, " returns values") : "");
-    return c;
-  }
-  if (static_cast<size_t>(d.output_index) < ref.exact.size()) {
-    c.ref_value = ElementAt(ref.exact[d.output_index], d.element);
-  }
-  if (got.error) {
-    c.wrong = true;
-    c.why = absl::StrCat(side, " raises (", got.error->message,
-                         ") where the float64 reference computes a value");
-    return c;
-  }
-  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  const std::vector<at::Tensor> mine = Comparable(spec, got.outputs);
-  const std::vector<at::Tensor> want = Comparable(spec, ref.outputs);
+// Whether `judged` misses `reference` at the elements where the two sides
+// (`side_a`, `side_b`) differ; everywhere when their shapes differ.
+std::optional<Divergence> Misses(const ops::OpSpec* spec, const graph::Node& node,
+                                 const ops::TypeEnv& types, const Policy& policy,
+                                 const std::vector<at::Tensor>& judged,
+                                 const std::vector<at::Tensor>& side_a,
+                                 const std::vector<at::Tensor>& side_b,
+                                 const std::vector<at::Tensor>& reference) {
+  const std::vector<at::Tensor> mine = Comparable(spec, judged);
+  const std::vector<at::Tensor> sa = Comparable(spec, side_a);
+  const std::vector<at::Tensor> sb = Comparable(spec, side_b);
+  const std::vector<at::Tensor> want = Comparable(spec, reference);
   const bool invariants = spec != nullptr && (spec->hints & ops::kDecomposition);
   for (size_t o = 0; o < mine.size() && o < want.size(); ++o) {
     // Indices are judged by the index-ties rule, not against the reference's choice.
@@ -116,25 +112,177 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
         mine[o].scalar_type() == at::kLong) {
       continue;
     }
-    const auto dt = types.find(node.results[invariants ? 0 : o]);
+    if (!invariants && spec != nullptr && o < 32 && (spec->device_defined_outputs >> o) & 1u) {
+      continue;
+    }
+    const auto dt = types.find(node.results[invariants ? 0 : std::min(o, node.results.size() - 1)]);
     const DType dtype = invariants
                             ? exec::FromScalarType(mine[o].scalar_type()).value_or(DType::kF32)
                         : dt == types.end() ? DType::kF32
                                             : dt->second.dtype;
-    std::optional<Divergence> miss =
-        CompareTensors(mine[o], want[o], dtype, policy.For(node.QualifiedName(), dtype));
-    if (miss) {
-      c.wrong = true;
-      c.why = absl::StrCat(side, " misses the ",
-                           c.used_witness
-                               ? "cpu-scalar witness (the vectorized float64 kernel disagrees with "
-                                 "ATen's scalar kernel here)"
-                               : "float64 reference",
-                           " computed from its own inputs: ", miss->detail);
+    const Tolerance tol = policy.For(node.QualifiedName(), dtype);
+    at::Tensor mask;
+    if (o < sa.size() && o < sb.size() && sa[o].defined() && sb[o].defined() &&
+        mine[o].defined() && want[o].defined() && mine[o].sizes() == want[o].sizes() &&
+        sa[o].sizes() == mine[o].sizes() && sb[o].sizes() == mine[o].sizes()) {
+      mask = DifferingElements(sa[o], sb[o], dtype, tol);
+    }
+    std::optional<Divergence> miss;
+    if (mask.defined()) {
+      if (!mask.any().item<bool>()) continue;  // the sides agree on this output
+      miss = CompareTensors(AtMask(mine[o], mask), AtMask(want[o], mask), RealDType(dtype), tol);
+    } else {
+      miss = CompareTensors(mine[o], want[o], dtype, tol);
+    }
+    if (miss) return miss;
+  }
+  return std::nullopt;
+}
+
+SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
+                    const exec::RunResult& run, const exec::RunResult& other,
+                    const Policy& policy, const exec::WitnessPlan& plan, const Divergence& d) {
+  SideCheck c;
+  const graph::Node& node = program.nodes[d.node_index];
+  const std::string side(exec::TargetName(run.target));
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  const std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
+  const DType dtype = graph::ParseDType(d.dtype).value_or(DType::kF32);
+  // The exact witness is evaluated where the sides differ only (output 0 of an
+  // elementwise op; Misses judges those elements).
+  exec::WitnessPlan local = plan;
+  const exec::NodeResult& mine0 = run.nodes[d.node_index];
+  const exec::NodeResult& theirs0 = other.nodes[d.node_index];
+  if (!mine0.error && !theirs0.error && !mine0.outputs.empty() && !theirs0.outputs.empty() &&
+      mine0.outputs[0].defined() && theirs0.outputs[0].defined() &&
+      !mine0.outputs[0].is_complex()) {
+    local.only = DifferingElements(mine0.outputs[0], theirs0.outputs[0], dtype,
+                                   policy.For(node.QualifiedName(), dtype));
+  }
+  std::vector<exec::Witness> witnesses = exec::NodeWitnesses(node, inputs, types, dtype, local);
+  for (exec::Witness& w : witnesses) {
+    CorrectReference(node, inputs, &w.result.outputs);
+    CorrectReference(node, inputs, &w.result.exact);
+  }
+  auto find = [&](exec::Witness::Kind kind) -> const exec::Witness* {
+    for (const exec::Witness& w : witnesses) {
+      if (w.kind == kind) return &w;
+    }
+    return nullptr;
+  };
+  const exec::Witness* exact = find(exec::Witness::Kind::kExact);
+  if (exact != nullptr && exact->result.error) exact = nullptr;
+  const exec::Witness* f64 = find(exec::Witness::Kind::kF64);
+  const exec::Witness* second = find(exec::Witness::Kind::kSecondF64);
+  const exec::Witness* rounded = find(exec::Witness::Kind::kScalarsRounded);
+  const exec::NodeResult& got = run.nodes[d.node_index];
+  const exec::NodeResult& theirs = other.nodes[d.node_index];
+  auto value_of = [&](const exec::Witness* w) -> std::optional<double> {
+    if (w == nullptr || w->result.error) return std::nullopt;
+    const std::vector<at::Tensor>& v = w->result.exact.empty() ? w->result.outputs : w->result.exact;
+    if (static_cast<size_t>(d.output_index) >= v.size()) return std::nullopt;
+    return ElementAt(v[d.output_index], d.element, d.component);
+  };
+
+  if (d.cls == DivergenceClass::kMetaSplit && !got.error &&
+      static_cast<size_t>(d.output_index) < got.outputs.size() &&
+      static_cast<size_t>(d.output_index) < node.results.size()) {
+    // Shape and dtype are the op's documented metadata: what the meta kernel
+    // infers (ops::InferProgram), not what the CPU happens to return.
+    const at::Tensor& t = got.outputs[d.output_index];
+    auto it = types.find(node.results[d.output_index]);
+    if (it != types.end() && t.defined()) {
+      const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+      const auto dt = exec::FromScalarType(t.scalar_type());
+      c.witness = "meta";
+      c.wrong = shape != it->second.shape || !dt || *dt != it->second.dtype;
+      c.why = absl::StrCat(side, c.wrong ? " differs from" : " matches",
+                           " the shape and dtype the meta kernel infers (",
+                           graph::PrintType(it->second), ")");
       return c;
     }
   }
-  c.why = absl::StrCat(side, " matches the float64 reference computed from its own inputs");
+  if (exact == nullptr && run.target == exec::Target::kCpuF64) {
+    // The reference target itself: nothing independent can judge it.
+    c.is_reference = true;
+    const exec::NodeResult& own = run.nodes[d.node_index];
+    if (!own.error && static_cast<size_t>(d.output_index) < own.exact.size()) {
+      std::vector<at::Tensor> e = own.exact;
+      CorrectReference(node, inputs, &e);
+      c.ref_value = ElementAt(e[d.output_index], d.element, d.component);
+    }
+    return c;
+  }
+  const exec::Witness* judge = exact != nullptr ? exact : f64;
+  c.witness = exact != nullptr ? "exact" : "cpu-f64";
+  c.ref_value = value_of(judge);
+  if (exact != nullptr) c.rounding_free = exact->rounding_free;
+  if (exact == nullptr) {
+    // Without the exact witness, float64 decides only where it is
+    // independent of both kernels and its implementations agree.
+    if (std::optional<std::string> shared = SharesCpuAlgorithm(spec, dtype, inputs)) {
+      c.undecidable = true;
+      c.why = absl::StrCat(*shared, ": it cannot judge ", side, " (no exact witness for ",
+                           node.QualifiedName(), " here)");
+      return c;
+    }
+    if (second != nullptr && f64 != nullptr && f64->result.error.has_value() !=
+                                                   second->result.error.has_value()) {
+      c.undecidable = true;
+      c.why = absl::StrCat("the float64 witnesses disagree: ", f64->result.error ? "cpu-f64" : second->name,
+                           " raises and the other does not");
+      return c;
+    }
+    if (second != nullptr && f64 != nullptr && !f64->result.error && !second->result.error) {
+      // Only where it matters: the elements where the sides differ.
+      if (std::optional<Divergence> split =
+              Misses(spec, node, types, policy, second->result.outputs, got.outputs,
+                     theirs.outputs, f64->result.outputs)) {
+        c.undecidable = true;
+        c.why = absl::StrCat("the float64 witnesses disagree (", second->name, " vs cpu-f64: ",
+                             split->detail, "): float64 cannot decide");
+        return c;
+      }
+      c.witness = absl::StrCat("cpu-f64+", second->name);
+    }
+  }
+  const std::string judge_name =
+      exact != nullptr ? "exact witness (MPFR / exact rationals)"
+      : c.witness == "cpu-f64" ? "float64 reference"
+                               : absl::StrCat("float64 reference (", c.witness, " agree)");
+  if (judge->result.error) {
+    c.reference_failed = true;
+    // The reference raises on these inputs: a side that returns values
+    // silently is the odd one out.
+    c.wrong = !got.error;
+    c.why = absl::StrCat("the ", judge_name, " raises (", judge->result.error->message, ")",
+                         c.wrong ? absl::StrCat(" but ", side, " returns values") : "");
+    return c;
+  }
+  if (got.error) {
+    c.wrong = true;
+    c.why = absl::StrCat(side, " raises (", got.error->message, ") where the ", judge_name,
+                         " computes a value");
+    return c;
+  }
+  std::optional<Divergence> miss = Misses(spec, node, types, policy, got.outputs, got.outputs,
+                                          theirs.outputs, judge->result.outputs);
+  if (miss) {
+    if (rounded != nullptr && !rounded->result.error &&
+        !Misses(spec, node, types, policy, got.outputs, got.outputs, theirs.outputs,
+                rounded->result.outputs)) {
+      c.scalar_rounding = true;
+      c.why = absl::StrCat(side, " misses the ", judge_name,
+                           " but matches it with the number literals rounded to ", d.dtype,
+                           " first (", rounded->name, ")");
+      return c;
+    }
+    c.wrong = true;
+    c.why = absl::StrCat(side, " misses the ", judge_name, " computed from its own inputs: ",
+                         miss->detail);
+    return c;
+  }
+  c.why = absl::StrCat(side, " matches the ", judge_name, " computed from its own inputs");
   return c;
 }
 
@@ -179,16 +327,20 @@ std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int 
 }
 
 void Attribute(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
-               const exec::RunResult& b, const Policy& policy, Divergence& d) {
+               const exec::RunResult& b, const Policy& policy, Divergence& d,
+               const exec::WitnessPlan* plan_override) {
   if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= program.nodes.size() ||
       static_cast<size_t>(d.node_index) >= a.nodes.size() ||
       static_cast<size_t>(d.node_index) >= b.nodes.size()) {
     return;
   }
-  const SideCheck ca = CheckSide(program, types, a, policy, d);
-  const SideCheck cb = CheckSide(program, types, b, policy, d);
+  const exec::WitnessPlan plan =
+      plan_override != nullptr ? *plan_override : exec::PlanFor(a.target, b.target);
+  const SideCheck ca = CheckSide(program, types, a, b, policy, plan, d);
+  const SideCheck cb = CheckSide(program, types, b, a, policy, plan, d);
   if (ca.ref_value) d.reference_a = graph::FormatFloat(*ca.ref_value);
   if (cb.ref_value) d.reference_b = graph::FormatFloat(*cb.ref_value);
+  d.rounding_free = ca.rounding_free || cb.rounding_free;
   const std::optional<DType> dtype = graph::ParseDType(d.dtype);
   auto errors = [&](const std::string& shown, const std::optional<double>& ref, double* ulp,
                     double* rel) {
@@ -197,7 +349,7 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
     if (!ref || !dtype || end == shown.c_str() || !std::isfinite(v) || !std::isfinite(*ref)) {
       return;
     }
-    *ulp = std::fabs(v - *ref) / Ulp(*dtype, *ref);
+    *ulp = std::fabs(v - *ref) / Ulp(RealDType(*dtype), *ref);
     *rel = *ref == 0 ? (v == 0 ? 0 : std::numeric_limits<double>::infinity())
                      : std::fabs(v - *ref) / std::fabs(*ref);
   };
@@ -205,26 +357,31 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   errors(d.value_b, cb.ref_value, &d.ulp_b, &d.rel_b);
 
   const bool tolerance = d.cls == DivergenceClass::kTolerance;
-  if (ca.wrong && cb.wrong && ca.used_witness && cb.used_witness) {
-    // Both targets agree with each other against the scalar kernels.
+  const std::string reasons = absl::StrCat(ca.is_reference ? "the first side is the reference" : ca.why,
+                                           "; ", cb.is_reference ? "the other side is the reference" : cb.why);
+  if (ca.undecidable || cb.undecidable) {
     d.wrong_side = "undecided";
-    d.reason = absl::StrCat("both sides miss the cpu-scalar witness: ", ca.why, "; ", cb.why);
-  } else if (ca.wrong && cb.wrong) {
+    d.witness = "none";
+    d.reason = absl::StrCat("no witness can decide: ", ca.undecidable ? ca.why : cb.why);
+    return;
+  }
+  d.witness = ca.is_reference ? cb.witness : ca.witness;
+  if (ca.scalar_rounding || cb.scalar_rounding) d.scalar_rounding = true;
+  if (ca.wrong && cb.wrong) {
     // Both beyond tolerance of their references: only a split blames both.
     d.wrong_side = tolerance ? "undecided" : "both";
-    d.reason = absl::StrCat(ca.why, "; ", cb.why);
+    d.reason = reasons;
   } else if (ca.wrong || cb.wrong) {
     d.wrong_side = SideLabel(ca.wrong ? a.target : b.target);
-    d.reason =
-        absl::StrCat(ca.wrong ? ca.why : cb.why, "; ",
-                     ca.wrong ? (cb.is_reference ? "the other side is the reference" : cb.why)
-                              : (ca.is_reference ? "the other side is the reference" : ca.why));
+    d.reason = ca.wrong ? reasons
+                        : absl::StrCat(cb.why, "; ", ca.is_reference ? "the other side is the reference" : ca.why);
   } else {
     d.wrong_side = "undecided";
-    d.reason = absl::StrCat(
-        "both sides match float64 references computed from their own inputs: the divergence "
-        "comes from differences they inherited",
-        ca.is_reference || cb.is_reference ? "" : absl::StrCat(" (", ca.why, "; ", cb.why, ")"));
+    d.reason = d.scalar_rounding
+                   ? reasons
+                   : absl::StrCat("both sides match witnesses computed from their own inputs: the "
+                                  "divergence comes from differences they inherited",
+                                  ca.is_reference || cb.is_reference ? "" : absl::StrCat(" (", reasons, ")"));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "exec/run_result.h"
+#include "exec/witnesses.h"
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
@@ -25,9 +26,13 @@ std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int 
 // The spacing of the dtype's representable numbers at x.
 double Ulp(graph::DType dtype, double x);
 
-// Sets d.wrong_side, d.reason, d.reference_a/b and the errors in ULPs and
-// relative terms.
+// Sets d.wrong_side, d.witness, d.reason, d.reference_a/b and the errors in
+// ULPs and relative terms. Each side is judged against the witnesses of its
+// own inputs (exec/witnesses.h; `plan` replaces PlanFor(a, b) in tests), on
+// the elements where the sides differ only. A witness that runs the CPU's own
+// algorithm, or two float64 witnesses that disagree, decide nothing.
 void Attribute(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
-               const exec::RunResult& b, const Policy& policy, Divergence& d);
+               const exec::RunResult& b, const Policy& policy, Divergence& d,
+               const exec::WitnessPlan* plan = nullptr);
 
 }  // namespace divfuzz::oracles

@@ -24,6 +24,12 @@ std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& 
 std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
                                          graph::DType dtype);
 
+// Where two outputs of one shape differ (class, or beyond the tolerance), as
+// a flat bool tensor over their real view (complex: (re, im) pairs);
+// undefined when the shapes differ. Blame rests on these elements only.
+at::Tensor DifferingElements(const at::Tensor& a, const at::Tensor& b, graph::DType dtype,
+                             Tolerance tolerance);
+
 // Two runs of one target bit for bit: the first element that differs (a NaN
 // matches any NaN in the same place; -0.0 and 0.0 differ), as a
 // kNondeterminism divergence with element, values and detail; nullopt when

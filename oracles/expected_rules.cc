@@ -7,6 +7,7 @@
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/gather.h>
 #include <ATen/ops/isfinite.h>
+#include <ATen/ops/isinf.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/linalg_svdvals.h>
 #include <ATen/ops/linalg_vector_norm.h>
@@ -16,6 +17,11 @@
 #include <ATen/ops/sort.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/view_as_real.h>
+#include <ATen/ops/masked_select.h>
+#include <ATen/ops/eq.h>
 #include <ATen/ops/zeros_like.h>
 
 #include <cmath>
@@ -261,6 +267,9 @@ std::optional<RuleMatch> FloatToIntCast(const Context& c) {
 
 std::optional<RuleMatch> IllConditioned(const Context& c) {
   if (!(c.spec.hints & ops::kConditioned)) return std::nullopt;
+  // Elimination without any rounding (the exact witness checked every
+  // intermediate): conditioning cannot excuse a difference.
+  if (c.d.rounding_free) return std::nullopt;
   const at::Tensor x = c.Input(0);
   if (!x.defined() || x.dim() < 2) return std::nullopt;
   if (!at::all(at::isfinite(x)).item<bool>()) {
@@ -313,21 +322,40 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
 std::optional<RuleMatch> CancellingReduction(const Context& c) {
   const bool reduction = c.spec.hints & ops::kCancellingReduction;
   const bool matmul = c.spec.hints & ops::kCancellingMatmul;
+  // Any other op that sums inside (convolution, pooling, norms, trapezoid,
+  // losses ...): its terms are not its inputs one for one, so n is bounded by
+  // the largest input's size and sum|terms| by the op on |inputs| or |result|.
+  const bool inside = !reduction && !matmul && (c.spec.hints & ops::kSumsInside);
   const bool split = c.d.cls == DivergenceClass::kClassSplit;
-  if ((!reduction && !matmul) || (c.d.cls != DivergenceClass::kTolerance && !split)) {
+  if ((!reduction && !matmul && !inside) || (c.d.cls != DivergenceClass::kTolerance && !split)) {
     return std::nullopt;
   }
-  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, 0));
-  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, 0));
+  const size_t out = inside ? static_cast<size_t>(c.d.output_index) : 0;
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, out));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, out));
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes()) return std::nullopt;
+  if (ya.is_complex() || yb.is_complex()) return std::nullopt;
   // The same op over |inputs| gives sum|terms| for each output element.
   std::map<std::string, at::Tensor> abs_inputs;
   for (const auto& [name, t] : c.inputs) abs_inputs[name] = t.defined() ? at::abs(t) : t;
   const exec::NodeResult s = exec::RunNode(c.node, abs_inputs, c.types, exec::Target::kCpuF64);
-  if (s.error || s.exact.empty()) return std::nullopt;
+  at::Tensor sum_abs;
+  if (!s.error && s.exact.size() > out && s.exact[out].defined() &&
+      s.exact[out].sizes() == yb.sizes() && !s.exact[out].is_complex()) {
+    sum_abs = F64(s.exact[out]).abs();
+  }
+  if (inside) {
+    sum_abs = sum_abs.defined() ? at::maximum(sum_abs, at::maximum(ya.abs(), yb.abs()))
+                                : at::maximum(ya.abs(), yb.abs());
+  }
+  if (!sum_abs.defined()) return std::nullopt;
   const at::Tensor x0 = c.Input(0);
   int64_t terms = 1;
-  if (matmul) {
+  if (inside) {
+    for (const auto& [name, t] : c.inputs) {
+      if (t.defined()) terms = std::max<int64_t>(terms, t.numel());
+    }
+  } else if (matmul) {
     terms = x0.dim() == 0 ? 1 : x0.size(-1) + (c.spec.rule == ops::Rule::kLinear ? 1 : 0);
   } else if (c.spec.rule == ops::Rule::kDimwise) {
     const int64_t dim = IntArgOr(c.node, 1, "dim", 0);
@@ -338,11 +366,9 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
   if (split) {
     // Where sum|terms| exceeds the dtype's range, whether a partial sum
     // overflows (inf, or inf - inf = nan) depends on the order of summation.
-    const at::Tensor s_abs = F64(s.exact[0]).abs();
+    // (A NaN term makes every order NaN: that is no excuse.)
     const bool overflow_possible =
-        at::logical_or(s_abs.gt(graph::MaxFinite(c.dtype)), at::isfinite(s_abs).logical_not())
-            .any()
-            .item<bool>();
+        at::logical_or(sum_abs.gt(graph::MaxFinite(c.dtype)), at::isinf(sum_abs)).any().item<bool>();
     if (!overflow_possible) return std::nullopt;
     return RuleMatch{
         "cancelling_reductions",
@@ -350,7 +376,7 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
                      ": partial sums overflow or not depending on summation order")};
   }
   const double eps = graph::Epsilon(c.dtype);
-  const at::Tensor bound = F64(s.exact[0]).abs().mul(2.0 * terms * eps);
+  const at::Tensor bound = sum_abs.mul(2.0 * terms * eps);
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   const at::Tensor diff = ya.sub(yb).abs();
   const at::Tensor ok =
@@ -358,6 +384,7 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
   if (!at::all(ok).item<bool>()) return std::nullopt;
   return RuleMatch{"cancelling_reductions",
                    absl::StrCat("|A - B| is within 2 n eps sum|terms| (n = ", terms,
+                                inside ? ", at most the largest input's size" : "",
                                 "), the rounding bound of any summation order")};
 }
 
@@ -424,6 +451,212 @@ std::optional<RuleMatch> ProductOrder(const Context& c) {
                                 "), the rounding bound of any multiplication order")};
 }
 
+// Floating inputs of the root, as side A had them: which non-finite kinds.
+struct NonFinite {
+  bool nan = false, pos_inf = false, neg_inf = false;
+  bool Any() const { return nan || pos_inf || neg_inf; }
+};
+NonFinite ScanNonFinite(const Context& c) {
+  NonFinite n;
+  for (const auto& [name, t] : c.inputs) {
+    if (!t.defined() || t.numel() == 0) continue;
+    at::Tensor v = t;
+    if (v.is_complex()) v = at::view_as_real(v.contiguous());
+    if (!at::isFloatingType(v.scalar_type())) continue;
+    n.nan = n.nan || at::isnan(v).any().item<bool>();
+    n.pos_inf = n.pos_inf || v.eq(std::numeric_limits<double>::infinity()).any().item<bool>();
+    n.neg_inf = n.neg_inf || v.eq(-std::numeric_limits<double>::infinity()).any().item<bool>();
+  }
+  return n;
+}
+
+// PyTorch's notes: the libraries behind linear algebra, FFTs and matrix
+// products give no guarantee for non-finite inputs, in any failure class; an
+// exponential normalizer subtracts its max (inf - inf). Plain sums only
+// depend on the order with infinities of both signs (NaN must propagate).
+std::optional<RuleMatch> NonFiniteInputs(const Context& c) {
+  if (!(c.spec.hints & ops::kNoNonFiniteGuarantee)) return std::nullopt;
+  const NonFinite n = ScanNonFinite(c);
+  if (!n.Any()) return std::nullopt;
+  const uint32_t backend = ops::kConditioned | ops::kDecomposition | ops::kInfoGated |
+                           ops::kTransform | ops::kCancellingMatmul | ops::kTf32Sensitive;
+  const bool library = (c.spec.hints & backend) || c.spec.family == "linalg" ||
+                       c.spec.family == "decomposition" || c.spec.family == "fft" ||
+                       c.spec.family == "matmul" || c.spec.family == "conv";
+  const std::string what =
+      absl::StrCat(n.nan ? "NaN" : "", n.nan && (n.pos_inf || n.neg_inf) ? " and " : "",
+                   n.pos_inf && n.neg_inf ? "+-inf" : n.pos_inf ? "+inf" : n.neg_inf ? "-inf" : "");
+  if (library) {
+    return RuleMatch{"nonfinite_inputs",
+                     absl::StrCat("the input holds ", what, ": PyTorch gives no guarantee for "
+                                  "non-finite inputs to linear algebra, FFTs and matrix products")};
+  }
+  const bool plain_sum = c.spec.hints & (ops::kCancellingReduction | ops::kProductReduction);
+  if (plain_sum ? (n.pos_inf && n.neg_inf) : (n.pos_inf || n.neg_inf)) {
+    return RuleMatch{"nonfinite_inputs",
+                     absl::StrCat("the input holds ", what, ": ",
+                                  plain_sum ? "inf - inf appears or not depending on the order"
+                                            : "the op's intermediate (a max subtracted, a mean "
+                                              "removed) turns inf into inf - inf or not "
+                                              "depending on the algorithm")};
+  }
+  return std::nullopt;
+}
+
+// "Extremal values" (PyTorch's numerical-accuracy notes): a square, product
+// or quotient inside the op overflows (or all squares underflow) in the
+// accumulate dtype (float for f16/bf16/f32, double for f64) though the
+// result fits; linear algebra scales by values near the maximum.
+std::optional<RuleMatch> ExtremalValues(const Context& c) {
+  if (c.d.cls != DivergenceClass::kTolerance && c.d.cls != DivergenceClass::kClassSplit) {
+    return std::nullopt;
+  }
+  const bool elementwise = c.spec.rule == ops::Rule::kUnary || c.spec.rule == ops::Rule::kBinary ||
+                           c.spec.rule == ops::Rule::kUnaryScalar ||
+                           (c.spec.rule == ops::Rule::kGeneric && !(c.spec.hints & ops::kSumsInside));
+  const bool squares = (c.spec.hints & ops::kSquaresInside) &&
+                       (!elementwise || graph::IsComplex(c.dtype));
+  const bool linalg = c.spec.hints & (ops::kConditioned | ops::kDecomposition);
+  if (!squares && !linalg) return std::nullopt;
+  double big = 0;
+  int64_t n = 1;
+  for (const auto& [name, t] : c.inputs) {
+    if (!t.defined() || t.numel() == 0) continue;
+    at::Tensor v = t.is_complex() ? at::view_as_real(t.contiguous()) : t;
+    if (!at::isFloatingType(v.scalar_type())) continue;
+    const at::Tensor a = v.abs();
+    const at::Tensor finite = a.masked_select(at::isfinite(a));
+    if (finite.numel() == 0) continue;
+    big = std::max(big, finite.max().item<double>());
+    n = std::max<int64_t>(n, t.dim() > 0 ? t.size(-1) : 1);
+  }
+  const bool f64 = c.dtype == DType::kF64 || c.dtype == DType::kC128;
+  const double acc_max = f64 ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
+  const char* acc = f64 ? "float64" : "float32";
+  if (squares && big * big > acc_max) {
+    return RuleMatch{"extremal_values",
+                     absl::StrCat("max|x| = ", graph::FormatFloat(big), ": its square overflows ",
+                                  acc, " inside the op though the result may fit")};
+  }
+  if (squares && big > 0 && big * big < graph::SmallestNormal(f64 ? DType::kF64 : DType::kF32)) {
+    return RuleMatch{"extremal_values",
+                     absl::StrCat("max|x| = ", graph::FormatFloat(big), ": every square underflows ",
+                                  acc, " inside the op")};
+  }
+  if (linalg && big > acc_max / (4.0 * static_cast<double>(n))) {
+    return RuleMatch{"extremal_values",
+                     absl::StrCat("max|x| = ", graph::FormatFloat(big), " is within a factor 4n of ",
+                                  acc, "'s maximum: elimination and scaling overflow or not "
+                                  "depending on the algorithm")};
+  }
+  return std::nullopt;
+}
+
+// A float argument an op casts to int64 inside (the orthogonal polynomials'
+// n): undefined for non-finite values and beyond 2^63 (x86 gives INT64_MIN,
+// CUDA saturates).
+std::optional<RuleMatch> InternalIntCast(const Context& c) {
+  if (!(c.spec.hints & ops::kInternalIntCast) || c.spec.int_cast_arg < 0) return std::nullopt;
+  const size_t pos = static_cast<size_t>(c.spec.int_cast_arg);
+  if (pos >= c.node.args.size()) return std::nullopt;
+  const Literal& l = c.node.args[pos].value;
+  at::Tensor n;
+  if (l.kind == Literal::Kind::kValue) {
+    n = c.Input(pos);
+  } else if (l.kind == Literal::Kind::kFloat) {
+    n = at::scalar_tensor(l.f, at::kDouble);
+  }
+  if (!n.defined() || !at::isFloatingType(n.scalar_type())) return std::nullopt;
+  const at::Tensor bad =
+      at::logical_or(at::isfinite(n).logical_not(), n.abs().ge(9223372036854775808.0));
+  const int64_t count = bad.sum().item<int64_t>();
+  if (count == 0) return std::nullopt;
+  return RuleMatch{"float_to_int_casts",
+                   absl::StrCat(count, " value(s) of the argument ", c.node.op,
+                                " casts to int64 inside are non-finite or beyond 2^63: the cast is "
+                                "undefined behaviour in C++")};
+}
+
+// FFTs: the error is normwise, about c log2(N) eps ||X||_2 (Higham 24.1),
+// so one element may be far off relatively where the output is small.
+std::optional<RuleMatch> TransformNormwise(const Context& c) {
+  if (!(c.spec.hints & ops::kTransform) || c.d.cls != DivergenceClass::kTolerance) {
+    return std::nullopt;
+  }
+  auto real = [](at::Tensor t) {
+    if (!t.defined()) return t;
+    if (t.is_complex()) t = at::view_as_real(t.contiguous());
+    return F64(t);
+  };
+  const at::Tensor ya = real(Context::Output(c.a, c.d.node_index, c.d.output_index));
+  const at::Tensor yb = real(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.numel() == 0) {
+    return std::nullopt;
+  }
+  int64_t n = 2;
+  for (const auto& [name, t] : c.inputs) {
+    if (t.defined()) n = std::max<int64_t>(n, t.numel());
+  }
+  const DType real_dtype = c.dtype == DType::kC64 ? DType::kF32
+                           : c.dtype == DType::kC128 ? DType::kF64
+                                                     : c.dtype;
+  const double norm = std::max(at::linalg_vector_norm(ya).item<double>(),
+                               at::linalg_vector_norm(yb).item<double>());
+  const double bound = 8.0 * std::log2(static_cast<double>(n)) * graph::Epsilon(real_dtype) * norm +
+                       c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  const double diff = ya.sub(yb).abs().max().item<double>();
+  if (!(diff <= bound)) return std::nullopt;
+  return RuleMatch{"transform_normwise",
+                   absl::StrCat("max|A - B| = ", graph::FormatFloat(diff),
+                                " <= 8 log2(N) eps ||X||_2 = ", graph::FormatFloat(bound),
+                                " (N = ", n, "): an FFT's error bound is normwise")};
+}
+
+// A scan that carries its running value in the dtype: position k may be off
+// by about k eps relative to |y| + 1 where the other side carries it wider.
+std::optional<RuleMatch> ScanCarry(const Context& c) {
+  if (!(c.spec.hints & ops::kScanCarry) || c.d.cls != DivergenceClass::kTolerance) {
+    return std::nullopt;
+  }
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor x = c.Input(0);
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || !x.defined()) {
+    return std::nullopt;
+  }
+  int64_t dim = IntArgOr(c.node, 1, "dim", 0);
+  const int64_t n = x.dim() == 0 ? 1 : x.size(dim < 0 ? dim + x.dim() : dim);
+  const at::Tensor bound = yb.abs().add(1).mul(2.0 * n * graph::Epsilon(c.dtype));
+  const at::Tensor ok = at::logical_or(ya.sub(yb).abs().le(bound), at::isfinite(ya.sub(yb)).logical_not());
+  if (!at::all(ok).item<bool>()) return std::nullopt;
+  return RuleMatch{"scan_carry", absl::StrCat("|A - B| <= 2 n eps (|B| + 1) (n = ", n,
+                                              "): one side carries the running value in ",
+                                              std::string(graph::DTypeName(c.dtype)))};
+}
+
+std::optional<RuleMatch> ScalarRounding(const Context& c) {
+  if (!c.d.scalar_rounding) return std::nullopt;
+  return RuleMatch{"scalar_rounding",
+                   absl::StrCat("a side matches the reference once the number literal is rounded "
+                                "to ", c.d.dtype, " first: eager PyTorch rounds Python scalars to "
+                                "the tensor's dtype on some paths")};
+}
+
+// PyTorch does not specify the strides of most ops' outputs (an FFT's differ
+// per device), so a view() of them may work on one device only.
+std::optional<RuleMatch> UnspecifiedStrides(const Context& c) {
+  if (c.d.cls != DivergenceClass::kErrorSplit) return std::nullopt;
+  auto says = [&](const exec::RunResult& r) {
+    if (c.d.node_index < 0 || static_cast<size_t>(c.d.node_index) >= r.nodes.size()) return false;
+    const auto& e = r.nodes[c.d.node_index].error;
+    return e && absl::StrContains(e->message, "view size is not compatible with input tensor's size and stride");
+  };
+  if (!says(c.a) && !says(c.b)) return std::nullopt;
+  return RuleMatch{"unspecified_strides",
+                   "view() needs strides PyTorch does not specify for this input (they differ per "
+                   "device); reshape() is the portable spelling"};
+}
+
 std::optional<RuleMatch> Tf32(const Context& c) {
   if (!c.policy.cuda_tf32 || !(c.spec.hints & ops::kTf32Sensitive)) return std::nullopt;
   if (c.a.target != exec::Target::kCuda && c.b.target != exec::Target::kCuda) return std::nullopt;
@@ -457,13 +690,32 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.float_to_int_casts) {
       if (auto m = FloatToIntCast(c)) return m;
+      if (auto m = InternalIntCast(c)) return m;
+    }
+    if (r.nonfinite_inputs) {
+      if (auto m = NonFiniteInputs(c)) return m;
     }
     if (r.ill_conditioned) {
       if (auto m = IllConditioned(c)) return m;
     }
+    if (r.extremal_values) {
+      if (auto m = ExtremalValues(c)) return m;
+    }
     if (r.cancelling_reductions) {
       if (auto m = CancellingReduction(c)) return m;
       if (auto m = ProductOrder(c)) return m;
+    }
+    if (r.transform_normwise) {
+      if (auto m = TransformNormwise(c)) return m;
+    }
+    if (r.scan_carry) {
+      if (auto m = ScanCarry(c)) return m;
+    }
+    if (r.scalar_rounding) {
+      if (auto m = ScalarRounding(c)) return m;
+    }
+    if (r.unspecified_strides) {
+      if (auto m = UnspecifiedStrides(c)) return m;
     }
     if (r.tf32) {
       if (auto m = Tf32(c)) return m;

@@ -15,8 +15,7 @@
 namespace divfuzz::oracles {
 
 struct RuleMatch {
-  std::string rule;    // info_gated, index_ties, float_to_int_casts, ill_conditioned,
-                       // cancelling_reductions, tf32
+  std::string rule;    // a rule of oracles/rules.def
   std::string reason;  // the evidence, one line
 };
 

@@ -5,6 +5,9 @@
 
 #include <map>
 #include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "graph/dtype.h"
@@ -16,14 +19,10 @@ struct Policy {
   std::map<graph::DType, Tolerance> defaults;
   // op ("aten::logdet") -> dtype -> tolerance
   std::map<std::string, std::map<graph::DType, Tolerance>> overrides;
+  // One switch per rule of oracles/rules.def, all on by default.
   struct Rules {
-    bool info_gated = true;             // *_ex outputs where info != 0
-    bool index_ties = true;             // indices that select equal values or one destination twice
-    bool float_to_int_casts = true;     // casts of non-finite or out-of-range values
-    bool ill_conditioned = true;        // condition number beyond 1/eps of the dtype
-    bool cancelling_reductions = true;  // error within the summation-order bound
-    bool tf32 = true;                   // CUDA ran with TF32 / reduced-precision reductions
-    bool documented_nondeterminism = true;  // CUDA kernels PyTorch documents as nondeterministic
+#define DIVFUZZ_RULE(name, meaning) bool name = true;
+#include "oracles/rules.def"
   } rules;
   // Set by the campaign when the CUDA target runs with TF32 and
   // reduced-precision reductions on (off by default).
@@ -33,6 +32,16 @@ struct Policy {
 };
 
 Policy DefaultPolicy();
+
+// The rules of oracles/rules.def in order, with what each covers.
+struct RuleInfo {
+  const char* name;
+  const char* meaning;
+};
+const std::vector<RuleInfo>& AllRules();
+// The switch of a rule by name; nullptr for an unknown name.
+bool* RuleSwitch(Policy::Rules& rules, absl::string_view name);
+const bool* RuleSwitch(const Policy::Rules& rules, absl::string_view name);
 
 // Parses a policy file; errors name the file and what was expected.
 absl::StatusOr<Policy> ParsePolicy(const std::string& json_text, const std::string& filename);

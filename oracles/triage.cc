@@ -2,14 +2,17 @@
 
 #include "oracles/attribution.h"
 #include "oracles/expected_rules.h"
+#include "oracles/trigger.h"
 
 namespace divfuzz::oracles {
 
 void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
-            const exec::RunResult& b, const Policy& policy, Verdict& verdict) {
+            const exec::RunResult& b, const Policy& policy, Verdict& verdict,
+            const exec::WitnessPlan* plan) {
   for (Divergence& d : verdict.divergences) {
     if (!d.root) continue;  // downstream divergences repeat their root's story
-    Attribute(program, types, a, b, policy, d);
+    d.trigger = TriggerClass(program, a, d);
+    Attribute(program, types, a, b, policy, d, plan);
     if (d.cls == DivergenceClass::kDtypeGap) {
       d.tier = "dtype_gap";
     } else if (std::optional<RuleMatch> m = MatchExpectedRule(program, types, a, b, policy, d)) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "exec/run_result.h"
+#include "exec/witnesses.h"
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
@@ -12,6 +13,7 @@
 namespace divfuzz::oracles {
 
 void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
-            const exec::RunResult& b, const Policy& policy, Verdict& verdict);
+            const exec::RunResult& b, const Policy& policy, Verdict& verdict,
+            const exec::WitnessPlan* plan = nullptr);
 
 }  // namespace divfuzz::oracles

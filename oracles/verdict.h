@@ -32,6 +32,7 @@ struct Divergence {
   std::string dtype;       // dtype name of the output ("f32"), or of its input on errors
   bool root = false;       // its inputs agree on both targets
   long long element = -1;  // flat index of the first differing element
+  int component = -1;      // complex outputs: 0 real part, 1 imaginary part of that element
   std::string value_a;     // target A's element (or error message, or shape/dtype)
   std::string value_b;
   double abs_error = 0;  // |a - b| at that element (tolerance class)
@@ -47,6 +48,14 @@ struct Divergence {
   std::string reference_b;               // ... and from B's inputs
   double ulp_a = 0, ulp_b = 0;           // each side's error against its reference, in ULPs
   double rel_a = 0, rel_b = 0;           // ... and relative
+  // The witness that decided wrong_side (exec/witnesses.h): "exact", "cpu-f64",
+  // "cpu-f64+cuda-f64" (two float64 implementations agree), or "none".
+  std::string witness = "none";
+  // The trigger class of the root's inputs: nan, inf, near_max, subnormal,
+  // int64_range or ordinary (the most unusual one present).
+  std::string trigger = "ordinary";
+  bool scalar_rounding = false;  // a side matches only with scalars rounded to its dtype
+  bool rounding_free = false;    // the exact witness's elimination had no rounding at all
 };
 
 // Severity ranks: crash > hang > bug-tier splits > bug-tier tolerance >

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what divfuzz needs (idempotently) and builds it into build/.
-# Debian packages: compilers, CMake, Abseil, GoogleTest, nlohmann-json, ccache, and
+# Debian packages: compilers, CMake, Abseil, GoogleTest, nlohmann-json, MPFR and GMP (the
+# exact witness), ccache, and
 # chromium (headless, for the HTML report's rendering test).
 # PyPI: torch==2.11.0, whose wheel carries libtorch's headers, libraries and
 # CMake config (and which the emitted repro.py scripts import).
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=2.11.0
 PACKAGES=(cmake ninja-build clang libclang-rt-14-dev libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev ccache python3-pip chromium)
+          libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev ccache python3-pip chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,506 @@
+#include "exec/exact_reference.h"
+
+#include <ATen/ops/broadcast_tensors.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <gmp.h>
+#include <mpfr.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "exec/dtype_convert.h"
+#include "ops/catalogue.h"
+
+namespace divfuzz::exec {
+namespace {
+
+using graph::DType;
+using graph::Literal;
+
+constexpr mpfr_prec_t kPrecision = 160;
+constexpr int64_t kMaxElements = 1 << 16;
+constexpr int64_t kMaxMatrix = 8;
+
+// One MPFR number with RAII.
+struct Mp {
+  mpfr_t v;
+  Mp() {
+    mpfr_init2(v, kPrecision);
+    mpfr_set_zero(v, 1);
+  }
+  explicit Mp(double x) : Mp() { mpfr_set_d(v, x, MPFR_RNDN); }  // exact
+  ~Mp() { mpfr_clear(v); }
+  Mp(const Mp&) = delete;
+  Mp& operator=(const Mp&) = delete;
+};
+
+void WidenExponentRange() {
+  static const bool done = [] {
+    mpfr_set_emax(mpfr_get_emax_max());
+    mpfr_set_emin(mpfr_get_emin_min());
+    return true;
+  }();
+  (void)done;
+}
+
+double RoundToDType(double x, DType dtype) {
+  if (dtype == DType::kF64) return x;
+  return at::scalar_tensor(x, at::kDouble).to(ToScalarType(dtype)).to(at::kDouble).item<double>();
+}
+
+// r = f(x) for the unary functions; false when the name is not unary.
+bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
+  const mpfr_rnd_t N = MPFR_RNDN;
+  Mp t, u;
+  if (f == "exp") return mpfr_exp(r, x, N), true;
+  if (f == "exp2") return mpfr_exp2(r, x, N), true;
+  if (f == "expm1") return mpfr_expm1(r, x, N), true;
+  if (f == "log") return mpfr_log(r, x, N), true;
+  if (f == "log2") return mpfr_log2(r, x, N), true;
+  if (f == "log10") return mpfr_log10(r, x, N), true;
+  if (f == "log1p") return mpfr_log1p(r, x, N), true;
+  if (f == "sqrt") return mpfr_sqrt(r, x, N), true;
+  if (f == "rsqrt") {  // 1/sqrt: -0 gives -inf as IEEE division does
+    mpfr_sqrt(t.v, x, N);
+    return mpfr_ui_div(r, 1, t.v, N), true;
+  }
+  if (f == "reciprocal") return mpfr_ui_div(r, 1, x, N), true;
+  if (f == "sin") return mpfr_sin(r, x, N), true;
+  if (f == "cos") return mpfr_cos(r, x, N), true;
+  if (f == "tan") return mpfr_tan(r, x, N), true;
+  if (f == "asin") return mpfr_asin(r, x, N), true;
+  if (f == "acos") return mpfr_acos(r, x, N), true;
+  if (f == "atan") return mpfr_atan(r, x, N), true;
+  if (f == "sinh") return mpfr_sinh(r, x, N), true;
+  if (f == "cosh") return mpfr_cosh(r, x, N), true;
+  if (f == "tanh") return mpfr_tanh(r, x, N), true;
+  if (f == "asinh") return mpfr_asinh(r, x, N), true;
+  if (f == "acosh") return mpfr_acosh(r, x, N), true;
+  if (f == "atanh") return mpfr_atanh(r, x, N), true;
+  if (f == "erf") return mpfr_erf(r, x, N), true;
+  if (f == "erfc") return mpfr_erfc(r, x, N), true;
+  if (f == "j0") return mpfr_j0(r, x, N), true;
+  if (f == "j1") return mpfr_j1(r, x, N), true;
+  if (f == "y0") return mpfr_y0(r, x, N), true;
+  if (f == "y1") return mpfr_y1(r, x, N), true;
+  if (f == "lgamma") {
+    int sign = 0;
+    return mpfr_lgamma(r, &sign, x, N), true;
+  }
+  if (f == "digamma") {
+    // PyTorch: digamma(+-0) = -+inf (documented since 1.8), NaN at negative integers.
+    if (mpfr_zero_p(x)) return mpfr_set_inf(r, mpfr_signbit(x) ? 1 : -1), true;
+    return mpfr_digamma(r, x, N), true;
+  }
+  if (f == "sigmoid") {  // 1 / (1 + exp(-x))
+    mpfr_neg(t.v, x, N);
+    mpfr_exp(t.v, t.v, N);
+    mpfr_add_ui(t.v, t.v, 1, N);
+    return mpfr_ui_div(r, 1, t.v, N), true;
+  }
+  // x * g(x) with g(-inf) = 0: the limit at -inf is 0, not -inf * 0.
+  const bool neg_inf = mpfr_inf_p(x) && mpfr_signbit(x);
+  if (f == "gelu") {  // x/2 (1 + erf(x / sqrt 2))
+    if (neg_inf) return mpfr_set_zero(r, -1), true;
+    mpfr_sqrt_ui(t.v, 2, N);
+    mpfr_div(t.v, x, t.v, N);
+    mpfr_erf(t.v, t.v, N);
+    mpfr_add_ui(t.v, t.v, 1, N);
+    mpfr_mul(t.v, t.v, x, N);
+    return mpfr_div_ui(r, t.v, 2, N), true;
+  }
+  if (f == "silu") {  // x sigmoid(x)
+    if (neg_inf) return mpfr_set_zero(r, -1), true;
+    Unary("sigmoid", t.v, x);
+    return mpfr_mul(r, t.v, x, N), true;
+  }
+  if (f == "mish") {  // x tanh(log1p(exp(x)))
+    if (neg_inf) return mpfr_set_zero(r, -1), true;
+    mpfr_exp(t.v, x, N);
+    mpfr_log1p(t.v, t.v, N);
+    mpfr_tanh(t.v, t.v, N);
+    return mpfr_mul(r, t.v, x, N), true;
+  }
+  if (f == "sinc") {  // sin(pi x) / (pi x), 1 at 0
+    if (mpfr_zero_p(x)) return mpfr_set_ui(r, 1, N), true;
+    mpfr_const_pi(t.v, N);
+    mpfr_mul(t.v, t.v, x, N);
+    mpfr_sin(u.v, t.v, N);
+    return mpfr_div(r, u.v, t.v, N), true;
+  }
+  if (f == "ndtr" || f == "log_ndtr") {  // erfc(-x / sqrt 2) / 2
+    mpfr_sqrt_ui(t.v, 2, N);
+    mpfr_div(t.v, x, t.v, N);
+    mpfr_neg(t.v, t.v, N);
+    mpfr_erfc(t.v, t.v, N);
+    mpfr_div_ui(t.v, t.v, 2, N);
+    return f == "ndtr" ? mpfr_set(r, t.v, N) : mpfr_log(r, t.v, N), true;
+  }
+  if (f == "erfcx") {  // exp(x^2) erfc(x); 1 / (x sqrt(pi)) (1 - 1/(2x^2)) far out
+    if (mpfr_inf_p(x)) {  // erfcx(+inf) = 0, erfcx(-inf) = +inf
+      if (mpfr_signbit(x)) return mpfr_set_inf(r, 1), true;
+      return mpfr_set_zero(r, 1), true;
+    }
+    if (mpfr_cmp_d(x, 1e4) > 0) {  // asymptotic; the next term is below 2^-70 relative
+      mpfr_sqr(u.v, x, N);
+      mpfr_mul_ui(u.v, u.v, 2, N);
+      mpfr_ui_div(u.v, 1, u.v, N);
+      mpfr_ui_sub(u.v, 1, u.v, N);  // 1 - 1/(2x^2)
+      mpfr_const_pi(t.v, N);
+      mpfr_sqrt(t.v, t.v, N);
+      mpfr_mul(t.v, t.v, x, N);
+      mpfr_div(r, u.v, t.v, N);
+      return true;
+    }
+    mpfr_sqr(t.v, x, N);
+    mpfr_exp(t.v, t.v, N);
+    mpfr_erfc(u.v, x, N);
+    return mpfr_mul(r, t.v, u.v, N), true;
+  }
+  if (f == "entr") {  // -x ln x; 0 at 0; -inf below 0
+    if (mpfr_nan_p(x)) return mpfr_set_nan(r), true;
+    if (mpfr_sgn(x) < 0) return mpfr_set_inf(r, -1), true;
+    if (mpfr_zero_p(x)) return mpfr_set_zero(r, 1), true;
+    mpfr_log(t.v, x, N);
+    mpfr_mul(t.v, t.v, x, N);
+    return mpfr_neg(r, t.v, N), true;
+  }
+  if (f == "deg2rad" || f == "rad2deg") {
+    mpfr_const_pi(t.v, N);
+    if (f == "deg2rad") {
+      mpfr_mul(r, x, t.v, N);
+      return mpfr_div_ui(r, r, 180, N), true;
+    }
+    mpfr_mul_ui(u.v, x, 180, N);
+    return mpfr_div(r, u.v, t.v, N), true;
+  }
+  return false;
+}
+
+// r = f(x, y) (alpha scales y for add/sub, x for rsub); false when not binary.
+bool Binary(absl::string_view f, mpfr_t r, const mpfr_t x, const mpfr_t y, double alpha) {
+  const mpfr_rnd_t N = MPFR_RNDN;
+  Mp t, u;
+  if (f == "add" || f == "sub" || f == "rsub") {
+    const bool rsub = f == "rsub";
+    mpfr_mul_d(t.v, rsub ? x : y, alpha, N);
+    if (f == "add") return mpfr_add(r, x, t.v, N), true;
+    return mpfr_sub(r, rsub ? y : x, t.v, N), true;
+  }
+  if (f == "mul") return mpfr_mul(r, x, y, N), true;
+  if (f == "div") return mpfr_div(r, x, y, N), true;
+  if (f == "atan2") return mpfr_atan2(r, x, y, N), true;
+  if (f == "hypot") return mpfr_hypot(r, x, y, N), true;
+  if (f == "pow") return mpfr_pow(r, x, y, N), true;
+  if (f == "fmod") return mpfr_fmod(r, x, y, N), true;
+  if (f == "remainder") {  // Python's %: the sign of the divisor
+    mpfr_fmod(t.v, x, y, N);
+    if (!mpfr_zero_p(t.v) && !mpfr_nan_p(t.v) && (mpfr_signbit(t.v) != mpfr_signbit(y))) {
+      mpfr_add(t.v, t.v, y, N);
+    }
+    return mpfr_set(r, t.v, N), true;
+  }
+  if (f == "xlogy" || f == "xlog1py") {  // 0 where x == 0, unless y is NaN
+    if (mpfr_nan_p(y)) return mpfr_set_nan(r), true;
+    if (mpfr_zero_p(x)) return mpfr_set_zero(r, 1), true;
+    f == "xlogy" ? mpfr_log(t.v, y, N) : mpfr_log1p(t.v, y, N);
+    return mpfr_mul(r, x, t.v, N), true;
+  }
+  if (f == "logaddexp" || f == "logaddexp2") {
+    const bool two = f == "logaddexp2";
+    if (mpfr_inf_p(x) && mpfr_inf_p(y) && mpfr_signbit(x) == mpfr_signbit(y)) {
+      return mpfr_set(r, x, N), true;
+    }
+    two ? mpfr_exp2(t.v, x, N) : mpfr_exp(t.v, x, N);
+    two ? mpfr_exp2(u.v, y, N) : mpfr_exp(u.v, y, N);
+    mpfr_add(t.v, t.v, u.v, N);
+    return (two ? mpfr_log2(r, t.v, N) : mpfr_log(r, t.v, N)), true;
+  }
+  return false;
+}
+
+bool IsBinary(absl::string_view f) {
+  return f == "add" || f == "sub" || f == "rsub" || f == "mul" || f == "div" || f == "atan2" ||
+         f == "hypot" || f == "pow" || f == "fmod" || f == "remainder" || f == "xlogy" ||
+         f == "xlog1py" || f == "logaddexp" || f == "logaddexp2";
+}
+
+// Argument `pos` (or `name`) as a float64 tensor: a value or a number literal.
+std::optional<at::Tensor> Operand(const graph::Node& node, size_t pos, absl::string_view name,
+                                  const std::map<std::string, at::Tensor>& values,
+                                  std::optional<DType> round_to, bool* is_literal) {
+  const Literal* l = ops::FindArg(node, pos, name);
+  if (l == nullptr) return std::nullopt;
+  *is_literal = l->kind != Literal::Kind::kValue;
+  switch (l->kind) {
+    case Literal::Kind::kValue: {
+      auto it = values.find(l->s);
+      if (it == values.end() || !it->second.defined()) return std::nullopt;
+      const at::ScalarType st = it->second.scalar_type();
+      if (at::isComplexType(st) || st == at::kLong) return std::nullopt;
+      return it->second.detach().cpu().to(at::kDouble);
+    }
+    case Literal::Kind::kFloat:
+      return at::scalar_tensor(round_to ? RoundToDType(l->f, *round_to) : l->f, at::kDouble);
+    case Literal::Kind::kInt:
+      if (std::fabs(static_cast<double>(l->i)) > 9007199254740992.0) return std::nullopt;
+      return at::scalar_tensor(
+          round_to ? RoundToDType(static_cast<double>(l->i), *round_to) : static_cast<double>(l->i),
+          at::kDouble);
+    case Literal::Kind::kBool:
+      return at::scalar_tensor(l->b ? 1.0 : 0.0, at::kDouble);
+    default:
+      return std::nullopt;
+  }
+}
+
+// The double values as a tensor of `dtype` (f32 rounded once from MPFR).
+NodeResult Finish(const std::vector<int64_t>& shape, const std::vector<double>& exact,
+                  const std::vector<float>& as_float, DType dtype) {
+  NodeResult nr;
+  at::Tensor e = at::from_blob(const_cast<double*>(exact.data()),
+                               {static_cast<int64_t>(exact.size())}, at::kDouble)
+                     .clone()
+                     .reshape(shape);
+  at::Tensor out;
+  if (dtype == DType::kF32 && as_float.size() == exact.size()) {
+    out = at::from_blob(const_cast<float*>(as_float.data()),
+                        {static_cast<int64_t>(as_float.size())}, at::kFloat)
+              .clone()
+              .reshape(shape);
+  } else {
+    out = e.to(ToScalarType(dtype));
+  }
+  nr.exact.push_back(e);
+  nr.outputs.push_back(out);
+  return nr;
+}
+
+std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& node,
+                                       const std::map<std::string, at::Tensor>& values,
+                                       DType dtype, const ExactOptions& options) {
+  const bool binary = IsBinary(f);
+  const std::optional<DType> round_to =
+      options.round_scalars ? std::optional<DType>(dtype) : std::nullopt;
+  bool lit0 = false, lit1 = false, lit_alpha = false;
+  std::optional<at::Tensor> x = Operand(node, 0, "self", values, round_to, &lit0);
+  if (!x && node.args.size() > 0) x = Operand(node, 0, "input", values, round_to, &lit0);
+  if (!x) return std::nullopt;
+  std::optional<at::Tensor> y;
+  if (binary) {
+    y = Operand(node, 1, "other", values, round_to, &lit1);
+    if (!y) y = Operand(node, 1, "exponent", values, round_to, &lit1);
+    if (!y) return std::nullopt;
+  } else {
+    // gelu's tanh approximation, logit's eps and the like are not modelled.
+    for (size_t i = 1; i < node.args.size(); ++i) {
+      const Literal& l = node.args[i].value;
+      if (f == "gelu" && l.kind == Literal::Kind::kString && l.s == "none") continue;
+      if (l.kind != Literal::Kind::kNone) return std::nullopt;
+    }
+  }
+  double alpha = 1;
+  if (f == "add" || f == "sub" || f == "rsub") {
+    std::optional<at::Tensor> a = Operand(node, 2, "alpha", values, round_to, &lit_alpha);
+    if (a) {
+      if (a->numel() != 1) return std::nullopt;
+      alpha = a->item<double>();
+    }
+  } else if (binary && node.args.size() > 2) {
+    return std::nullopt;  // rounding modes and other extras
+  }
+  std::vector<at::Tensor> parts = {*x};
+  if (y) parts.push_back(*y);
+  std::vector<at::Tensor> b = at::broadcast_tensors(parts);
+  const at::Tensor xs = b[0].contiguous();
+  const at::Tensor ys = binary ? b[1].contiguous() : at::Tensor();
+  const int64_t n = xs.numel();
+  if (n > kMaxElements) return std::nullopt;
+  WidenExponentRange();
+  std::vector<double> exact(n);
+  std::vector<float> as_float(dtype == DType::kF32 ? n : 0);
+  const double* px = xs.data_ptr<double>();
+  const double* py = binary ? ys.data_ptr<double>() : nullptr;
+  const bool masked = options.only.defined() && options.only.numel() == n;
+  const at::Tensor only = masked ? options.only.to(at::kBool).contiguous() : at::Tensor();
+  const bool* wanted = masked ? only.data_ptr<bool>() : nullptr;
+  Mp r, mx, my;
+  for (int64_t i = 0; i < n; ++i) {
+    if (wanted != nullptr && !wanted[i]) {
+      exact[i] = std::numeric_limits<double>::quiet_NaN();
+      if (!as_float.empty()) as_float[i] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    mpfr_set_d(mx.v, px[i], MPFR_RNDN);
+    bool ok = false;
+    if (binary) {
+      mpfr_set_d(my.v, py[i], MPFR_RNDN);
+      ok = Binary(f, r.v, mx.v, my.v, alpha);
+    } else {
+      ok = Unary(f, r.v, mx.v);
+    }
+    if (!ok) return std::nullopt;
+    exact[i] = mpfr_get_d(r.v, MPFR_RNDN);
+    if (!as_float.empty()) as_float[i] = mpfr_get_flt(r.v, MPFR_RNDN);
+  }
+  ExactResult er;
+  er.result = Finish(xs.sizes().vec(), exact, as_float, dtype);
+  return er;
+}
+
+// Whether the rational is exactly a number of `dtype`.
+bool Representable(const mpq_t q, DType dtype) {
+  const double d = mpq_get_d(q);  // truncates: equal only when exact
+  if (!std::isfinite(d)) return false;
+  mpq_t back;
+  mpq_init(back);
+  mpq_set_d(back, d);
+  const bool same = mpq_equal(back, q) != 0;
+  mpq_clear(back);
+  if (!same) return false;
+  if (dtype == DType::kF32) return static_cast<double>(static_cast<float>(d)) == d;
+  return true;
+}
+
+// Determinant of one n x n matrix by Gaussian elimination with partial
+// pivoting in exact rationals; *rounding_free as ExactResult says.
+void ExactDet(const double* a, int64_t n, DType dtype, mpq_t det, bool* rounding_free) {
+  std::vector<mpq_t> m(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    mpq_init(m[i]);
+    mpq_set_d(m[i], a[i]);
+  }
+  mpq_t t, l, absv, best;
+  mpq_inits(t, l, absv, best, nullptr);
+  mpq_set_ui(det, 1, 1);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t p = k;
+    mpq_abs(best, m[k * n + k]);
+    for (int64_t i = k + 1; i < n; ++i) {
+      mpq_abs(absv, m[i * n + k]);
+      if (mpq_cmp(absv, best) > 0) {
+        mpq_set(best, absv);
+        p = i;
+      }
+    }
+    if (mpq_sgn(best) == 0) {
+      mpq_set_ui(det, 0, 1);
+      break;
+    }
+    if (p != k) {
+      for (int64_t j = 0; j < n; ++j) mpq_swap(m[k * n + j], m[p * n + j]);
+      mpq_neg(det, det);
+    }
+    mpq_mul(det, det, m[k * n + k]);
+    for (int64_t i = k + 1; i < n; ++i) {
+      mpq_div(l, m[i * n + k], m[k * n + k]);
+      if (!Representable(l, dtype)) *rounding_free = false;
+      for (int64_t j = k + 1; j < n; ++j) {
+        mpq_mul(t, l, m[k * n + j]);
+        mpq_sub(m[i * n + j], m[i * n + j], t);
+        if (!Representable(m[i * n + j], dtype)) *rounding_free = false;
+      }
+    }
+  }
+  mpq_clears(t, l, absv, best, nullptr);
+  for (auto& q : m) mpq_clear(q);
+}
+
+std::optional<ExactResult> Determinant(absl::string_view f, const graph::Node& node,
+                                       const std::map<std::string, at::Tensor>& values,
+                                       DType dtype) {
+  bool lit = false;
+  std::optional<at::Tensor> x = Operand(node, 0, "self", values, std::nullopt, &lit);
+  if (!x) x = Operand(node, 0, "A", values, std::nullopt, &lit);
+  if (!x || lit || x->dim() < 2 || x->size(-1) != x->size(-2) || x->size(-1) > kMaxMatrix ||
+      x->size(-1) == 0 || !x->isfinite().all().item<bool>()) {
+    return std::nullopt;
+  }
+  for (size_t i = 1; i < node.args.size(); ++i) {
+    if (node.args[i].value.kind != Literal::Kind::kNone) return std::nullopt;
+  }
+  const int64_t n = x->size(-1);
+  const at::Tensor flat = x->contiguous().reshape({-1, n * n});
+  const int64_t batch = flat.size(0);
+  std::vector<int64_t> shape(x->sizes().begin(), x->sizes().end() - 2);
+  WidenExponentRange();
+  std::vector<double> first(batch), second(batch);
+  std::vector<float> first_f(dtype == DType::kF32 ? batch : 0),
+      second_f(dtype == DType::kF32 ? batch : 0);
+  bool rounding_free = true;
+  mpq_t det;
+  mpq_init(det);
+  Mp v;
+  for (int64_t b = 0; b < batch; ++b) {
+    ExactDet(flat[b].contiguous().data_ptr<double>(), n, dtype, det, &rounding_free);
+    mpfr_set_q(v.v, det, MPFR_RNDN);
+    const int sign = mpq_sgn(det);
+    if (f == "det") {
+      first[b] = mpfr_get_d(v.v, MPFR_RNDN);
+      if (!first_f.empty()) first_f[b] = mpfr_get_flt(v.v, MPFR_RNDN);
+      continue;
+    }
+    // log|det|: -inf for a singular matrix.
+    mpfr_abs(v.v, v.v, MPFR_RNDN);
+    mpfr_log(v.v, v.v, MPFR_RNDN);
+    const double logabs = mpfr_get_d(v.v, MPFR_RNDN);
+    const float logabs_f = mpfr_get_flt(v.v, MPFR_RNDN);
+    if (f == "logdet") {  // NaN for a negative determinant
+      first[b] = sign < 0 ? std::numeric_limits<double>::quiet_NaN() : logabs;
+      if (!first_f.empty()) first_f[b] = sign < 0 ? std::numeric_limits<float>::quiet_NaN() : logabs_f;
+    } else {  // slogdet: (sign, log|det|)
+      first[b] = sign;
+      second[b] = logabs;
+      if (!first_f.empty()) first_f[b] = static_cast<float>(sign), second_f[b] = logabs_f;
+    }
+  }
+  mpq_clear(det);
+  ExactResult er;
+  er.rounding_free = rounding_free;
+  er.result = Finish(shape, first, first_f, dtype);
+  if (f == "slogdet") {
+    NodeResult s = Finish(shape, second, second_f, dtype);
+    er.result.outputs.push_back(s.outputs[0]);
+    er.result.exact.push_back(s.exact[0]);
+  }
+  return er;
+}
+
+}  // namespace
+
+bool HasRoundableScalars(const graph::Node& node, DType dtype) {
+  if (!graph::IsFloating(dtype) || dtype == DType::kF64) return false;
+  for (const graph::Argument& a : node.args) {
+    const Literal& l = a.value;
+    if (l.kind == Literal::Kind::kFloat && RoundToDType(l.f, dtype) != l.f) return true;
+    if (l.kind == Literal::Kind::kInt &&
+        RoundToDType(static_cast<double>(l.i), dtype) != static_cast<double>(l.i)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<ExactResult> RunExact(const graph::Node& node,
+                                    const std::map<std::string, at::Tensor>& values,
+                                    const ops::TypeEnv& types, const ExactOptions& options) {
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  if (spec == nullptr || spec->exact.empty() || node.results.empty()) return std::nullopt;
+  auto it = types.find(node.results[0]);
+  if (it == types.end() || !graph::IsFloating(it->second.dtype)) return std::nullopt;
+  const DType dtype = it->second.dtype;
+  try {
+    const absl::string_view f = spec->exact;
+    if (f == "det" || f == "logdet" || f == "slogdet") return Determinant(f, node, values, dtype);
+    return Elementwise(f, node, values, dtype, options);
+  } catch (const std::exception&) {
+    return std::nullopt;  // inputs the reference cannot take (shapes that do not broadcast)
+  }
+}
+
+}  // namespace divfuzz::exec

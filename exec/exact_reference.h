@@ -1,0 +1,49 @@
+// The exact witness: a node evaluated without rounding error, independent of
+// every kernel under test. Elementwise math runs in MPFR at 160 bits and is
+// rounded once to the result dtype (correctly rounded but for a tie within
+// 2^-160); small determinants run in exact rational arithmetic (GMP). Which
+// ops have one is a catalogue fact (OpSpec::exact, ops/kernel_classes.cc).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "exec/run_result.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+
+namespace divfuzz::exec {
+
+struct ExactResult {
+  NodeResult result;  // outputs rounded to the node's result dtypes; exact: float64
+  // Small matrices: every intermediate of Gaussian elimination with partial
+  // pivoting is representable in the input dtype, so any such algorithm in
+  // that dtype computes the exact answer: rounding cannot excuse a difference.
+  bool rounding_free = false;
+};
+
+struct ExactOptions {
+  // Round number literals (Python scalars) to the tensor's dtype first, as
+  // eager PyTorch does on some paths: the scalar-semantics variant.
+  bool round_scalars = false;
+  // Elementwise ops: evaluate only where this flat bool mask over the output
+  // is true (the elements where the sides differ; MPFR costs microseconds an
+  // element) and leave NaN elsewhere. Undefined: every element.
+  at::Tensor only;
+};
+
+// nullopt when the op has no exact reference or these inputs are outside it
+// (complex or 64-bit integer inputs, an argument it does not model, a matrix
+// larger than 8x8 or with non-finite entries).
+std::optional<ExactResult> RunExact(const graph::Node& node,
+                                    const std::map<std::string, at::Tensor>& values,
+                                    const ops::TypeEnv& types, const ExactOptions& options = {});
+
+// Whether `node` has number literals that ExactOptions::round_scalars would
+// change for a tensor of `dtype`.
+bool HasRoundableScalars(const graph::Node& node, graph::DType dtype);
+
+}  // namespace divfuzz::exec

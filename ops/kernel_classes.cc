@@ -1,0 +1,245 @@
+#include "ops/kernel_classes.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/string_view.h"
+
+namespace divfuzz::ops {
+namespace {
+
+enum class Match { kBase, kPrefix, kContains };
+
+struct ClassFact {
+  Match match;
+  absl::string_view pattern;  // against the name without "aten::"
+  uint32_t hints;
+  absl::string_view why;
+};
+
+// Kernel classes by what the kernel does.
+constexpr ClassFact kClasses[] = {
+    // Sums inside: any summation order is correct, so results may differ by the
+    // summation-order bound 2 n u sum|terms| (Higham, Accuracy and Stability, 4.2).
+    {Match::kContains, "conv", kSumsInside, "a convolution sums products"},
+    {Match::kPrefix, "avg_pool", kSumsInside, "averages a window"},
+    {Match::kPrefix, "adaptive_avg_pool", kSumsInside, "averages a window"},
+    {Match::kContains, "trapezoid", kSumsInside, "sums trapezoids"},
+    {Match::kContains, "trapz", kSumsInside, "sums trapezoids"},
+    {Match::kBase, "inner", kSumsInside, "dot products"},
+    {Match::kBase, "dot", kSumsInside, "a dot product"},
+    {Match::kBase, "vdot", kSumsInside, "a dot product"},
+    {Match::kBase, "linalg_vecdot", kSumsInside, "dot products"},
+    {Match::kBase, "chain_matmul", kSumsInside, "matrix products"},
+    {Match::kBase, "linalg_multi_dot", kSumsInside, "matrix products"},
+    {Match::kBase, "linalg_matmul", kSumsInside, "matrix products"},
+    {Match::kBase, "linalg_matrix_power", kSumsInside, "matrix products"},
+    {Match::kBase, "matrix_power", kSumsInside, "matrix products"},
+    {Match::kBase, "tensordot", kSumsInside, "contractions"},
+    {Match::kBase, "bilinear", kSumsInside, "bilinear forms"},
+    {Match::kBase, "baddbmm", kSumsInside, "batched matrix products"},
+    {Match::kBase, "addmm", kSumsInside, "matrix products"},
+    {Match::kBase, "mv", kSumsInside, "matrix-vector products"},
+    {Match::kBase, "trace", kSumsInside, "sums the diagonal"},
+    {Match::kContains, "norm", kSumsInside | kSquaresInside,
+     "norms and normalizations sum (squares of) their inputs"},
+    {Match::kContains, "dist", kSumsInside | kSquaresInside, "distances sum squared differences"},
+    {Match::kBase, "cosine_similarity", kSumsInside | kSquaresInside, "dot products and norms"},
+    {Match::kContains, "loss", kSumsInside, "losses average over elements"},
+    {Match::kBase, "kl_div", kSumsInside, "a loss averaged over elements"},
+    {Match::kPrefix, "var", kSumsInside | kSquaresInside, "sums squared deviations"},
+    {Match::kPrefix, "std", kSumsInside | kSquaresInside, "sums squared deviations"},
+    {Match::kBase, "cov", kSumsInside | kSquaresInside, "sums products of deviations"},
+    {Match::kBase, "corrcoef", kSumsInside | kSquaresInside, "sums products of deviations"},
+    {Match::kContains, "logsumexp", kSumsInside, "sums exponentials"},
+    {Match::kContains, "softmax", kSumsInside, "its normalizer sums exponentials"},
+    {Match::kContains, "sum", kSumsInside, "sums"},
+    {Match::kContains, "mean", kSumsInside, "sums"},
+    {Match::kBase, "scaled_dot_product_attention", kSumsInside, "matrix products and softmax"},
+    {Match::kContains, "upsample_linear", kSumsInside, "interpolates (weighted sums)"},
+    {Match::kContains, "upsample_bilinear", kSumsInside, "interpolates (weighted sums)"},
+    {Match::kContains, "upsample_bicubic", kSumsInside, "interpolates (weighted sums)"},
+    {Match::kBase, "rnn_tanh_cell", kSumsInside, "matrix products"},
+    {Match::kBase, "rnn_relu_cell", kSumsInside, "matrix products"},
+    // Transforms: error normwise; MKL (or pocketfft) computes the float64
+    // reference too, so it shares the CPU's algorithm.
+    {Match::kPrefix, "fft_", kTransform | kReferenceIsCpuKernel, "a fast Fourier transform"},
+    // Scans carrying a running value in the dtype.
+    {Match::kBase, "logcumsumexp", kScanCarry, "carries log-sum-exp in the dtype"},
+    // Complex multiplication and division square their parts.
+    {Match::kBase, "mul", kSquaresInside, "complex products square parts"},
+    {Match::kBase, "multiply", kSquaresInside, "complex products square parts"},
+    {Match::kBase, "div", kSquaresInside, "complex quotients square parts"},
+    {Match::kBase, "divide", kSquaresInside, "complex quotients square parts"},
+    {Match::kBase, "true_divide", kSquaresInside, "complex quotients square parts"},
+    {Match::kBase, "reciprocal", kSquaresInside, "complex quotients square parts"},
+    {Match::kBase, "addcdiv", kSquaresInside, "complex quotients square parts"},
+    {Match::kBase, "addcmul", kSquaresInside, "complex products square parts"},
+    // Orthogonal polynomials cast n to int64 (undefined for inf, nan, |n| >= 2^63).
+    {Match::kContains, "_polynomial_", kInternalIntCast, "casts n to int64"},
+};
+
+// The exact references (exec/exact_reference.cc evaluates them), by qualified
+// name: elementwise math with MPFR, small matrices with exact rationals.
+struct ExactFact {
+  absl::string_view qualified;
+  absl::string_view exact;
+};
+constexpr ExactFact kExact[] = {
+    {"aten::exp", "exp"},
+    {"aten::exp2", "exp2"},
+    {"aten::special_exp2", "exp2"},
+    {"aten::expm1", "expm1"},
+    {"aten::special_expm1", "expm1"},
+    {"aten::log", "log"},
+    {"aten::log2", "log2"},
+    {"aten::log10", "log10"},
+    {"aten::log1p", "log1p"},
+    {"aten::special_log1p", "log1p"},
+    {"aten::sqrt", "sqrt"},
+    {"aten::rsqrt", "rsqrt"},
+    {"aten::reciprocal", "reciprocal"},
+    {"aten::sin", "sin"},
+    {"aten::cos", "cos"},
+    {"aten::tan", "tan"},
+    {"aten::asin", "asin"},
+    {"aten::arcsin", "asin"},
+    {"aten::acos", "acos"},
+    {"aten::arccos", "acos"},
+    {"aten::atan", "atan"},
+    {"aten::arctan", "atan"},
+    {"aten::sinh", "sinh"},
+    {"aten::cosh", "cosh"},
+    {"aten::tanh", "tanh"},
+    {"aten::asinh", "asinh"},
+    {"aten::arcsinh", "asinh"},
+    {"aten::acosh", "acosh"},
+    {"aten::arccosh", "acosh"},
+    {"aten::atanh", "atanh"},
+    {"aten::arctanh", "atanh"},
+    {"aten::erf", "erf"},
+    {"aten::special_erf", "erf"},
+    {"aten::erfc", "erfc"},
+    {"aten::special_erfc", "erfc"},
+    {"aten::lgamma", "lgamma"},
+    {"aten::special_gammaln", "lgamma"},
+    {"aten::digamma", "digamma"},
+    {"aten::special_digamma", "digamma"},
+    {"aten::special_psi", "digamma"},
+    {"aten::sigmoid", "sigmoid"},
+    {"aten::special_expit", "sigmoid"},
+    {"aten::gelu", "gelu"},
+    {"aten::silu", "silu"},
+    {"aten::mish", "mish"},
+    {"aten::sinc", "sinc"},
+    {"aten::special_sinc", "sinc"},
+    {"aten::special_ndtr", "ndtr"},
+    {"aten::special_log_ndtr", "log_ndtr"},
+    {"aten::special_erfcx", "erfcx"},
+    {"aten::special_entr", "entr"},
+    {"aten::special_bessel_j0", "j0"},
+    {"aten::special_bessel_j1", "j1"},
+    {"aten::special_bessel_y0", "y0"},
+    {"aten::special_bessel_y1", "y1"},
+    {"aten::deg2rad", "deg2rad"},
+    {"aten::rad2deg", "rad2deg"},
+    {"aten::add.Tensor", "add"},
+    {"aten::add.Scalar", "add"},
+    {"aten::sub.Tensor", "sub"},
+    {"aten::sub.Scalar", "sub"},
+    {"aten::subtract.Tensor", "sub"},
+    {"aten::subtract.Scalar", "sub"},
+    {"aten::rsub.Tensor", "rsub"},
+    {"aten::rsub.Scalar", "rsub"},
+    {"aten::mul.Tensor", "mul"},
+    {"aten::mul.Scalar", "mul"},
+    {"aten::multiply.Tensor", "mul"},
+    {"aten::multiply.Scalar", "mul"},
+    {"aten::div.Tensor", "div"},
+    {"aten::div.Scalar", "div"},
+    {"aten::divide.Tensor", "div"},
+    {"aten::divide.Scalar", "div"},
+    {"aten::true_divide.Tensor", "div"},
+    {"aten::true_divide.Scalar", "div"},
+    {"aten::atan2", "atan2"},
+    {"aten::arctan2", "atan2"},
+    {"aten::hypot", "hypot"},
+    {"aten::pow.Tensor_Tensor", "pow"},
+    {"aten::pow.Tensor_Scalar", "pow"},
+    {"aten::fmod.Tensor", "fmod"},
+    {"aten::fmod.Scalar", "fmod"},
+    {"aten::remainder.Tensor", "remainder"},
+    {"aten::remainder.Scalar", "remainder"},
+    {"aten::xlogy.Tensor", "xlogy"},
+    {"aten::special_xlogy", "xlogy"},
+    {"aten::special_xlog1py", "xlog1py"},
+    {"aten::logaddexp", "logaddexp"},
+    {"aten::logaddexp2", "logaddexp2"},
+    {"aten::det", "det"},
+    {"aten::linalg_det", "det"},
+    {"aten::logdet", "logdet"},
+    {"aten::slogdet", "slogdet"},
+    {"aten::linalg_slogdet", "slogdet"},
+};
+
+// Outputs PyTorch leaves to each device.
+struct DeviceDefinedFact {
+  absl::string_view qualified;
+  uint32_t outputs;  // bit i: result i
+  absl::string_view why;
+};
+constexpr DeviceDefinedFact kDeviceDefined[] = {
+    {"aten::log_sigmoid_forward", 1u << 1, "the buffer is empty on CUDA by design"},
+    {"aten::linalg_lstsq", (1u << 1) | (1u << 2) | (1u << 3),
+     "residuals, rank and singular values depend on the driver (gelsy on CPU, gels on CUDA)"},
+    {"aten::batch_norm_update_stats", (1u << 0) | (1u << 1),
+     "statistics are kept in the accumulate dtype, which differs per device"},
+};
+
+bool Matches(const ClassFact& f, absl::string_view base) {
+  switch (f.match) {
+    case Match::kBase:
+      return base == f.pattern;
+    case Match::kPrefix:
+      return absl::StartsWith(base, f.pattern);
+    case Match::kContains:
+      return absl::StrContains(base, f.pattern);
+  }
+  return false;
+}
+
+}  // namespace
+
+void ApplyKernelClasses(OpSpec& spec) {
+  absl::string_view base = spec.name;
+  absl::ConsumePrefix(&base, "aten::");
+  // In-place and private variants do what their functional op does.
+  std::string plain(base);
+  if (!plain.empty() && plain.back() == '_') plain.pop_back();
+  if (!plain.empty() && plain.front() == '_') plain.erase(0, 1);
+  for (const ClassFact& f : kClasses) {
+    if (Matches(f, plain)) spec.hints |= f.hints;
+  }
+  // FFT shifts are permutations, not transforms.
+  if (absl::StrContains(plain, "fftshift")) spec.hints &= ~(kTransform | kReferenceIsCpuKernel);
+  if (spec.hints & kInternalIntCast) spec.int_cast_arg = 1;
+  // A scan's own bound (scan_carry) is tighter than any summation's.
+  if (spec.hints & kScanCarry) spec.hints &= ~kSumsInside;
+  // Non-finite inputs carry no guarantee for linear algebra, transforms and
+  // accumulating reductions (PyTorch's numerical-accuracy notes).
+  if (spec.family == "linalg" || spec.family == "decomposition" || spec.family == "fft" ||
+      (spec.hints & (kConditioned | kDecomposition | kInfoGated | kTransform | kSumsInside |
+                     kCancellingReduction | kCancellingMatmul | kProductReduction | kScanCarry))) {
+    spec.hints |= kNoNonFiniteGuarantee;
+  }
+  const std::string qualified = spec.Qualified();
+  for (const ExactFact& f : kExact) {
+    if (qualified == f.qualified) spec.exact = f.exact;
+  }
+  for (const DeviceDefinedFact& f : kDeviceDefined) {
+    if (qualified == f.qualified || spec.name == f.qualified) spec.device_defined_outputs |= f.outputs;
+  }
+}
+
+}  // namespace divfuzz::ops

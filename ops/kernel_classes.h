@@ -1,0 +1,17 @@
+// What kernels do, declared once and attached to catalogue entries (curated
+// and generic alike) by the op's name: the kernel classes the oracle's rules
+// key on (sums inside, transforms, scans, squares inside, internal int
+// casts), the exact reference an op has (exec/exact_reference.h), and
+// outputs PyTorch leaves to each device. Like OpInfo's per-op entries: one
+// line per fact, with its reason.
+#pragma once
+
+#include "ops/op_spec.h"
+
+namespace divfuzz::ops {
+
+// Adds the facts that apply to `spec` (by its name, overload, family and the
+// hints it already carries).
+void ApplyKernelClasses(OpSpec& spec);
+
+}  // namespace divfuzz::ops

@@ -1,0 +1,432 @@
+// Witnesses and rules by kernel class (issue 17): for each class of false
+// alarm a program that must leave the bug tier, and beside it a real bug
+// that must stay there with the right side blamed. Real libtorch on the CPU;
+// where only a GPU would show a fault, a deliberately faulty side is planted
+// into a real run (the `Plant*` helpers below, named as such).
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
+#include <ATen/ops/zeros.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exec/exact_reference.h"
+#include "exec/executor.h"
+#include "exec/witnesses.h"
+#include "gtest/gtest.h"
+#include "ops/catalogue.h"
+#include "oracles/compare.h"
+#include "oracles/policy.h"
+#include "oracles/triage.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using testing::MustInfer;
+using testing::MustParse;
+using Plant = std::function<void(exec::RunResult&)>;
+
+struct Judged {
+  Verdict verdict;
+  Divergence root;  // the first root (cls kCrash when there is none)
+  bool diverged = false;
+};
+
+// Runs `text` on both targets, plants faults, compares and triages.
+Judged Judge(const std::string& text, exec::Target ta, exec::Target tb, const Plant& plant_a = {},
+             const Plant& plant_b = {}, const exec::WitnessPlan* plan = nullptr) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, ta), b = exec::Run(p, t, tb);
+  if (plant_a) plant_a(a);
+  if (plant_b) plant_b(b);
+  Judged j;
+  j.verdict = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), j.verdict, plan);
+  if (!j.verdict.Roots().empty()) {
+    j.root = *j.verdict.Roots()[0];
+    j.diverged = true;
+  } else {
+    j.root.cls = DivergenceClass::kCrash;
+  }
+  return j;
+}
+
+// Deliberately faulty: output `o` of node `n` scaled by (1 + rel), or set.
+Plant PlantScale(int n, double rel, size_t o = 0) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[n].outputs[o];
+    t = t.to(at::kDouble).mul(1 + rel).to(t.scalar_type());
+  };
+}
+Plant PlantFill(int n, double v, size_t o = 0) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[n].outputs[o];
+    t = at::full_like(t, v);
+  };
+}
+
+std::string Fill32(const std::string& op, const std::string& value, const std::string& dtype = "f32",
+                   int n = 32) {
+  return absl::StrCat("divfuzz v1\ninput %x: ", dtype, "[", n, "] = fill(", value, ")\n%y = aten::",
+                      op, "(%x)\noutput %y\n");
+}
+
+// --- The exact witness itself -------------------------------------------
+
+TEST(ExactWitness, ElementwiseIsCorrectlyRounded) {
+  graph::Program p = MustParse(Fill32("sinh", "89.0", "f32", 1));
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpuF64);
+  std::optional<exec::ExactResult> e =
+      exec::RunExact(p.nodes[0], {{"x", cpu.inputs.at("x")}}, t);
+  ASSERT_TRUE(e.has_value());
+  // sinh(89) = 2.2448...e38 (mpmath), finite in float32.
+  EXPECT_NEAR(e->result.exact[0].item<double>() / 2.2448064e38, 1.0, 1e-6);
+  EXPECT_TRUE(std::isfinite(e->result.outputs[0].item<float>()));
+}
+
+TEST(ExactWitness, DeterminantOfAnExactlySingularMatrixIsZeroWithoutRounding) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %m: f32[3,3] = values(4.0, 1.0, 2.0, 2.0, 0.5, 1.0, 1.0, 3.0, 5.0)\n"
+      "%d = aten::logdet(%m)\noutput %d\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
+  std::optional<exec::ExactResult> e = exec::RunExact(p.nodes[0], {{"m", r.inputs.at("m")}}, t);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_TRUE(e->rounding_free);  // row 2 = 2 x row 1: every step exact
+  EXPECT_EQ(e->result.exact[0].item<double>(), -std::numeric_limits<double>::infinity());
+}
+
+// --- Known real CPU bugs stay in the bug tier, blamed on the CPU --------
+// (torch 2.11's vectorized f32 kernels; they vanish in the scalar tail, so
+// each sits in a 32-element tensor.)
+
+TEST(RealBugs, SinhNearItsOverflowThresholdInAVector) {
+  Judged j = Judge(Fill32("sinh", "89.0"), exec::Target::kCpu, exec::Target::kCpuF64);
+  if (!j.diverged) GTEST_SKIP() << "this CPU's vectorized sinh(89.0f) is right";
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact");
+}
+
+TEST(RealBugs, GeluOfInfinityInF32AndBf16) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    Judged j = Judge(Fill32("gelu", "inf", dtype), exec::Target::kCpu, exec::Target::kCpuF64);
+    if (!j.diverged) continue;
+    EXPECT_EQ(j.root.wrong_side, "cpu") << dtype << ": " << j.root.reason;
+    EXPECT_EQ(j.root.tier, "bug") << dtype << ": " << j.root.reason;
+    EXPECT_EQ(j.root.trigger, "inf");
+  }
+}
+
+TEST(RealBugs, FmodAndRemainderAtExtremesInAVector) {
+  const std::string fmod =
+      "divfuzz v1\ninput %x: f32[32] = fill(1.0)\ninput %y: f32[32] = fill(0x1p-149)\n"
+      "%z = aten::fmod.Tensor(%x, %y)\noutput %z\n";
+  const std::string rem =
+      "divfuzz v1\ninput %x: f32[32] = fill(-0x1.fffffep+127)\ninput %y: f32[32] = fill(0.5)\n"
+      "%z = aten::remainder.Tensor(%x, %y)\noutput %z\n";
+  for (const std::string& text : {fmod, rem}) {
+    Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+    if (!j.diverged) continue;
+    EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+    EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+    EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+  }
+}
+
+TEST(RealBugs, AFiniteLogdetOfAnExactlySingularMatrixIsABug) {
+  // Rows proportional by a power of 2: elimination is exact, so the answer
+  // is exactly -inf whatever the conditioning; ill_conditioned must not apply.
+  const std::string text =
+      "divfuzz v1\ninput %m: f32[3,3] = values(4.0, 1.0, 2.0, 2.0, 0.5, 1.0, 1.0, 3.0, 5.0)\n"
+      "%d = aten::logdet(%m)\noutput %d\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, -108.34));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact");
+  // A merely near-singular matrix (rounding in elimination) stays expected.
+  const std::string near =
+      "divfuzz v1\ninput %m: f32[3,3] = values(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0000001)\n"
+      "%d = aten::logdet(%m)\noutput %d\n";
+  Judged k = Judge(near, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, -30.0));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "expected") << k.root.reason;
+  EXPECT_EQ(k.root.expected_rule, "ill_conditioned");
+}
+
+// --- Class 1: a float64 reference that is the CPU's own kernel ----------
+
+TEST(Independence, AFloat64ProgramWithoutAnExactWitnessIsUndecided) {
+  // special_i0e has no exact witness; in float64 the reference is the CPU's
+  // kernel, so a planted fault on the other side cannot be pinned on it.
+  const std::string text = Fill32("special_i0e", "0.75", "f64");
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 1e-3));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "undecided") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "divergence");
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "kernel under test")) << j.root.reason;
+  // With an exact witness (sinh) the same fault in float64 is decided.
+  Judged k = Judge(Fill32("sinh", "0.75", "f64"), exec::Target::kCpu, exec::Target::kCpuScalar, {},
+                   PlantScale(0, 1e-3));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.wrong_side, "cpu-scalar") << k.root.reason;
+  EXPECT_EQ(k.root.tier, "bug");
+  EXPECT_EQ(k.root.witness, "exact");
+}
+
+TEST(Independence, AnFftReferenceIsTheCpusOwnLibrary) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[16] = uniform(seed=3, low=-1, high=1)\n%y = aten::fft_fft(%x)\n"
+      "output %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 0.5));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_NE(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "undecided") << j.root.reason;
+}
+
+TEST(Independence, TwoFloat64WitnessesThatDisagreeDecideNothing) {
+  // f32 special_i0e, a planted fault on side B: the float64 reference blames
+  // B; a second float64 implementation agreeing confirms it, one that
+  // disagrees (planted) leaves it undecided.
+  const std::string text = Fill32("special_i0e", "0.75");
+  exec::WitnessPlan agree;
+  agree.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
+                               const ops::TypeEnv& t) {
+    return exec::RunNode(n, in, t, exec::Target::kCpuF64);
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 1e-2),
+                   &agree);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug");
+  EXPECT_EQ(j.root.witness, "cpu-f64+second-f64");
+  exec::WitnessPlan disagree;
+  disagree.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
+                                  const ops::TypeEnv& t) {
+    exec::NodeResult r = exec::RunNode(n, in, t, exec::Target::kCpuF64);
+    r.outputs[0] = r.outputs[0].mul(1.01);  // deliberately faulty second witness
+    return r;
+  };
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 1e-2),
+                   &disagree);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.wrong_side, "undecided") << k.root.reason;
+  EXPECT_TRUE(absl::StrContains(k.root.reason, "float64 witnesses disagree")) << k.root.reason;
+}
+
+// --- Class 2: scalar arguments ------------------------------------------
+
+TEST(ScalarSemantics, RoundingTheScalarToTheTensorsDtypeIsExpected) {
+  // bf16(-0.1) + 0.1: exactly -2^-14 * 1.6 with the scalar in double, 0 when
+  // 0.1 is first rounded to bf16 (as CPU add.Scalar on bf16 does).
+  const std::string text =
+      "divfuzz v1\ninput %x: bf16[4] = fill(-0.1)\n%y = aten::add.Scalar(%x, 0.1)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 0.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "scalar_rounding") << j.root.reason;
+  // A side off by more than the scalar's rounding is still a bug.
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 0.25));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.wrong_side, "cpu") << k.root.reason;
+  EXPECT_EQ(k.root.tier, "bug");
+}
+
+// --- Class 3: sums inside other ops; transforms -------------------------
+
+TEST(KernelClasses, SumsInsideGetTheSummationBound) {
+  const ops::OpSpec* trapz = ops::FindOp("aten::trapezoid.x");
+  ASSERT_NE(trapz, nullptr);
+  EXPECT_TRUE(trapz->hints & ops::kSumsInside);
+  EXPECT_TRUE(ops::FindOp("aten::fft_fft")->hints & ops::kTransform);
+  EXPECT_FALSE(ops::FindOp("aten::fft_fftshift")->hints & ops::kTransform);
+  EXPECT_EQ(ops::FindOp("aten::sinh")->exact, "sinh");
+  // Cancellation: sum|terms| is large, the result small; a difference within
+  // 2 n u sum|terms| is any summation order's right.
+  const std::string text =
+      "divfuzz v1\ninput %y: f32[64] = uniform(seed=5, low=-1000, high=1000)\n"
+      "%t = aten::inner(%y, %y)\noutput %t\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 2e-6));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "cancelling_reductions");
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.1));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu");
+}
+
+TEST(KernelClasses, FftDifferencesWithinTheNormwiseBoundAreExpected) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[64] = uniform(seed=3, low=-1, high=1)\n%y = aten::fft_fft(%x)\n"
+      "output %y\n";
+  // One output element off by 1e-6 of ||X||: far beyond rtol where |X_k| is
+  // small, within 8 log2(N) eps ||X||_2.
+  Plant small = [](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[0].outputs[0];
+    at::Tensor re = at::view_as_real(t).clone();
+    const double norm = re.norm().item<double>();
+    re.view({-1})[4] += 1e-6 * norm;
+    t = at::view_as_complex(re);
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, small);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "transform_normwise");
+}
+
+// --- Class 4: extremal values -------------------------------------------
+
+TEST(KernelClasses, DeviationOfValuesNearTheMaximumIsExtremal) {
+  // std is about 8e36, which fits; the squares inside do not.
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[8] = values(1.7e38, 1.6e38, 1.7e38, 1.5e38, 1.7e38, 1.6e38, "
+      "1.7e38, 1.5e38)\n%v = aten::std(%x)\noutput %v\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantFill(0, std::numeric_limits<double>::infinity()));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "extremal_values") << j.root.reason;
+  EXPECT_EQ(j.root.trigger, "near_max");
+}
+
+// --- Class 5: non-finite inputs to linalg, FFT, reductions --------------
+
+TEST(KernelClasses, NonFiniteInputsToLinalgCarryNoGuaranteeInAnyClass) {
+  const std::string text =
+      "divfuzz v1\ninput %m: f32[2,2] = values(inf, 1.0, 2.0, 3.0)\n%d = aten::logdet(%m)\n"
+      "output %d\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 1.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "nonfinite_inputs");
+  // An error on one side only, likewise.
+  Plant raise = [](exec::RunResult& r) {
+    r.nodes[0].outputs.clear();
+    r.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kRaised, "planted: input has inf"};
+  };
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, raise);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.cls, DivergenceClass::kErrorSplit);
+  EXPECT_EQ(k.root.expected_rule, "nonfinite_inputs") << k.root.reason;
+  // A plain sum with a NaN must still be NaN: no excuse there.
+  Judged s = Judge(
+      "divfuzz v1\ninput %x: f32[8] = values(1, 2, nan, 4, 5, 6, 7, 8)\n%s = aten::sum(%x)\n"
+      "output %s\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 36.0));
+  ASSERT_TRUE(s.diverged);
+  EXPECT_EQ(s.root.tier, "bug") << s.root.reason;
+  EXPECT_EQ(s.root.wrong_side, "cpu");
+}
+
+TEST(KernelClasses, AnInternalIntCastOfInfinityIsUndefined) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[4] = fill(0.5)\ninput %n: f32[4] = fill(inf)\n"
+      "%y = aten::special_chebyshev_polynomial_t(%x, %n)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 0.25));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "float_to_int_casts");
+}
+
+// --- Class 6: scans carrying their value in the dtype --------------------
+
+TEST(KernelClasses, AScanCarryingItsValueInF16IsWithinItsBound) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f16[64] = uniform(seed=2, low=0, high=4)\n"
+      "%y = aten::logcumsumexp(%x, 0)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.01));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "scan_carry");
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.5));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+}
+
+// --- Class 7: metadata --------------------------------------------------
+
+TEST(Metadata, DeviceDefinedOutputsAreNotCompared) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[8] = uniform(seed=1, low=-2, high=2)\n"
+      "%y, %buf = aten::log_sigmoid_forward(%x)\noutput %y\n";
+  Plant empty = [](exec::RunResult& r) { r.nodes[0].outputs[1] = at::zeros({0}); };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, empty);
+  EXPECT_FALSE(j.diverged) << j.root.detail;
+}
+
+TEST(Metadata, AShapeSplitBlamesTheSideThatDiffersFromTheMetaKernel) {
+  const std::string text = Fill32("sinh", "0.5", "f32", 6);
+  Plant reshaped = [](exec::RunResult& r) {
+    r.nodes[0].outputs[0] = r.nodes[0].outputs[0].reshape({2, 3});
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, reshaped);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.cls, DivergenceClass::kMetaSplit);
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+}
+
+// --- Class 8: invalid programs ------------------------------------------
+
+TEST(ValidPrograms, AViewOfUnspecifiedStridesIsExpected) {
+  const std::string text = Fill32("sinh", "0.5", "f32", 4);
+  Plant raise = [](exec::RunResult& r) {
+    r.nodes[0].outputs.clear();
+    r.nodes[0].error = exec::NodeError{
+        exec::NodeError::Kind::kRaised,
+        "view size is not compatible with input tensor's size and stride (planted)"};
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, raise);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.expected_rule, "unspecified_strides") << j.root.reason;
+}
+
+// --- Class 9: reports ---------------------------------------------------
+
+TEST(Reports, BlameRestsOnlyOnElementsThatDiffer) {
+  // Both sides NaN at element 0 (the reference is finite there); only A is
+  // off at element 5. Only A is wrong.
+  const std::string text = Fill32("special_i0e", "0.5", "f32", 8);
+  Plant nan0 = [](exec::RunResult& r) {
+    r.nodes[0].outputs[0] = r.nodes[0].outputs[0].clone();
+    r.nodes[0].outputs[0][0] = std::numeric_limits<float>::quiet_NaN();
+  };
+  Plant off5 = [nan0](exec::RunResult& r) {
+    nan0(r);
+    r.nodes[0].outputs[0][5] = 3.0f;
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, off5, nan0);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.element, 5);
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+}
+
+TEST(Reports, AComplexDivergenceShowsTheReferenceOfItsOwnComponent) {
+  const std::string text =
+      "divfuzz v1\ninput %x: c64[2] = values(1, 2, 3, 4)\ninput %y: c64[2] = values(1, -1, 2, 0.5)\n"
+      "%z = aten::multiply.Tensor(%x, %y)\noutput %z\n";
+  Plant imag = [](exec::RunResult& r) {
+    at::Tensor re = at::view_as_real(r.nodes[0].outputs[0]).clone();
+    re[1][1].add_(1.0);  // element 1, imaginary part
+    r.nodes[0].outputs[0] = at::view_as_complex(re);
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, imag);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.element, 1);
+  EXPECT_EQ(j.root.component, 1);
+  // (3+4i)(2+0.5i) = 4 + 9.5i: the imaginary part's reference.
+  EXPECT_EQ(j.root.reference_b, "9.5");
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+}
+
+}  // namespace
+}  // namespace divfuzz::oracles
