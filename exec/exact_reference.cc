@@ -397,9 +397,15 @@ void ExactDet(const double* a, int64_t n, DType dtype, mpq_t det, bool* rounding
       mpq_neg(det, det);
     }
     mpq_mul(det, det, m[k * n + k]);
+    // LAPACK's getf2 scales the column by the pivot's reciprocal: exact only
+    // where 1/pivot is (a power of two) or nothing is scaled.
+    mpq_inv(t, m[k * n + k]);
+    const bool reciprocal_exact = Representable(t, dtype);
     for (int64_t i = k + 1; i < n; ++i) {
       mpq_div(l, m[i * n + k], m[k * n + k]);
-      if (!Representable(l, dtype)) *rounding_free = false;
+      if (mpq_sgn(l) != 0 && (!reciprocal_exact || !Representable(l, dtype))) {
+        *rounding_free = false;
+      }
       for (int64_t j = k + 1; j < n; ++j) {
         mpq_mul(t, l, m[k * n + j]);
         mpq_sub(m[i * n + j], m[i * n + j], t);

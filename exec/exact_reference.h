@@ -20,8 +20,10 @@ namespace divfuzz::exec {
 struct ExactResult {
   NodeResult result;  // outputs rounded to the node's result dtypes; exact: float64
   // Small matrices: every intermediate of Gaussian elimination with partial
-  // pivoting is representable in the input dtype, so any such algorithm in
-  // that dtype computes the exact answer: rounding cannot excuse a difference.
+  // pivoting is representable in the input dtype, including the reciprocal of
+  // each pivot that scales a nonzero column (LAPACK's getf2 multiplies by it),
+  // so such an algorithm in that dtype computes the exact answer: rounding
+  // cannot excuse a difference.
   bool rounding_free = false;
 };
 

@@ -26,6 +26,25 @@ std::string NonFiniteInput(const graph::Program& program, int node) {
   return found;
 }
 
+// Whether argument `pos` of node `node` (a program input or a number) holds
+// a value a cast to int64 leaves undefined: non-finite or beyond 2^63.
+bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
+  if (node < 0 || static_cast<size_t>(node) >= program.nodes.size()) return false;
+  const graph::Node& n = program.nodes[node];
+  if (pos >= n.args.size()) return false;
+  const graph::Literal& l = n.args[pos].value;
+  auto bad = [](double v) { return !std::isfinite(v) || std::fabs(v) >= 9223372036854775808.0; };
+  if (l.kind == graph::Literal::Kind::kFloat) return bad(l.f);
+  if (l.kind != graph::Literal::Kind::kValue) return false;
+  for (const graph::Input& in : program.inputs) {
+    if (in.name != l.s) continue;
+    for (double v : graph::MaterializePayload(in)) {
+      if (bad(v)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* types, int node,
@@ -58,6 +77,12 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
              nonfinite) {
     hit.tier = "expected";
     rule = "nonfinite_inputs";
+  } else if (spec != nullptr && (spec->hints & ops::kInternalIntCast) && spec->int_cast_arg >= 0 &&
+             CastsOutOfRange(program, node, static_cast<size_t>(spec->int_cast_arg))) {
+    // An orthogonal polynomial's n = inf saturates to INT64_MAX on CUDA: its
+    // recurrence then runs 9.2e18 steps (a hang), undefined behaviour anyway.
+    hit.tier = "expected";
+    rule = "float_to_int_casts";
   }
   hit.detail = {{"node", node},
                 {"cuda_fault", cuda_fault},

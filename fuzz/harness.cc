@@ -303,7 +303,10 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     store::FindingHit hit =
         FailureHit(program, &*types, node, node >= 0 ? program.nodes[node].QualifiedName() : "",
                    "crash", std::string(exec::TargetName(bad.target)), /*cuda_fault=*/true,
-                   /*reproduced=*/true);
+                   // An asynchronous fault surfaces at the next synchronizing node,
+                   // not always the one that launched it: only the campaign's
+                   // replay with CUDA_LAUNCH_BLOCKING=1 localizes (and files) it.
+                   /*reproduced=*/false);
     hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
     (void)state_->store->Record(hit, text);
     FlushHits();

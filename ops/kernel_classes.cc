@@ -68,14 +68,27 @@ constexpr ClassFact kClasses[] = {
     // Scans carrying a running value in the dtype.
     {Match::kBase, "logcumsumexp", kScanCarry, "carries log-sum-exp in the dtype"},
     // Complex multiplication and division square their parts.
-    {Match::kBase, "mul", kSquaresInside, "complex products square parts"},
-    {Match::kBase, "multiply", kSquaresInside, "complex products square parts"},
-    {Match::kBase, "div", kSquaresInside, "complex quotients square parts"},
-    {Match::kBase, "divide", kSquaresInside, "complex quotients square parts"},
-    {Match::kBase, "true_divide", kSquaresInside, "complex quotients square parts"},
-    {Match::kBase, "reciprocal", kSquaresInside, "complex quotients square parts"},
-    {Match::kBase, "addcdiv", kSquaresInside, "complex quotients square parts"},
-    {Match::kBase, "addcmul", kSquaresInside, "complex products square parts"},
+    {Match::kBase, "mul", kComplexSquares, "complex products square parts"},
+    {Match::kBase, "multiply", kComplexSquares, "complex products square parts"},
+    {Match::kBase, "div", kComplexSquares, "complex quotients square parts"},
+    {Match::kBase, "divide", kComplexSquares, "complex quotients square parts"},
+    {Match::kBase, "true_divide", kComplexSquares, "complex quotients square parts"},
+    {Match::kBase, "reciprocal", kComplexSquares, "complex quotients square parts"},
+    {Match::kBase, "addcdiv", kComplexSquares, "complex quotients square parts"},
+    {Match::kBase, "addcmul", kComplexSquares, "complex products square parts"},
+    // Normalizations divide by statistics they compute: the mean's rounding
+    // is amplified by 1/sigma (pytorch#82493).
+    {Match::kContains, "batch_norm", kNormalizes, "normalizes by batch statistics"},
+    {Match::kContains, "layer_norm", kNormalizes, "normalizes by layer statistics"},
+    {Match::kContains, "group_norm", kNormalizes, "normalizes by group statistics"},
+    {Match::kContains, "instance_norm", kNormalizes, "normalizes by instance statistics"},
+    {Match::kContains, "rms_norm", kNormalizes, "normalizes by the root mean square"},
+    // Vandermonde matrices are cumulative products: CUDA carries them in the dtype.
+    {Match::kBase, "vander", kScanCarry, "a cumulative product of x"},
+    {Match::kBase, "linalg_vander", kScanCarry, "a cumulative product of x"},
+    // histc scales (x - min) by nbins before casting to a bin index.
+    {Match::kBase, "histc", kSquaresInside | kInternalIntCast,
+     "(x - min) * nbins overflows for values near the maximum; the bin is an int64 cast"},
     // Orthogonal polynomials cast n to int64 (undefined for inf, nan, |n| >= 2^63).
     {Match::kContains, "_polynomial_", kInternalIntCast, "casts n to int64"},
 };
@@ -223,7 +236,12 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   // FFT shifts are permutations, not transforms.
   if (absl::StrContains(plain, "fftshift")) spec.hints &= ~(kTransform | kReferenceIsCpuKernel);
-  if (spec.hints & kInternalIntCast) spec.int_cast_arg = 1;
+  if ((spec.hints & kInternalIntCast) && absl::StrContains(plain, "_polynomial_")) {
+    spec.int_cast_arg = 1;
+  }
+  // torch.round's docs: with decimals "this algorithm is fast but inexact and
+  // it can easily overflow for low precision dtypes".
+  if (plain == "round" && spec.overload == "decimals") spec.hints |= kInexactInLowPrecision;
   // A scan's own bound (scan_carry) is tighter than any summation's.
   if (spec.hints & kScanCarry) spec.hints &= ~kSumsInside;
   // Non-finite inputs carry no guarantee for linear algebra, transforms and

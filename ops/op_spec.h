@@ -78,6 +78,11 @@ enum Hint : uint32_t {
                                 // the accumulate dtype though the result fits
   kInternalIntCast = 1 << 15,   // casts a float argument to int64 inside (the orthogonal
                                 // polynomials' n): undefined for non-finite or huge values
+  kNormalizes = 1 << 16,        // normalizes by statistics it computes (batch/layer/group
+                                // norm): their rounding is amplified by 1/sigma
+  kInexactInLowPrecision = 1 << 17,  // documented as inexact in f16/bf16 (round(decimals=))
+  kComplexSquares = 1 << 18,    // complex multiplication/division: the parts' squares and
+                                // cross products may overflow though the result fits
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.

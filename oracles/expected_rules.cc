@@ -18,6 +18,8 @@
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/clamp.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_real.h>
 #include <ATen/ops/masked_select.h>
@@ -25,6 +27,7 @@
 #include <ATen/ops/zeros_like.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
 
@@ -511,11 +514,27 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
   if (c.d.cls != DivergenceClass::kTolerance && c.d.cls != DivergenceClass::kClassSplit) {
     return std::nullopt;
   }
-  const bool elementwise = c.spec.rule == ops::Rule::kUnary || c.spec.rule == ops::Rule::kBinary ||
-                           c.spec.rule == ops::Rule::kUnaryScalar ||
-                           (c.spec.rule == ops::Rule::kGeneric && !(c.spec.hints & ops::kSumsInside));
-  const bool squares = (c.spec.hints & ops::kSquaresInside) &&
-                       (!elementwise || graph::IsComplex(c.dtype));
+  // The result sits at the overflow threshold: within 2 eps of the largest
+  // finite value, so an accurate kernel (CUDA's hypot is within 2 ulp) may
+  // round it to inf.
+  if (c.d.cls == DivergenceClass::kClassSplit && graph::IsFloating(c.dtype)) {
+    for (const std::string* ref : {&c.d.reference_a, &c.d.reference_b}) {
+      char* end = nullptr;
+      const double r = std::strtod(ref->c_str(), &end);
+      const double top = graph::MaxFinite(c.dtype);
+      if (end != ref->c_str() && std::isfinite(r) && std::fabs(r) >= top * (1 - 2 * graph::Epsilon(c.dtype)) &&
+          (std::isinf(std::strtod(c.d.value_a.c_str(), nullptr)) ||
+           std::isinf(std::strtod(c.d.value_b.c_str(), nullptr)))) {
+        return RuleMatch{"extremal_values",
+                         absl::StrCat("the exact result ", *ref, " lies within 2 eps of ",
+                                      std::string(graph::DTypeName(c.dtype)),
+                                      "'s largest value: a kernel within its documented ulp error "
+                                      "may round it to inf")};
+      }
+    }
+  }
+  const bool squares = (c.spec.hints & ops::kSquaresInside) ||
+                       ((c.spec.hints & ops::kComplexSquares) && graph::IsComplex(c.dtype));
   const bool linalg = c.spec.hints & (ops::kConditioned | ops::kDecomposition);
   if (!squares && !linalg) return std::nullopt;
   double big = 0;
@@ -657,6 +676,121 @@ std::optional<RuleMatch> UnspecifiedStrides(const Context& c) {
                    "device); reshape() is the portable spelling"};
 }
 
+// Normalizations divide by statistics they compute: an error d in the mean
+// (at most 2 n eps max|x| in any summation order) moves the output by
+// d |w| / sigma, and sigma >= sqrt(eps_arg).
+std::optional<RuleMatch> NormalizationStatistics(const Context& c) {
+  if (!(c.spec.hints & ops::kNormalizes) || c.d.cls != DivergenceClass::kTolerance) {
+    return std::nullopt;
+  }
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor x = c.Input(0);
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || !x.defined() ||
+      !at::isFloatingType(x.scalar_type())) {
+    return std::nullopt;
+  }
+  double w = 1;
+  int64_t n = 1;
+  for (const auto& [name, t] : c.inputs) {
+    if (!t.defined() || t.numel() == 0) continue;
+    n = std::max<int64_t>(n, t.numel());
+    if (name != c.node.args[0].value.s && at::isFloatingType(t.scalar_type())) {
+      w = std::max(w, at::abs(t).max().item<double>());
+    }
+  }
+  const Literal* eps_arg = ops::FindArg(c.node, 1000, "eps");
+  const double eps_value =
+      eps_arg != nullptr && eps_arg->kind == Literal::Kind::kFloat && eps_arg->f > 0 ? eps_arg->f
+                                                                                    : 1e-5;
+  const double big = at::abs(x).max().item<double>();
+  const double bound = 4.0 * n * graph::Epsilon(c.dtype) * big * w / std::sqrt(eps_value) +
+                       c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  const double diff = ya.sub(yb).abs().max().item<double>();
+  if (!(diff <= bound)) return std::nullopt;
+  return RuleMatch{"normalization_statistics",
+                   absl::StrCat("max|A - B| = ", graph::FormatFloat(diff),
+                                " <= 4 n eps max|x| max(|w|, 1) / sqrt(eps) = ",
+                                graph::FormatFloat(bound), " (n = ", n,
+                                "): the statistics' rounding, amplified by 1/sigma")};
+}
+
+// An elementwise op at an ill-conditioned point: the blamed side's value is
+// the op's float64 value at inputs within one eps of its own (its rounding
+// is what any backward-stable kernel may do; cancellation amplifies it).
+std::optional<RuleMatch> BackwardStable(const Context& c) {
+  if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  const uint32_t not_elementwise = ops::kSumsInside | ops::kTransform | ops::kConditioned |
+                                   ops::kDecomposition | ops::kScanCarry | ops::kProductReduction |
+                                   ops::kCancellingReduction | ops::kCancellingMatmul |
+                                   ops::kIndicesOutput | ops::kNormalizes | ops::kInfoGated;
+  const bool elementwise = c.spec.rule == ops::Rule::kUnary || c.spec.rule == ops::Rule::kBinary ||
+                           c.spec.rule == ops::Rule::kUnaryScalar ||
+                           (c.spec.rule == ops::Rule::kGeneric && !(c.spec.hints & not_elementwise));
+  // Ops with an exact witness are judged against it: IEEE arithmetic must be
+  // correctly rounded, and the library functions are accurate to a few ulps
+  // of the result whatever their conditioning.
+  if (!elementwise || c.d.wrong_side == "undecided" || !c.spec.exact.empty()) return std::nullopt;
+  std::vector<const exec::RunResult*> blamed;
+  if (c.d.wrong_side == "both" || c.d.wrong_side == exec::TargetName(c.a.target)) blamed.push_back(&c.a);
+  if (c.d.wrong_side == "both" || c.d.wrong_side == exec::TargetName(c.b.target)) blamed.push_back(&c.b);
+  if (blamed.empty()) return std::nullopt;
+  for (const exec::RunResult* run : blamed) {
+    const at::Tensor got = F64(Context::Output(*run, c.d.node_index, c.d.output_index));
+    const exec::RunResult& other = run == &c.a ? c.b : c.a;
+    const at::Tensor theirs = F64(Context::Output(other, c.d.node_index, c.d.output_index));
+    if (!got.defined() || !theirs.defined() || got.sizes() != theirs.sizes() || got.is_complex()) {
+      return std::nullopt;
+    }
+    std::map<std::string, at::Tensor> own;
+    std::vector<std::string> floating;
+    for (auto& [name, t] : NodeInputs(c.program, c.d.node_index, *run)) {
+      own[name] = t.defined() && at::isFloatingType(t.scalar_type()) ? F64(t) : t;
+      if (t.defined() && at::isFloatingType(t.scalar_type()) && floating.size() < 3) {
+        floating.push_back(name);
+      }
+    }
+    if (floating.empty()) return std::nullopt;
+    // Every corner of the box x (1 +- eps), kept inside the dtype's range.
+    at::Tensor lo, hi;
+    for (int corner = 0; corner < (1 << floating.size()); ++corner) {
+      std::map<std::string, at::Tensor> moved = own;
+      for (size_t i = 0; i < floating.size(); ++i) {
+        const at::Tensor& t = own[floating[i]];
+        auto it = c.types.find(floating[i]);
+        const DType dt = it != c.types.end() ? it->second.dtype : c.dtype;
+        const double e = graph::Epsilon(dt), top = graph::MaxFinite(dt);
+        moved[floating[i]] = t.mul((corner >> i) & 1 ? 1 + e : 1 - e).clamp(-top, top);
+      }
+      const exec::NodeResult r = exec::RunNode(c.node, moved, c.types, exec::Target::kCpuF64);
+      if (r.error || r.exact.size() <= static_cast<size_t>(c.d.output_index)) return std::nullopt;
+      const at::Tensor y = F64(r.exact[c.d.output_index]);
+      if (y.sizes() != got.sizes()) return std::nullopt;
+      lo = lo.defined() ? at::minimum(lo, y) : y;
+      hi = hi.defined() ? at::maximum(hi, y) : y;
+    }
+    const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+    const at::Tensor differs = got.sub(theirs).abs().gt(theirs.abs().mul(tol.rtol).add(tol.atol));
+    const at::Tensor slack = got.abs().mul(tol.rtol).add(tol.atol);
+    const at::Tensor inside = at::logical_and(got.ge(lo.sub(slack)), got.le(hi.add(slack)));
+    if (!at::all(at::logical_or(differs.logical_not(), inside)).item<bool>()) return std::nullopt;
+  }
+  return RuleMatch{"backward_stable",
+                   "the blamed value is the op's float64 value at inputs within one eps of its "
+                   "own: an ill-conditioned point amplifies the kernel's own rounding"};
+}
+
+std::optional<RuleMatch> DocumentedInexact(const Context& c) {
+  if (!(c.spec.hints & ops::kInexactInLowPrecision) ||
+      (c.dtype != DType::kF16 && c.dtype != DType::kBF16)) {
+    return std::nullopt;
+  }
+  return RuleMatch{"documented_inexact",
+                   absl::StrCat(c.node.QualifiedName(), " is documented as inexact in ",
+                                c.d.dtype, " (torch.round: \"fast but inexact and it can easily "
+                                "overflow for low precision dtypes\")")};
+}
+
 std::optional<RuleMatch> Tf32(const Context& c) {
   if (!c.policy.cuda_tf32 || !(c.spec.hints & ops::kTf32Sensitive)) return std::nullopt;
   if (c.a.target != exec::Target::kCuda && c.b.target != exec::Target::kCuda) return std::nullopt;
@@ -704,6 +838,15 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     if (r.cancelling_reductions) {
       if (auto m = CancellingReduction(c)) return m;
       if (auto m = ProductOrder(c)) return m;
+    }
+    if (r.documented_inexact) {
+      if (auto m = DocumentedInexact(c)) return m;
+    }
+    if (r.normalization_statistics) {
+      if (auto m = NormalizationStatistics(c)) return m;
+    }
+    if (r.backward_stable) {
+      if (auto m = BackwardStable(c)) return m;
     }
     if (r.transform_normwise) {
       if (auto m = TransformNormwise(c)) return m;

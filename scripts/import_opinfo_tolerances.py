@@ -55,6 +55,8 @@ EXTRA_ATEN = {
     "nn.functional.logsigmoid": ["log_sigmoid"],
     "nn.functional.rrelu": ["rrelu", "rrelu_with_noise"],
     "nn.functional.layer_norm": ["layer_norm", "native_layer_norm"],
+    # torch.special.polygamma is the same kernel; OpInfo lists it under polygamma only.
+    "polygamma": ["special_polygamma"],
 }
 
 

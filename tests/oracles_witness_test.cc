@@ -18,6 +18,7 @@
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "exec/witnesses.h"
+#include "fuzz/failure_hit.h"
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
@@ -426,6 +427,84 @@ TEST(Reports, AComplexDivergenceShowsTheReferenceOfItsOwnComponent) {
   // (3+4i)(2+0.5i) = 4 + 9.5i: the imaginary part's reference.
   EXPECT_EQ(j.root.reference_b, "9.5");
   EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+}
+
+// --- Conditioning of composite elementwise ops; documented inexactness ----
+
+TEST(KernelClasses, ACompositeElementwiseOpAtACancellationIsBackwardStable) {
+  // lerp(1e5, -1e5, w = 0.499f) = 199.997425... exactly; float32's rounding
+  // of w (end - start) gives 200 (the real CPU), which is lerp's value at
+  // inputs one eps away: not a bug.
+  const std::string text =
+      "divfuzz v1\ninput %s: f32[4] = fill(100000.0)\ninput %e: f32[4] = fill(-100000.0)\n"
+      "input %w: f32[4] = fill(0.499)\n%y = aten::lerp.Tensor(%s, %e, %w)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 200.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "backward_stable") << j.root.reason;
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 201.0));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu");
+}
+
+TEST(KernelClasses, RoundWithDecimalsIsDocumentedInexactInHalf) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f16[4] = fill(10000.0)\n%y = aten::round.decimals(%x, decimals=1)\n"
+      "output %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantFill(0, std::numeric_limits<double>::infinity()));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.expected_rule, "documented_inexact") << j.root.reason;
+  // In float32 the same overflow is a bug.
+  Judged k = Judge("divfuzz v1\ninput %x: f32[4] = fill(10000.0)\n"
+                   "%y = aten::round.decimals(%x, decimals=1)\noutput %y\n",
+                   exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantFill(0, std::numeric_limits<double>::infinity()));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+}
+
+TEST(KernelClasses, NormalizationStatisticsBoundTheirRounding) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[2,8] = uniform(seed=4, low=990, high=1010)\n"
+      "%y = aten::layer_norm(%x, [8])\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 1e-4));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.expected_rule, "normalization_statistics") << j.root.reason;
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 7.0));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+}
+
+TEST(KernelClasses, AResultAtTheOverflowThresholdMayRoundToInfinity) {
+  // hypot(1, -DBL_MAX) = DBL_MAX + 2.8e-309: CUDA's hypot (2 ulp) gives inf.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[4] = fill(1.0)\ninput %y: f64[4] = fill(-0x1.fffffffffffffp+1023)\n"
+      "%z = aten::hypot(%x, %y)\noutput %z\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {},
+                   PlantFill(0, std::numeric_limits<double>::infinity()));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.expected_rule, "extremal_values") << j.root.reason;
+}
+
+TEST(FailureBuckets, AHangOfAPolynomialWithAnInfiniteDegreeIsAnUndefinedCast) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %n: f32[4] = fill(inf)\n"
+      "%y = aten::special_legendre_polynomial_p.x_scalar(0.0, %n)\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  store::FindingHit hang = fuzz::FailureHit(p, &t, 0, p.nodes[0].QualifiedName(), "hang", "cuda",
+                                            /*cuda_fault=*/false, /*reproduced=*/true);
+  EXPECT_EQ(hang.tier, "expected");
+  EXPECT_EQ(hang.detail["expected_rule"], "float_to_int_casts");
+  // A finite degree is no excuse; a failure that did not recur is no proof.
+  graph::Program q = MustParse(
+      "divfuzz v1\ninput %n: f32[4] = fill(3.0)\n"
+      "%y = aten::special_legendre_polynomial_p.x_scalar(0.0, %n)\noutput %y\n");
+  EXPECT_EQ(fuzz::FailureHit(q, &t, 0, q.nodes[0].QualifiedName(), "hang", "cuda", false, true).tier,
+            "bug");
+  EXPECT_EQ(fuzz::FailureHit(q, &t, 0, q.nodes[0].QualifiedName(), "hang", "cuda", false, false).tier,
+            "divergence");
 }
 
 }  // namespace
