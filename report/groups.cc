@@ -47,8 +47,8 @@ std::string GroupsText(const std::vector<Group>& groups) {
   for (size_t i = 0; i < groups.size(); ++i) {
     const Group& g = groups[i];
     const Bucket& rep = g.members[g.representative];
-    absl::StrAppend(&out, "group ", i + 1, "/", groups.size(), ": ", g.label, "\n  id ", g.id,
-                    "\n  tier ", g.tier, ", severity ", g.severity, ", ", g.members.size(),
+    absl::StrAppend(&out, "group ", i + 1, "/", groups.size(), ": ", g.label, "\n  key ", g.id,
+                    "; tier ", g.tier, ", severity ", g.severity, ", ", g.members.size(),
                     g.members.size() == 1 ? " bucket, " : " buckets, ", g.hits,
                     g.hits == 1 ? " hit" : " hits", "\n  representative ", rep.id);
     if (rep.minimized_bytes >= 0) {

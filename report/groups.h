@@ -29,8 +29,8 @@ std::vector<Group> GroupBuckets(std::vector<Bucket> buckets);
 
 // The groups as text, one block a group, for the summary and groups.txt:
 //   group 1/2: add: tolerance (bug), cuda wrong, witness cpu-f64, ordinary inputs
-//     id add|tolerance|bug|cuda|witness:cpu-f64|ordinary
-//     tier bug, severity bug-tolerance, 2 buckets, 17 hits
+//     key add|tolerance|bug|cuda|witness:cpu-f64|ordinary; tier bug, severity bug-tolerance,
+//       2 buckets, 17 hits  (one line)
 //     representative add-f16-tolerance-0a1b2c3d (min.dfz, 212 bytes)
 //     members add-f16-tolerance-0a1b2c3d (12), add-bf16-tolerance-4e5f6a7b (5)
 std::string GroupsText(const std::vector<Group>& groups);

@@ -426,8 +426,10 @@ std::string RenderHtml(const ReportData& data) {
         HtmlEscape(g.label), "<br><span class=\"id\">", HtmlEscape(g.id),
         "</span></td><td class=\"n\">", g.members.size(), "</td><td class=\"n\">", Num(g.hits),
         "</td><td>", "<a class=\"rep\" href=\"#bucket-", HtmlEscape(UrlPathEscape(rep.id)), "\">",
-        HtmlEscape(rep.id), "</a><br>", link(rep.program, rep.program_name), " ",
-        link(rep.repro_py, "repro.py"), " ", link(rep.report_md, "report.md"), "</td><td>");
+        HtmlEscape(rep.id), "</a><br>", link(rep.program, rep.program_name),
+        rep.repro_py.empty() ? "" : absl::StrCat(" ", link(rep.repro_py, "repro.py")),
+        rep.report_md.empty() ? "" : absl::StrCat(" ", link(rep.report_md, "report.md")),
+        "</td><td>");
     for (size_t m = 0; m < g.members.size(); ++m) {
       const Bucket& b = g.members[m];
       absl::StrAppend(&html, m == 0 ? "" : ", ", "<a class=\"member\" href=\"#bucket-",

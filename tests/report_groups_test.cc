@@ -125,8 +125,8 @@ TEST(ReportGroups, GroupsCountsAndRepresentatives) {
   const std::string text = GroupsText(groups);
   EXPECT_TRUE(absl::StrContains(
       text, absl::StrCat("group 2/4: add: tolerance (bug), cuda wrong, witness cpu-f64, "
-                         "ordinary inputs\n  id add|tolerance|bug|cuda|witness:cpu-f64|ordinary\n"
-                         "  tier bug, severity bug-tolerance, 3 buckets, 15 hits\n"
+                         "ordinary inputs\n  key add|tolerance|bug|cuda|witness:cpu-f64|ordinary; "
+                         "tier bug, severity bug-tolerance, 3 buckets, 15 hits\n"
                          "  representative ",
                          id[2], " (", id[2], "/min.dfz, 11 bytes)\n  members ", id[0], " (10), ",
                          id[1], " (4), ", id[2], " (1)\n")))
@@ -196,7 +196,8 @@ TEST(ReportGroups, CampaignSummaryListsTheGroupsFirstAndWritesGroupsTxt) {
   for (const char* line :
        {"  group 1/4: logdet: class_split (bug), cpu wrong, ordinary inputs\n",
         "  group 2/4: add: tolerance (bug), cuda wrong, witness cpu-f64, ordinary inputs\n",
-        "    tier bug, severity bug-tolerance, 3 buckets, 15 hits\n",
+        "    key add|tolerance|bug|cuda|witness:cpu-f64|ordinary; tier bug, severity "
+        "bug-tolerance, 3 buckets, 15 hits\n",
         "  group 3/4: add: tolerance (bug), cuda wrong, witness cpu-f64, nan inputs\n",
         "  group 4/4: sum: tolerance (expected), side undecided, rule cancelling_reductions, "
         "ordinary inputs\n"}) {
