@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "report/groups.h"
 #include "report/report.h"
 #include "store/findings_store.h"
 
@@ -76,40 +78,57 @@ void StatusReporter::Report(double elapsed, int64_t executions, int workers_aliv
 }
 
 void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
-                  double seconds, int restarts, const nlohmann::json& totals) {
+                  double seconds, int restarts, const nlohmann::json& totals, std::ostream& out) {
   std::vector<nlohmann::json> index = LoadIndex(findings_dir);
   std::map<std::string, int> by_class, by_tier;
   for (const nlohmann::json& e : index) {
     by_class[e.value("class", "?")]++;
     by_tier[e.value("tier", "?")]++;
   }
-  std::cout << "\n== divfuzz campaign summary\n";
-  std::cout << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n",
-                               executions, seconds, seconds > 0 ? executions / seconds : 0.0,
-                               restarts);
-  std::cout << "buckets: " << index.size() << "\n  by tier: ";
-  for (const auto& [tier, n] : by_tier) std::cout << " " << tier << "=" << n;
-  std::cout << "\n  by class:";
-  for (const auto& [cls, n] : by_class) std::cout << " " << cls << "=" << n;
-  std::cout << "\nroot divergence hits by tier:";
-  for (const auto& [tier, n] : totals["roots_by_tier"].items()) {
-    std::cout << " " << tier << "=" << n;
+  out << "\n== divfuzz campaign summary\n";
+  out << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n", executions,
+                         seconds, seconds > 0 ? executions / seconds : 0.0, restarts);
+  out << "buckets: " << index.size() << "\n  by tier: ";
+  for (const auto& [tier, n] : by_tier) out << " " << tier << "=" << n;
+  out << "\n  by class:";
+  for (const auto& [cls, n] : by_class) out << " " << cls << "=" << n;
+  out << "\nroot divergence hits by tier:";
+  for (const auto& [tier, n] : totals.value("roots_by_tier", nlohmann::json::object()).items()) {
+    out << " " << tier << "=" << n;
   }
-  std::cout << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
-            << totals.value("moved_by_rules", 0) << "\nprograms skipped: quarantined ops "
-            << totals.value("quarantined", 0) << ", over the memory budget "
-            << totals.value("over_budget", 0) << "\n";
+  out << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
+      << totals.value("moved_by_rules", 0) << "\nprograms skipped: quarantined ops "
+      << totals.value("quarantined", 0) << ", over the memory budget "
+      << totals.value("over_budget", 0) << "\n";
+  // Root-cause groups first: one mechanism often files many buckets.
+  std::vector<report::Bucket> buckets;
+  for (const nlohmann::json& e : index) {
+    buckets.push_back(report::BucketFromIndex(e));
+    report::FindMinimized(findings_dir, e, &buckets.back());
+  }
+  const std::vector<report::Group> groups = report::GroupBuckets(std::move(buckets));
+  const std::string groups_text = report::GroupsText(groups);
+  const std::string groups_path = work_dir + "/groups.txt";
+  out << "root-cause groups: " << groups.size() << " (most severe first; also in " << groups_path
+      << ")\n";
+  for (absl::string_view line : absl::StrSplit(groups_text, '\n', absl::SkipEmpty())) {
+    out << "  " << line << "\n";
+  }
+  if (absl::Status s = store::WriteFileAtomically(groups_path, groups_text); !s.ok()) {
+    std::cerr << "divfuzz campaign: writing " << groups_path << " failed: " << s.message() << "\n";
+  }
+  out << "buckets, most severe first:\n";
   std::sort(index.begin(), index.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     const int sa = report::SeverityOrder(a.value("severity", "")),
               sb = report::SeverityOrder(b.value("severity", ""));
     return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
   });
-  std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier",
-                               "wrong", "hits");
+  out << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier", "wrong",
+                         "hits");
   for (const nlohmann::json& e : index) {
-    std::cout << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
-                                 e.value("severity", ""), e.value("tier", ""),
-                                 e.value("wrong_side", ""), e.value("count", 0));
+    out << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
+                           e.value("severity", ""), e.value("tier", ""), e.value("wrong_side", ""),
+                           e.value("count", 0));
   }
   // Buckets found as the run ended (or with --repro_seconds=0, or given up by
   // their reducer) have only the fuzzer's program: say how to finish them.
@@ -129,11 +148,10 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
     char exe[4096];
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     const std::string tool = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "divfuzz";
-    std::cout << count << " bucket(s) have no minimized repro yet (listed in " << list
-              << ", most severe first); to write them:\n  xargs " << tool << " repro < " << list
-              << "\n";
+    out << count << " bucket(s) have no minimized repro yet (listed in " << list
+        << ", most severe first); to write them:\n  xargs " << tool << " repro < " << list << "\n";
   }
-  std::cout << "findings: " << findings_dir << "/index.jsonl\n";
+  out << "findings: " << findings_dir << "/index.jsonl\n";
 }
 
 }  // namespace divfuzz::fuzz

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iostream>
 #include <string>
 
 #include "nlohmann/json.hpp"
@@ -23,9 +24,13 @@ class StatusReporter {
   int64_t last_executions_ = 0;
 };
 
-// Ends with the buckets that have no minimized repro yet, listed one finding
-// folder a line in work_dir/unminimized.txt, and the command that writes them.
+// The closing summary on `out`: totals, then the root-cause groups, most
+// severe first (report/groups.h; also written to work_dir/groups.txt), then
+// every bucket. Ends with the buckets that have no minimized repro yet, listed
+// one finding folder a line in work_dir/unminimized.txt, and the command that
+// writes them.
 void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
-                  double seconds, int restarts, const nlohmann::json& totals);
+                  double seconds, int restarts, const nlohmann::json& totals,
+                  std::ostream& out = std::cout);
 
 }  // namespace divfuzz::fuzz

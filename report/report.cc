@@ -19,9 +19,11 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "report/groups.h"
 #include "report/html.h"
 #include "report/plot.h"
 #include "store/findings_store.h"
+#include "store/root_cause_group.h"
 
 namespace divfuzz::report {
 namespace {
@@ -127,6 +129,10 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 8px}
 #bucket-table td{padding:4px 8px;border-bottom:1px solid #e4e4e4;vertical-align:top}
 #bucket-table tbody tr:nth-child(even){background:#f7f7f7}
 #bucket-table td.n{text-align:right}
+#group-table{border-collapse:collapse;width:100%;font-size:13px}
+#group-table thead th{background:#5b6770;color:#fff;text-align:left;padding:6px 8px}
+#group-table td{padding:4px 8px;border-bottom:1px solid #e4e4e4;vertical-align:top}
+#group-table td.n{text-align:right}
 .tier{padding:1px 6px;border-radius:3px;background:#eee}
 .t-bug{background:#fbe3e4;color:#8a1c1c}.t-divergence{background:#fdf0dc;color:#7a4a00}
 .t-expected{background:#e5f4e3;color:#225c1d}.t-dtype_gap{background:#efe8f6;color:#4d2f73}
@@ -248,7 +254,19 @@ Bucket BucketFromIndex(const nlohmann::json& e) {
     const std::string rule = Str(*detail, "expected_rule");
     if (!rule.empty()) b.summary = absl::StrCat("[", rule, "] ", b.summary);
   }
+  const store::RootCauseKey key = store::RootCauseKeyOf(e);
+  b.group = key.Id();
+  b.group_label = key.Label();
   return b;
+}
+
+void FindMinimized(const std::string& findings_dir, const nlohmann::json& entry, Bucket* b) {
+  b->minimized = FirstExisting(findings_dir, {Str(entry, "minimized"), b->id + "/min.dfz"});
+  b->minimized_bytes = -1;
+  struct stat st;
+  if (!b->minimized.empty() && ::stat(Join(findings_dir, b->minimized).c_str(), &st) == 0) {
+    b->minimized_bytes = static_cast<int64_t>(st.st_size);
+  }
 }
 
 int SeverityOrder(const std::string& severity) {
@@ -351,6 +369,8 @@ std::string RenderHtml(const ReportData& data) {
     by_class[b.cls.empty() ? "?" : b.cls]++;
   }
   rows.emplace_back("buckets", absl::StrCat(Num(data.buckets.size()), " (", Num(hits), " hits)"));
+  const std::vector<Group> groups = GroupBuckets(data.buckets);
+  rows.emplace_back("root-cause groups", Num(groups.size()));
 
   absl::StrAppend(&html, "<section class=\"summary\" id=\"summary\">\n<table>\n");
   for (const auto& [k, v] : rows) {
@@ -387,17 +407,45 @@ std::string RenderHtml(const ReportData& data) {
   absl::StrAppend(&html, "<h2>Over time</h2>\n<section class=\"plots\" id=\"plots\">\n",
                   RenderLinePlot(exec), RenderLinePlot(buckets), "</section>\n");
 
+  // Root-cause groups first, then every bucket.
+  auto link = [](const std::string& href, const std::string& text) {
+    if (href.empty()) return std::string("<span class=\"none\">&mdash;</span>");
+    return absl::StrCat("<a href=\"", HtmlEscape(UrlPathEscape(href)), "\">", HtmlEscape(text),
+                        "</a>");
+  };
+  absl::StrAppend(&html, "<h2>Root-cause groups (", groups.size(),
+                  ")</h2>\n<table id=\"group-table\">\n<thead><tr><th>severity</th><th>tier</th>"
+                  "<th>group</th><th>buckets</th><th>hits</th><th>representative</th>"
+                  "<th>members</th></tr></thead>\n<tbody>\n");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Group& g = groups[i];
+    const Bucket& rep = g.members[g.representative];
+    absl::StrAppend(
+        &html, "<tr class=\"group\" id=\"group-", i + 1, "\"><td>", HtmlEscape(g.severity),
+        "</td><td><span class=\"", TierClass(g.tier), "\">", HtmlEscape(g.tier), "</span></td><td>",
+        HtmlEscape(g.label), "<br><span class=\"id\">", HtmlEscape(g.id),
+        "</span></td><td class=\"n\">", g.members.size(), "</td><td class=\"n\">", Num(g.hits),
+        "</td><td>", "<a class=\"rep\" href=\"#bucket-", HtmlEscape(UrlPathEscape(rep.id)), "\">",
+        HtmlEscape(rep.id), "</a><br>", link(rep.program, rep.program_name),
+        rep.repro_py.empty() ? "" : absl::StrCat(" ", link(rep.repro_py, "repro.py")),
+        rep.report_md.empty() ? "" : absl::StrCat(" ", link(rep.report_md, "report.md")),
+        "</td><td>");
+    for (size_t m = 0; m < g.members.size(); ++m) {
+      const Bucket& b = g.members[m];
+      absl::StrAppend(&html, m == 0 ? "" : ", ", "<a class=\"member\" href=\"#bucket-",
+                      HtmlEscape(UrlPathEscape(b.id)), "\" title=\"", HtmlEscape(b.id), "\">",
+                      HtmlEscape(b.op), " ", HtmlEscape(b.dtype), "</a> (", Num(b.count), ")");
+    }
+    absl::StrAppend(&html, "</td></tr>\n");
+  }
+  absl::StrAppend(&html, "</tbody></table>\n");
+
   // Buckets.
   absl::StrAppend(&html, "<h2>Buckets (", data.buckets.size(),
                   ")</h2>\n<table id=\"bucket-table\">\n<thead><tr><th>severity</th><th>tier</th>"
                   "<th>class</th><th>op</th><th>dtype</th><th>wrong side</th><th>count</th>"
                   "<th>first seen</th><th>report</th><th>repro</th><th>program</th></tr></thead>\n"
                   "<tbody>\n");
-  auto link = [](const std::string& href, const std::string& text) {
-    if (href.empty()) return std::string("<span class=\"none\">&mdash;</span>");
-    return absl::StrCat("<a href=\"", HtmlEscape(UrlPathEscape(href)), "\">", HtmlEscape(text),
-                        "</a>");
-  };
   for (const Bucket& b : data.buckets) {
     absl::StrAppend(&html, "<tr class=\"bucket\" id=\"bucket-", HtmlEscape(b.id), "\" title=\"",
                     HtmlEscape(b.summary), "\">");
@@ -504,7 +552,8 @@ absl::StatusOr<ReportData> LoadReport(const ReportOptions& options) {
     b.report_md = href(FirstExisting(findings, {Str(e, "report_md"), id + "/report.md"}));
     b.repro_py = href(FirstExisting(findings, {Str(e, "repro_py"), id + "/repro.py"}));
     b.repro_cpp = href(FirstExisting(findings, {id + "/repro_cpp/main.cpp"}));
-    const std::string min = FirstExisting(findings, {Str(e, "minimized"), id + "/min.dfz"});
+    FindMinimized(findings, e, &b);
+    const std::string& min = b.minimized;
     const std::string program =
         min.empty() ? FirstExisting(findings, {Str(e, "program"), id + "/program.dfz"}) : min;
     b.program = href(program);

@@ -1,7 +1,8 @@
 // `divfuzz report DIR`: one self-contained HTML page (inline CSS and SVG, no
 // scripts, fonts or external files) about a campaign: a summary, plots of
-// exec/s and buckets over time, and the buckets by severity with relative
-// links to each finding's report.md, repro.py and program.
+// exec/s and buckets over time, the root-cause groups (report/groups.h) and
+// the buckets by severity with relative links to each finding's report.md,
+// repro.py and program.
 //
 // Inputs: DIR/stats.csv (columns found by header name; unknown ones are
 // ignored, missing ones leave a gap), DIR/campaign.json when present
@@ -51,6 +52,9 @@ struct Bucket {
   std::string report_md, repro_py, program;  // hrefs, not yet URL-escaped
   std::string repro_cpp;                     // repro_cpp/main.cpp
   std::string program_name;                  // "min.dfz" or "program.dfz"
+  std::string group, group_label;            // root-cause key (store/root_cause_group.h)
+  std::string minimized;         // min.dfz relative to the findings folder, "" when none
+  int64_t minimized_bytes = -1;  // its size, -1 when none
 };
 
 // JSON objects of index.jsonl; a corrupt line is skipped with a warning
@@ -58,9 +62,14 @@ struct Bucket {
 std::vector<nlohmann::json> ParseIndex(std::string_view text, const std::string& path,
                                        std::vector<std::string>* warnings);
 
-// The fields of an index entry (links left empty). Missing fields are empty;
-// root_op loses its "aten::" prefix.
+// The fields of an index entry (links and minimized left empty). Missing
+// fields are empty; root_op loses its "aten::" prefix; group and group_label
+// come from store::RootCauseKeyOf.
 Bucket BucketFromIndex(const nlohmann::json& entry);
+
+// Sets the bucket's minimized program and its size from the findings folder:
+// the index field "minimized", else <id>/min.dfz, when it is a file there.
+void FindMinimized(const std::string& findings_dir, const nlohmann::json& entry, Bucket* bucket);
 
 // crash < hang < bug-split < bug-tolerance < divergence < dtype-gap <
 // expected < anything else (oracles::SeverityRank's order).

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "graph/stable_hash.h"
+#include "store/root_cause_group.h"
 
 namespace divfuzz::store {
 namespace {
@@ -36,7 +37,7 @@ constexpr char kProgramName[] = "program.dfz";
 const std::set<std::string>& ReservedFields() {
   static const auto* fields = new std::set<std::string>{
       "id",       "signature", "root_op",    "dtype",     "class",   "wrong_side", "tier",
-      "severity", "count",     "first_seen", "last_seen", "targets", "detail"};
+      "severity", "count",     "first_seen", "last_seen", "targets", "detail",     "group"};
   return *fields;
 }
 
@@ -177,7 +178,14 @@ absl::Status SetAsideCorrupt(const std::string& dir, const std::vector<IndexLine
   return WriteFileAtomically(path, absl::StrCat(old->value_or(""), add));
 }
 
-absl::Status RewriteIndex(const std::string& dir, const std::vector<IndexLine>& lines) {
+// The entry's root-cause group (store/root_cause_group.h), derived from its
+// other fields: set on every write, so stores from before groups get it too.
+void SetGroup(ordered_json* entry) { (*entry)["group"] = RootCauseKeyOf(*entry).Id(); }
+
+absl::Status RewriteIndex(const std::string& dir, std::vector<IndexLine>& lines) {
+  for (IndexLine& line : lines) {
+    if (line.ok) SetGroup(&line.entry);
+  }
   absl::Status status = SetAsideCorrupt(dir, lines);
   if (!status.ok()) return status;
   return WriteFileAtomically(absl::StrCat(dir, "/", kIndexName), SerializeIndex(lines));
@@ -360,6 +368,7 @@ absl::StatusOr<RecordResult> FindingsStore::Record(const FindingHit& hit,
   e["repro_py"] = "";
   e["repro_cpp"] = "";
   e["report_md"] = "";
+  SetGroup(&e);
   lines->push_back(std::move(line));
   status = RewriteIndex(dir_, *lines);
   if (!status.ok()) return status;
@@ -403,11 +412,12 @@ absl::StatusOr<std::vector<nlohmann::json>> FindingsStore::Load() const {
   absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
   if (!lines.ok()) return lines.status();
   std::vector<nlohmann::json> entries;
-  for (const IndexLine& line : *lines) {
+  for (IndexLine& line : *lines) {
     if (!line.ok) {
       return absl::DataLossError(
           absl::StrCat(IndexPath(), ":", line.line, ": corrupt index line: ", line.error));
     }
+    SetGroup(&line.entry);  // an index written before groups, or by an older key
     entries.push_back(nlohmann::json::parse(line.entry.dump()));
   }
   return entries;

@@ -69,7 +69,9 @@ class FindingsStore {
                              std::string_view content, const std::string& index_field);
 
   // Parses index.jsonl (an absent index is an empty store). A corrupt line is
-  // an error naming <dir>/index.jsonl:<line>.
+  // an error naming <dir>/index.jsonl:<line>. Every entry's "group" is its
+  // root-cause key (store/root_cause_group.h), also for entries written
+  // before the store kept one.
   absl::StatusOr<std::vector<nlohmann::json>> Load() const;
 
   const std::string& dir() const { return dir_; }
