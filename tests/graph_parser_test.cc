@@ -133,7 +133,7 @@ TEST(GraphParser, CanonicalPrintAndRoundTrip) {
 }
 
 TEST(GraphParser, DesignExampleParses) {
-  // DESIGN.md's example, with the elided weights filled in.
+  // docs/DESIGN.md's example, with the elided weights filled in.
   constexpr char kText[] =
       "divfuzz v1\n"
       "input %x: f32[4,8] = fill(0.4033372700214386)\n"
