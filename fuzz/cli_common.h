@@ -17,7 +17,14 @@ namespace divfuzz::fuzz {
 // parser's file:line:col message).
 absl::StatusOr<graph::Program> LoadProgramFile(const std::string& path);
 
-// ResolveTargets(flag) parsed: "divfuzz: --targets=...: expected ...".
+// An error when the pair names a target this machine cannot run (cuda without
+// a visible CUDA device): "<what>=cpu,cuda: target cuda cannot run here: ...".
+// Such a pair is refused, never run: a target that fails every node would
+// otherwise show up as a divergence.
+absl::Status CheckTargetsRunnable(const std::string& what, const std::string& targets);
+
+// ResolveTargets(flag) parsed and checked with CheckTargetsRunnable:
+// "divfuzz: --targets=...: expected ...".
 absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag);
 
 // The --policy file (or the built-in default) with --tf32 applied; sets the
@@ -29,5 +36,10 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags();
 // progress goes to stderr.
 absl::Status ReduceOptionsFromFlags(const std::string& targets_flag,
                                     minimize::ReduceOptions* options);
+
+// Sets aside corrupt lines of <findings_dir>/index.jsonl (when the index
+// exists) and says so on stderr, a line each, prefixed "divfuzz <command>: ":
+// the file and line, why, and where the line went.
+void ReportCorruptIndexLines(const std::string& findings_dir, const std::string& command);
 
 }  // namespace divfuzz::fuzz

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/spawn.h"
@@ -354,6 +355,7 @@ absl::StatusOr<nlohmann::json> ProbeSupervised(const std::string& state_path) {
 // Divergences per root op and class, from the findings store's index.
 std::map<std::string, std::map<std::string, int64_t>> Divergences(const std::string& findings) {
   std::map<std::string, std::map<std::string, int64_t>> out;
+  ReportCorruptIndexLines(findings, "ops");
   std::ifstream f(findings + "/index.jsonl");
   std::string line;
   while (std::getline(f, line)) {

@@ -56,6 +56,7 @@ Finding OpenFinding(std::string dir) {
   f.id = slash == std::string::npos ? dir : dir.substr(slash + 1);
   const std::string parent = slash == std::string::npos ? "." : dir.substr(0, slash);
   if (!IsFile(parent + "/index.jsonl")) return f;
+  ReportCorruptIndexLines(parent, "repro");
   absl::StatusOr<std::unique_ptr<store::FindingsStore>> s = store::FindingsStore::Open(parent);
   if (!s.ok()) return f;
   absl::StatusOr<std::vector<nlohmann::json>> index = (*s)->Load();
