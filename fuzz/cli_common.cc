@@ -42,9 +42,11 @@ absl::Status CheckTargetsRunnable(const std::string& what, const std::string& ta
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag) {
+absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag,
+                                                                         bool runnable_only) {
   const std::string targets = ResolveTargets(flag);
-  if (absl::Status s = CheckTargetsRunnable("--targets", targets); !s.ok()) {
+  if (absl::Status s = CheckTargetsRunnable("--targets", targets);
+      !s.ok() && (runnable_only || absl::IsInvalidArgument(s))) {
     return absl::Status(s.code(), absl::StrCat("divfuzz: ", s.message()));
   }
   return exec::ParseTargetPair(targets);
@@ -79,8 +81,10 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags() {
   return policy;
 }
 
-absl::Status ReduceOptionsFromFlags(const std::string& targets_flag, minimize::ReduceOptions* o) {
-  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = TargetPairFromFlag(targets_flag);
+absl::Status ReduceOptionsFromFlags(const std::string& targets_flag, minimize::ReduceOptions* o,
+                                    bool runnable_only) {
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+      TargetPairFromFlag(targets_flag, runnable_only);
   if (!pair.ok()) return pair.status();
   absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
   if (!policy.ok()) return policy.status();

@@ -25,7 +25,10 @@ absl::Status CheckTargetsRunnable(const std::string& what, const std::string& ta
 
 // ResolveTargets(flag) parsed and checked with CheckTargetsRunnable:
 // "divfuzz: --targets=...: expected ...".
-absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag);
+// `runnable_only` = false skips that check: `divfuzz repro` writes the repros
+// of a GPU finding on a CPU host (unminimized, "did not reproduce here").
+absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag,
+                                                                         bool runnable_only = true);
 
 // The --policy file (or the built-in default) with --tf32 applied; sets the
 // CUDA math mode to match.
@@ -35,7 +38,7 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags();
 // --max_seconds, --signature (kept as it is when the flag is empty), --passes;
 // progress goes to stderr.
 absl::Status ReduceOptionsFromFlags(const std::string& targets_flag,
-                                    minimize::ReduceOptions* options);
+                                    minimize::ReduceOptions* options, bool runnable_only = true);
 
 // Sets aside corrupt lines of <findings_dir>/index.jsonl (when the index
 // exists) and says so on stderr, a line each, prefixed "divfuzz <command>: ":

@@ -110,7 +110,9 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
     std::cerr << program.status().message() << "\n";
     return 2;
   }
-  if (absl::Status s = ReduceOptionsFromFlags(targets_flag, &options); !s.ok()) {
+  // A GPU finding on a CPU host still gets its repros, to run on a GPU host.
+  if (absl::Status s = ReduceOptionsFromFlags(targets_flag, &options, /*runnable_only=*/false);
+      !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
   }
