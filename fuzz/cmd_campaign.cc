@@ -187,7 +187,6 @@ class Supervisor {
         state_(std::move(state)),
         fail_on_(std::move(fail_on)),
         buckets_before_(BucketCounts(config_.findings)),
-        executions_before_(SumWorkerStats(work_).value("executions", int64_t{0})),
         restarts_before_(state_.restarts),
         corrupt_lines_before_(CorruptLines()),
         slots_(config_.workers),
@@ -279,7 +278,7 @@ class Supervisor {
                 << "/index.jsonl were set aside into " << config_.findings
                 << "/index.jsonl.corrupt during the run\n";
     }
-    return ExitCode(totals.value("executions", int64_t{0}));
+    return ExitCode();
   }
 
  private:
@@ -376,6 +375,7 @@ class Supervisor {
         continue;
       }
       ++state_.restarts;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) ++startup_failures_;
       std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
                 << " (log: " << s.log << "); starting a new one\n";
       SaveInflight(i, s.wedged ? "timeout-" : "crash-");
@@ -446,10 +446,10 @@ class Supervisor {
                    Alive(), state_.restarts);
   }
 
-  // 2 when the run could not do its job (the store failed, every worker died
-  // before running a program), else 1 when a bucket at or above --fail_on
+  // 2 when the run could not do its job (the store failed, no worker could
+  // start), else 1 when a bucket at or above --fail_on
   // was hit in this run, else 0; the summary says which.
-  int ExitCode(int64_t executions) {
+  int ExitCode() {
     if (!store_failure_.empty()) {
       std::cerr << "divfuzz campaign: " << store_failure_
                 << "; findings after that were not recorded (exit 2)\n";
@@ -457,11 +457,12 @@ class Supervisor {
     }
     const bool any_finished =
         std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.finished; });
-    if (!stop_requested && !any_finished && executions == executions_before_ &&
-        state_.restarts > restarts_before_) {
-      std::cerr << "divfuzz campaign: no program ran: every worker died before its first "
-                   "execution (see "
-                << work_ << "/logs/) (exit 2)\n";
+    // Workers that die on an input ran it (a crash finding); ones that exit
+    // 2 could not start at all (a plugin, a policy, the store).
+    if (!stop_requested && !any_finished && startup_failures_ > 0 &&
+        startup_failures_ == state_.restarts - restarts_before_) {
+      std::cerr << "divfuzz campaign: no worker could start (every one exited 2; see " << work_
+                << "/logs/) (exit 2)\n";
       return kExitCannotRun;
     }
     if (fail_on_.max_order < 0) return kExitClean;
@@ -502,10 +503,10 @@ class Supervisor {
   CampaignState state_;
   FailOn fail_on_;
   std::map<std::string, int64_t> buckets_before_;
-  int64_t executions_before_ = 0;
   int restarts_before_ = 0;
   int64_t corrupt_lines_before_ = 0;
   std::string store_failure_;  // set when a worker could not record a finding
+  int startup_failures_ = 0;   // workers of this run that exited 2 (could not start)
   std::vector<Slot> slots_;
   StatusReporter status_;
   ReproQueue repros_;

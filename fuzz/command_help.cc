@@ -53,7 +53,7 @@ const std::vector<CommandInfo>& Commands() {
        "prints a summary. --resume=DIR continues a stopped, killed or finished campaign. Exit "
        "codes: 0 ran (nothing at or above --fail_on), 1 a bucket at or above --fail_on was hit in "
        "this run, 2 could not run (bad flags, unusable work folder or store, a worker that "
-       "cannot record findings, a target this machine cannot run, no program executed).",
+       "cannot record findings, a target this machine cannot run, no worker could start).",
        {"hours",
         "minutes",
         "seconds",

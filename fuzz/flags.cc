@@ -59,8 +59,8 @@ ABSL_FLAG(int, repro_seconds, 30,
           "campaign: reducer budget for each new bucket, minimized (with repro.py, repro_cpp and "
           "report.md) beside the fuzzing (0 or more; 0 turns it off)");
 ABSL_FLAG(int, repro_jobs, 0,
-          "campaign: reducer processes running at once beside the workers (0: one per 8 cores, "
-          "at least one)");
+          "campaign: reducer processes running at once beside the workers (0 or more; 0: one per "
+          "8 cores, at least one)");
 ABSL_FLAG(bool, tf32, false,
           "let CUDA use TF32 and reduced-precision reductions (off by default); their "
           "divergences are then reported as expected");

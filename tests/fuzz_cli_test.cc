@@ -120,6 +120,17 @@ TEST(Preflight, AWorkerThatCannotRecordAFindingStopsTheCampaignWithItsMessage) {
   EXPECT_FALSE(Contains(run.output, "starting a new one")) << run.output;
 }
 
+TEST(Preflight, ACampaignWhoseWorkersCannotStartExitsTwo) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-no-start");
+  // A worker cannot map its in-flight record onto a folder: it exits 2.
+  fs::create_directories(dir + "/campaign/logs/inflight-0");
+  const testing::CommandRun run = Campaign(dir, "--seconds=4");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "worker 0 died: exit code 2: it could not start")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "no worker could start (every one exited 2")) << run.output;
+}
+
 TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTheBudget) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-failon");
