@@ -154,8 +154,37 @@ std::vector<int64_t> ExecutionsPerWorker(const std::string& work, int workers) {
   return per;
 }
 
+namespace {
+
+// `path` relative to the work folder when it lies inside it or beside it
+// ("../findings": what travels with a copy of both); absolute otherwise, so a
+// copy elsewhere still finds a store or seed corpus far from it.
+std::string RelativeToWork(const std::string& work, const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const fs::path base = fs::absolute(work, ec).lexically_normal();
+  const fs::path target = fs::absolute(path, ec).lexically_normal();
+  const fs::path rel = target.lexically_relative(base);
+  int ups = 0;
+  for (const fs::path& part : rel) ups += part == "..";
+  if (rel.empty() || ups > 1) return target.string();
+  return rel.string();
+}
+
+std::string ResolveInWork(const std::string& work, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  std::error_code ec;
+  return (fs::absolute(work, ec) / path).lexically_normal().string();
+}
+
+}  // namespace
+
 absl::Status SaveConfig(const std::string& work, const CampaignConfig& config) {
-  return store::WriteFileAtomically(work + "/campaign.json", config.ToJson().dump(2) + "\n");
+  CampaignConfig relative = config;
+  relative.findings = RelativeToWork(work, config.findings);
+  relative.policy = RelativeToWork(work, config.policy);
+  for (std::string& seed : relative.seeds) seed = RelativeToWork(work, seed);
+  return store::WriteFileAtomically(work + "/campaign.json", relative.ToJson().dump(2) + "\n");
 }
 
 absl::StatusOr<CampaignConfig> LoadConfig(const std::string& work) {
@@ -166,7 +195,12 @@ absl::StatusOr<CampaignConfig> LoadConfig(const std::string& work) {
   }
   absl::StatusOr<nlohmann::json> j = ReadJsonFile(path);
   if (!j.ok()) return j.status();
-  return CampaignConfig::FromJson(*j, path);
+  absl::StatusOr<CampaignConfig> c = CampaignConfig::FromJson(*j, path);
+  if (!c.ok()) return c;
+  c->findings = ResolveInWork(work, c->findings);
+  c->policy = ResolveInWork(work, c->policy);
+  for (std::string& seed : c->seeds) seed = ResolveInWork(work, seed);
+  return c;
 }
 
 absl::Status SaveState(const std::string& work, const CampaignState& state) {
@@ -179,6 +213,48 @@ absl::StatusOr<CampaignState> LoadState(const std::string& work) {
   absl::StatusOr<nlohmann::json> j = ReadJsonFile(path);
   if (!j.ok()) return j.status();
   return CampaignState::FromJson(*j);
+}
+
+CampaignState RebuildState(const std::string& work, const CampaignConfig& config) {
+  CampaignState s;
+  // The last complete row of stats.csv: elapsed_s is its first column.
+  std::ifstream csv(work + "/stats.csv");
+  std::string line;
+  while (std::getline(csv, line)) {
+    double elapsed = 0;
+    if (std::sscanf(line.c_str(), "%lf,", &elapsed) == 1 && elapsed >= 0) {
+      s.elapsed_seconds = elapsed;
+    }
+  }
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(fs::path(work) / "logs", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int slot = -1, generation = -1;
+    if (std::sscanf(name.c_str(), "stats-%d-%d.json", &slot, &generation) == 2 ||
+        std::sscanf(name.c_str(), "worker-%d-%d.log", &slot, &generation) == 2) {
+      s.generations = std::max(s.generations, generation + 1);
+    }
+  }
+  s.restarts = std::max(0, s.generations - config.workers);
+  for (auto it = fs::directory_iterator(fs::path(work) / "crashes", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    s.handled_artifacts.insert(it->path().filename().string());
+  }
+  if (auto store = store::FindingsStore::Open(config.findings); store.ok()) {
+    if (auto index = (*store)->Load(); index.ok()) {
+      for (const nlohmann::json& e : *index) {
+        const std::string cls = e.value("class", "");
+        const nlohmann::json detail = e.value("detail", nlohmann::json::object());
+        if ((cls == "crash" || cls == "hang") && detail.is_object() &&
+            detail.value("reproduced", false) && !e.value("root_op", "").empty() &&
+            e.value("root_op", "")[0] != '<') {
+          s.quarantine.insert(e.value("root_op", ""));
+        }
+      }
+    }
+  }
+  return s;
 }
 
 void TrimPartialCsvRow(const std::string& path) {

@@ -20,8 +20,11 @@
 namespace divfuzz::fuzz {
 
 struct CampaignConfig {
-  std::string targets;   // "cpu,cuda"
-  std::string findings;  // absolute path of the findings store
+  std::string targets;  // "cpu,cuda"
+  // Absolute paths in memory; campaign.json holds them relative to the work
+  // folder where they lie beside it (SaveConfig), so a copied or moved work
+  // folder with its store beside it resumes into that store, not the original's.
+  std::string findings;  // the findings store
   std::vector<std::string> seeds;
   int budget_seconds = 60;
   int workers = 1;                // in all (per GPU times GPUs, or CPU workers)
@@ -63,11 +66,23 @@ nlohmann::json SumWorkerStats(const std::string& work);
 // indexed by W.
 std::vector<int64_t> ExecutionsPerWorker(const std::string& work, int workers);
 
+// campaign.json, with findings, seeds and policy relative to `work` when they
+// lie inside it or beside it (at most one "..": "../findings"), else absolute.
 absl::Status SaveConfig(const std::string& work, const CampaignConfig& config);
+// Relative paths in campaign.json are resolved against `work` (absolute ones,
+// as older versions wrote them, are kept).
 absl::StatusOr<CampaignConfig> LoadConfig(const std::string& work);
 absl::Status SaveState(const std::string& work, const CampaignState& state);
-// A missing state.json is a fresh state; a corrupt one is an error.
+// A missing state.json reads as a fresh state; a corrupt one is an error.
 absl::StatusOr<CampaignState> LoadState(const std::string& work);
+
+// state.json rebuilt from what the work folder still holds, for a campaign
+// whose state.json was lost or corrupted: the fuzzing time from the last row
+// of stats.csv, worker generations from logs/ (so new workers never overwrite
+// an earlier generation's counters), restarts (generations beyond the first
+// per slot), crash inputs already in crashes/ as handled, and as quarantine
+// the ops of reproduced crash and hang findings in the store.
+CampaignState RebuildState(const std::string& work, const CampaignConfig& config);
 
 // A kill can leave stats.csv with a half-written last row: drop it.
 void TrimPartialCsvRow(const std::string& path);

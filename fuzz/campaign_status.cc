@@ -42,9 +42,12 @@ StatusReporter::StatusReporter(std::string work, std::string findings)
 
 void StatusReporter::Report(double elapsed, int64_t executions, int workers_alive, int restarts) {
   // The first report after a (re)start has no earlier sample of its own.
-  const double rate = last_elapsed_ >= 0 && elapsed > last_elapsed_
-                          ? (executions - last_executions_) / (elapsed - last_elapsed_)
-                          : 0;
+  // Never negative: counts only grow (a resumed campaign's new workers never
+  // reuse an earlier generation's stats file), but a rate must not say less.
+  const double rate =
+      last_elapsed_ >= 0 && elapsed > last_elapsed_
+          ? std::max(0.0, (executions - last_executions_) / (elapsed - last_elapsed_))
+          : 0;
   last_elapsed_ = elapsed;
   last_executions_ = executions;
   std::error_code ec;

@@ -1,5 +1,6 @@
 #include "fuzz/cli_common.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
+#include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
 
@@ -23,14 +25,48 @@ absl::StatusOr<graph::Program> LoadProgramFile(const std::string& path) {
   return graph::ParseProgram(text.str(), path);
 }
 
-absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag) {
-  const std::string targets = ResolveTargets(flag);
+absl::Status CheckTargetsRunnable(const std::string& what, const std::string& targets) {
   absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = exec::ParseTargetPair(targets);
   if (!pair.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("divfuzz: --targets=", targets, ": ", pair.status().message()));
+        absl::StrCat(what, "=", targets, ": ", pair.status().message()));
   }
-  return pair;
+  for (const exec::Target t : {pair->first, pair->second}) {
+    if (t == exec::Target::kCuda && !exec::CudaAvailable()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, "=", targets,
+          ": target cuda cannot run on this machine (no CUDA device is visible); use a GPU "
+          "host, or a CPU pair such as cpu,cpu-f64 or cpu,cpu-scalar"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag,
+                                                                         bool runnable_only) {
+  const std::string targets = ResolveTargets(flag);
+  if (absl::Status s = CheckTargetsRunnable("--targets", targets);
+      !s.ok() && (runnable_only || absl::IsInvalidArgument(s))) {
+    return absl::Status(s.code(), absl::StrCat("divfuzz: ", s.message()));
+  }
+  return exec::ParseTargetPair(targets);
+}
+
+void ReportCorruptIndexLines(const std::string& findings_dir, const std::string& command) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(findings_dir + "/index.jsonl", ec)) return;
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> store =
+      store::FindingsStore::Open(findings_dir);
+  if (!store.ok()) return;
+  absl::StatusOr<std::vector<std::string>> moved = (*store)->SetAsideCorruptLines();
+  if (!moved.ok()) {
+    std::cerr << "divfuzz " << command << ": checking " << (*store)->IndexPath()
+              << " failed: " << moved.status().message() << "\n";
+    return;
+  }
+  for (const std::string& line : *moved) {
+    std::cerr << "divfuzz " << command << ": corrupt index line set aside: " << line << "\n";
+  }
 }
 
 absl::StatusOr<oracles::Policy> PolicyFromFlags() {
@@ -45,8 +81,10 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags() {
   return policy;
 }
 
-absl::Status ReduceOptionsFromFlags(const std::string& targets_flag, minimize::ReduceOptions* o) {
-  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = TargetPairFromFlag(targets_flag);
+absl::Status ReduceOptionsFromFlags(const std::string& targets_flag, minimize::ReduceOptions* o,
+                                    bool runnable_only) {
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+      TargetPairFromFlag(targets_flag, runnable_only);
   if (!pair.ok()) return pair.status();
   absl::StatusOr<oracles::Policy> policy = PolicyFromFlags();
   if (!policy.ok()) return policy.status();

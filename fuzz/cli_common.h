@@ -17,8 +17,18 @@ namespace divfuzz::fuzz {
 // parser's file:line:col message).
 absl::StatusOr<graph::Program> LoadProgramFile(const std::string& path);
 
-// ResolveTargets(flag) parsed: "divfuzz: --targets=...: expected ...".
-absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag);
+// An error when the pair names a target this machine cannot run (cuda without
+// a visible CUDA device): "<what>=cpu,cuda: target cuda cannot run here: ...".
+// Such a pair is refused, never run: a target that fails every node would
+// otherwise show up as a divergence.
+absl::Status CheckTargetsRunnable(const std::string& what, const std::string& targets);
+
+// ResolveTargets(flag) parsed and checked with CheckTargetsRunnable:
+// "divfuzz: --targets=...: expected ...".
+// `runnable_only` = false skips that check: `divfuzz repro` writes the repros
+// of a GPU finding on a CPU host (unminimized, "did not reproduce here").
+absl::StatusOr<std::pair<exec::Target, exec::Target>> TargetPairFromFlag(const std::string& flag,
+                                                                         bool runnable_only = true);
 
 // The --policy file (or the built-in default) with --tf32 applied; sets the
 // CUDA math mode to match.
@@ -28,6 +38,11 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags();
 // --max_seconds, --signature (kept as it is when the flag is empty), --passes;
 // progress goes to stderr.
 absl::Status ReduceOptionsFromFlags(const std::string& targets_flag,
-                                    minimize::ReduceOptions* options);
+                                    minimize::ReduceOptions* options, bool runnable_only = true);
+
+// Sets aside corrupt lines of <findings_dir>/index.jsonl (when the index
+// exists) and says so on stderr, a line each, prefixed "divfuzz <command>: ":
+// the file and line, why, and where the line went.
+void ReportCorruptIndexLines(const std::string& findings_dir, const std::string& command);
 
 }  // namespace divfuzz::fuzz

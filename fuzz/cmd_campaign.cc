@@ -12,11 +12,14 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -25,9 +28,14 @@
 #include "fuzz/artifacts.h"
 #include "fuzz/campaign_state.h"
 #include "fuzz/campaign_status.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
+#include "fuzz/exit_codes.h"
+#include "fuzz/fail_on.h"
 #include "fuzz/flags.h"
+#include "fuzz/given_flags.h"
 #include "fuzz/inflight.h"
+#include "fuzz/preflight.h"
 #include "fuzz/repro_queue.h"
 #include "fuzz/spawn.h"
 #include "oracles/policy.h"
@@ -55,6 +63,10 @@ std::string DeathReason(int status) {
       return "an input crashed it (exit code 77)";
     case 70:
       return "an input ran past --timeout (exit code 70)";
+    case kExitCannotRun:
+      return "exit code 2: it could not start (its log says why)";
+    case kExitWorkerStoreFailed:
+      return "exit code 86: it could not record a finding in the findings store";
     default:
       return absl::StrCat("exit code ", WEXITSTATUS(status), ", e.g. over --rss_limit_mb");
   }
@@ -119,9 +131,8 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   }
   c.budget_seconds = budget == 0 ? 60 : static_cast<int>(budget);
   c.targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
-  if (absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = exec::ParseTargetPair(c.targets);
-      !pair.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--targets: ", pair.status().message()));
+  if (absl::Status runnable = CheckTargetsRunnable("--targets", c.targets); !runnable.ok()) {
+    return runnable;
   }
   const int per = absl::GetFlag(FLAGS_workers);
   if (per < 1 || per > 256) return absl::InvalidArgumentError("--workers must be 1 to 256");
@@ -170,10 +181,14 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
 
 class Supervisor {
  public:
-  Supervisor(std::string work, CampaignConfig config, CampaignState state)
+  Supervisor(std::string work, CampaignConfig config, CampaignState state, FailOn fail_on)
       : work_(std::move(work)),
         config_(std::move(config)),
         state_(std::move(state)),
+        fail_on_(std::move(fail_on)),
+        buckets_before_(BucketCounts(config_.findings)),
+        restarts_before_(state_.restarts),
+        corrupt_lines_before_(CorruptLines()),
         slots_(config_.workers),
         status_(work_, config_.findings),
         repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()) {}
@@ -216,6 +231,11 @@ class Supervisor {
         last_html = Clock::now();
         WriteHtmlReport();
       }
+      if (!store_failure_.empty()) {
+        std::cout << "divfuzz campaign: stopping: " << store_failure_ << "\n";
+        StopAll();
+        break;
+      }
       if (stop_requested) {
         std::cout << "divfuzz campaign: stopping (resume with --resume=" << work_ << ")\n";
         StopAll();
@@ -225,9 +245,10 @@ class Supervisor {
       // libFuzzer missed its own deadline (a hung input past -timeout's reach).
       if (elapsed() > config_.budget_seconds + 30) StopAll(/*overdue=*/true);
     }
-    repros_.Finish(stop_requested ? 0 : 30);
+    const bool cut_short = stop_requested || !store_failure_.empty();
+    repros_.Finish(cut_short ? 0 : 30);
     // Programs the reducers hung in (repro --hang_artifacts) become hang findings.
-    if (!stop_requested) {
+    if (!cut_short) {
       RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
                          &state_.handled_artifacts, &state_.quarantine);
       WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
@@ -252,7 +273,12 @@ class Supervisor {
     }
     PrintSummary(config_.findings, work_, totals.value("executions", int64_t{0}),
                  state_.elapsed_seconds, state_.restarts, totals);
-    return 0;
+    if (const int64_t moved = CorruptLines() - corrupt_lines_before_; moved > 0) {
+      std::cerr << "divfuzz campaign: " << moved << " corrupt line(s) of " << config_.findings
+                << "/index.jsonl were set aside into " << config_.findings
+                << "/index.jsonl.corrupt during the run\n";
+    }
+    return ExitCode();
   }
 
  private:
@@ -343,7 +369,13 @@ class Supervisor {
         s.finished = true;
         continue;
       }
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kExitWorkerStoreFailed) {
+        store_failure_ =
+            absl::StrCat("worker ", i, " ", StoreFailureLine(s.log), " (log: ", s.log, ")");
+        continue;
+      }
       ++state_.restarts;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) ++startup_failures_;
       std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
                 << " (log: " << s.log << "); starting a new one\n";
       SaveInflight(i, s.wedged ? "timeout-" : "crash-");
@@ -414,9 +446,67 @@ class Supervisor {
                    Alive(), state_.restarts);
   }
 
+  // 2 when the run could not do its job (the store failed, no worker could
+  // start), else 1 when a bucket at or above --fail_on
+  // was hit in this run, else 0; the summary says which.
+  int ExitCode() {
+    if (!store_failure_.empty()) {
+      std::cerr << "divfuzz campaign: " << store_failure_
+                << "; findings after that were not recorded (exit 2)\n";
+      return kExitCannotRun;
+    }
+    const bool any_finished =
+        std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.finished; });
+    // Workers that die on an input ran it (a crash finding); ones that exit
+    // 2 could not start at all (a plugin, a policy, the store).
+    if (!stop_requested && !any_finished && startup_failures_ > 0 &&
+        startup_failures_ == state_.restarts - restarts_before_) {
+      std::cerr << "divfuzz campaign: no worker could start (every one exited 2; see " << work_
+                << "/logs/) (exit 2)\n";
+      return kExitCannotRun;
+    }
+    if (fail_on_.max_order < 0) return kExitClean;
+    const std::vector<nlohmann::json> hit =
+        BucketsHitAtOrAbove(fail_on_, buckets_before_, config_.findings);
+    if (hit.empty()) {
+      std::cout << "fail_on=" << fail_on_.name << ": no bucket at or above " << fail_on_.name
+                << " was hit in this run (exit 0)\n";
+      return kExitClean;
+    }
+    std::cout << "fail_on=" << fail_on_.name << ": " << hit.size() << " bucket(s) at or above "
+              << fail_on_.name << " hit in this run (exit 1):";
+    for (const nlohmann::json& e : hit) {
+      std::cout << " " << e.value("id", "") << " [" << e.value("severity", "") << "]";
+    }
+    std::cout << "\n";
+    return kExitFindings;
+  }
+
+  // Lines in the store's index.jsonl.corrupt (what was set aside so far).
+  int64_t CorruptLines() const {
+    std::ifstream in(config_.findings + "/index.jsonl.corrupt");
+    return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+  }
+
+  // The worker's own line saying why it could not record a finding.
+  static std::string StoreFailureLine(const std::string& log) {
+    std::ifstream in(log);
+    std::string line, found;
+    while (std::getline(in, line)) {
+      if (absl::StartsWith(line, "divfuzz: cannot record a finding")) found = line.substr(9);
+    }
+    return found.empty() ? "it could not record a finding in the findings store" : found;
+  }
+
   std::string work_;
   CampaignConfig config_;
   CampaignState state_;
+  FailOn fail_on_;
+  std::map<std::string, int64_t> buckets_before_;
+  int restarts_before_ = 0;
+  int64_t corrupt_lines_before_ = 0;
+  std::string store_failure_;  // set when a worker could not record a finding
+  int startup_failures_ = 0;   // workers of this run that exited 2 (could not start)
   std::vector<Slot> slots_;
   StatusReporter status_;
   ReproQueue repros_;
@@ -443,45 +533,145 @@ int RunFuzzWorker(int argc, char** argv) {
   return LLVMFuzzerRunDriver(&n, &args, LLVMFuzzerTestOneInput);
 }
 
+namespace {
+
+// Flags that --resume takes: more time, and what only concerns this run.
+// Everything else is the campaign's, kept in campaign.json.
+const std::set<std::string>& ResumeFlags() {
+  static const auto* flags =
+      new std::set<std::string>{"resume", "hours", "minutes", "seconds", "fail_on", "repro_jobs"};
+  return *flags;
+}
+
+// campaign.json and state.json of the folder to resume; a lost or corrupt
+// state.json is rebuilt (a corrupt one kept as state.json.corrupt).
+absl::Status LoadForResume(const std::string& work, CampaignConfig* config, CampaignState* state) {
+  absl::StatusOr<CampaignConfig> c = LoadConfig(work);
+  if (!c.ok()) return c.status();
+  *config = *std::move(c);
+  std::vector<std::string> refused;
+  for (const std::string& name : GivenFlags()) {
+    if (!ResumeFlags().count(name)) refused.push_back("--" + name);
+  }
+  if (!refused.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--resume=", work, " continues with the settings in ", work,
+                     "/campaign.json; ", absl::StrJoin(refused, ", "),
+                     " cannot be changed (with --resume only --hours, --minutes, --seconds, "
+                     "--fail_on and --repro_jobs apply; "
+                     "start a new campaign with --work=NEW for other settings)"));
+  }
+  const std::string state_path = work + "/state.json";
+  absl::StatusOr<CampaignState> s =
+      fs::exists(state_path) ? LoadState(work) : absl::NotFoundError("missing");
+  if (s.ok()) {
+    *state = *std::move(s);
+    return absl::OkStatus();
+  }
+  if (!absl::IsNotFound(s.status())) {
+    std::error_code ec;
+    fs::rename(state_path, state_path + ".corrupt", ec);
+    std::cout << "divfuzz campaign: " << s.status().message() << "; kept as " << state_path
+              << ".corrupt\n";
+  }
+  *state = RebuildState(work, *config);
+  std::cout << "divfuzz campaign: " << state_path << " was "
+            << (absl::IsNotFound(s.status()) ? "missing" : "corrupt")
+            << "; rebuilt from stats.csv, logs/, crashes/ and the findings store: "
+            << static_cast<int>(state->elapsed_seconds) << " s used, " << state->generations
+            << " worker generation(s), " << state->quarantine.size() << " quarantined op(s)\n";
+  return absl::OkStatus();
+}
+
+// --hours + --minutes + --seconds in seconds; -1 when none is given; an
+// error when negative or over 30 days.
+absl::StatusOr<int64_t> ExtraSeconds() {
+  const bool given =
+      GivenFlags().count("hours") || GivenFlags().count("minutes") || GivenFlags().count("seconds");
+  const int64_t h = absl::GetFlag(FLAGS_hours), m = absl::GetFlag(FLAGS_minutes),
+                s = absl::GetFlag(FLAGS_seconds);
+  if (h < 0 || m < 0 || s < 0 || h * 3600 + m * 60 + s > 30 * 24 * 3600) {
+    return absl::InvalidArgumentError(
+        "--hours, --minutes and --seconds must be non-negative and add up to at most 30 days");
+  }
+  return given ? h * 3600 + m * 60 + s : -1;
+}
+
+}  // namespace
+
 int RunCampaign(const std::vector<std::string>& args) {
   if (!args.empty()) {
     std::cerr << "divfuzz campaign: unexpected argument '" << args[0]
               << "' (it takes flags only)\n";
-    return 2;
+    return kExitCannotRun;
+  }
+  absl::StatusOr<FailOn> fail_on = ParseFailOn(absl::GetFlag(FLAGS_fail_on));
+  if (!fail_on.ok()) {
+    std::cerr << "divfuzz campaign: " << fail_on.status().message() << "\n";
+    return kExitCannotRun;
   }
   const std::string resume = absl::GetFlag(FLAGS_resume);
   const std::string work = resume.empty() ? absl::GetFlag(FLAGS_work) : resume;
+  const std::string work_flag = resume.empty() ? "--work" : "--resume";
   CampaignConfig config;
   CampaignState state;
   if (!resume.empty()) {
-    absl::StatusOr<CampaignConfig> c = LoadConfig(work);
-    absl::StatusOr<CampaignState> s = c.ok() ? LoadState(work) : CampaignState{};
-    if (!c.ok() || !s.ok()) {
-      std::cerr << "divfuzz campaign: --resume: "
-                << (c.ok() ? s.status().message() : c.status().message()) << "\n";
-      return 2;
+    if (absl::Status s = LoadForResume(work, &config, &state); !s.ok()) {
+      std::cerr << "divfuzz campaign: --resume: " << s.message() << "\n";
+      return kExitCannotRun;
     }
-    config = *std::move(c);
-    state = *std::move(s);
+    absl::StatusOr<int64_t> extra = ExtraSeconds();
+    if (!extra.ok()) {
+      std::cerr << "divfuzz campaign: " << extra.status().message() << "\n";
+      return kExitCannotRun;
+    }
+    if (*extra > 0) {
+      // More time: from where the campaign is, finished or not.
+      config.budget_seconds = static_cast<int>(state.elapsed_seconds) + static_cast<int>(*extra);
+      std::cout << "divfuzz campaign: budget extended by " << *extra << " s to "
+                << config.budget_seconds << " s\n";
+    } else if (state.elapsed_seconds + 1 > config.budget_seconds) {
+      std::cerr << "divfuzz campaign: --resume=" << work << ": the campaign has used its whole "
+                << "budget (" << config.budget_seconds << " s); to run it longer, add "
+                << "--seconds=N, --minutes=N or --hours=N (that much more time)\n";
+      return kExitCannotRun;
+    }
+    if (absl::Status s = CheckTargetsRunnable(work + "/campaign.json targets", config.targets);
+        !s.ok()) {
+      std::cerr << "divfuzz campaign: --resume: " << s.message() << "\n";
+      return kExitCannotRun;
+    }
     ++state.resumes;
     // The repro jobs read these flags; they follow the campaign's settings.
     absl::SetFlag(&FLAGS_policy, config.policy);
     absl::SetFlag(&FLAGS_tf32, config.tf32);
     if (!config.plugins.empty()) setenv("DIVFUZZ_PLUGINS", config.plugins.c_str(), 1);
+  } else {
+    absl::StatusOr<CampaignConfig> c = ConfigFromFlags();
+    if (!c.ok()) {
+      std::cerr << "divfuzz campaign: " << c.status().message() << "\n";
+      return kExitCannotRun;
+    }
+    config = *std::move(c);
+  }
+  // Before anything is written: a store that cannot take findings would
+  // otherwise lose every one of them while the campaign runs its budget.
+  for (const absl::Status& s :
+       {CheckWritableFolder(work_flag, work, /*lock=*/false),
+        CheckWritableFolder("--findings", config.findings, /*lock=*/true)}) {
+    if (!s.ok()) {
+      std::cerr << "divfuzz campaign: " << s.message() << "\n";
+      return kExitCannotRun;
+    }
+  }
+  ReportCorruptIndexLines(config.findings, "campaign");
+  if (!resume.empty()) {
     TrimPartialCsvRow(work + "/stats.csv");
     std::cout << "divfuzz campaign: resuming " << work << " at "
               << static_cast<int>(state.elapsed_seconds) << " s of " << config.budget_seconds
               << " s\n";
   } else {
-    std::error_code ec;
-    fs::create_directories(work, ec);
     SetAsidePreviousCampaign(work);
-    absl::StatusOr<CampaignConfig> c = ConfigFromFlags();
-    if (!c.ok()) {
-      std::cerr << "divfuzz campaign: " << c.status().message() << "\n";
-      return 2;
-    }
-    config = *std::move(c);
   }
   std::error_code ec;
   for (const char* sub : {"corpus", "crashes", "logs"}) {
@@ -489,18 +679,19 @@ int RunCampaign(const std::vector<std::string>& args) {
   }
   if (ec) {
     std::cerr << "divfuzz campaign: cannot create " << work << ": " << ec.message() << "\n";
-    return 2;
+    return kExitCannotRun;
   }
   if (absl::Status s = SaveConfig(work, config); !s.ok()) {
     std::cerr << "divfuzz campaign: " << s.message() << "\n";
-    return 2;
+    return kExitCannotRun;
   }
   std::cout << "divfuzz campaign: " << config.budget_seconds << " s, targets " << config.targets
             << ", " << config.workers << " worker(s)"
             << (config.gpus.empty() ? ""
                                     : absl::StrCat(" on GPU(s) ", absl::StrJoin(config.gpus, ",")))
-            << ", findings " << config.findings << "/, work " << work << "/\n";
-  return Supervisor(work, std::move(config), std::move(state)).Run();
+            << ", findings " << config.findings << "/, work " << work << "/"
+            << (fail_on->max_order >= 0 ? ", fail_on=" + fail_on->name : "") << "\n";
+  return Supervisor(work, std::move(config), std::move(state), *std::move(fail_on)).Run();
 }
 
 }  // namespace divfuzz::fuzz

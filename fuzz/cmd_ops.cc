@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
+#include "fuzz/cli_common.h"
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/spawn.h"
@@ -37,13 +38,14 @@
 
 ABSL_FLAG(int, learn, 0,
           "ops: try every generic candidate N times in each (dtype, shape form) on the "
-          "available targets and write the learned table to --out (stdout without)");
+          "available targets and write the learned table to --out (stdout without); 0 or more, 0: "
+          "list the catalogue instead");
 ABSL_FLAG(int, probe, 0,
           "ops: generate N calls of every catalogue op, run them on the available targets "
-          "and report acceptance (written to --op_stats when given)");
+          "and report acceptance (written to --op_stats when given); 0 or more, 0: no probe");
 ABSL_FLAG(int, probe_timeout, 60,
           "ops --probe: seconds one op's calls may run before the op counts as hanging (the "
-          "probe goes on without it)");
+          "probe goes on without it); 1 or more");
 ABSL_FLAG(std::string, op_stats, "",
           "ops: a JSON file of per-op statistics: written by --probe, read otherwise");
 ABSL_FLAG(std::string, only, "", "ops: only ops whose qualified name contains this");
@@ -354,6 +356,7 @@ absl::StatusOr<nlohmann::json> ProbeSupervised(const std::string& state_path) {
 // Divergences per root op and class, from the findings store's index.
 std::map<std::string, std::map<std::string, int64_t>> Divergences(const std::string& findings) {
   std::map<std::string, std::map<std::string, int64_t>> out;
+  ReportCorruptIndexLines(findings, "ops");
   std::ifstream f(findings + "/index.jsonl");
   std::string line;
   while (std::getline(f, line)) {

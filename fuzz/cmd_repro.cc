@@ -56,6 +56,7 @@ Finding OpenFinding(std::string dir) {
   f.id = slash == std::string::npos ? dir : dir.substr(slash + 1);
   const std::string parent = slash == std::string::npos ? "." : dir.substr(0, slash);
   if (!IsFile(parent + "/index.jsonl")) return f;
+  ReportCorruptIndexLines(parent, "repro");
   absl::StatusOr<std::unique_ptr<store::FindingsStore>> s = store::FindingsStore::Open(parent);
   if (!s.ok()) return f;
   absl::StatusOr<std::vector<nlohmann::json>> index = (*s)->Load();
@@ -109,7 +110,9 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
     std::cerr << program.status().message() << "\n";
     return 2;
   }
-  if (absl::Status s = ReduceOptionsFromFlags(targets_flag, &options); !s.ok()) {
+  // A GPU finding on a CPU host still gets its repros, to run on a GPU host.
+  if (absl::Status s = ReduceOptionsFromFlags(targets_flag, &options, /*runnable_only=*/false);
+      !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
   }

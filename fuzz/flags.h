@@ -10,6 +10,7 @@ ABSL_DECLARE_FLAG(std::string, targets);
 ABSL_DECLARE_FLAG(std::string, findings);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(int, seconds);
+ABSL_DECLARE_FLAG(std::string, fail_on);
 ABSL_DECLARE_FLAG(int, minutes);
 ABSL_DECLARE_FLAG(int, hours);
 ABSL_DECLARE_FLAG(int, workers);

@@ -17,6 +17,7 @@
 #include "exec/executor.h"
 #include "exec/malloc_perturb.h"
 #include "exec/memory_budget.h"
+#include "fuzz/exit_codes.h"
 #include "fuzz/failure_hit.h"
 #include "fuzz/feedback.h"
 #include "fuzz/inflight.h"
@@ -85,6 +86,13 @@ HarnessConfig ConfigFromEnvironment() {
     }
     c.target_a = pair->first;
     c.target_b = pair->second;
+    for (const exec::Target t : {c.target_a, c.target_b}) {
+      if (t == exec::Target::kCuda && !exec::CudaAvailable()) {
+        std::cerr << "divfuzz: DIVFUZZ_TARGETS=" << Env("DIVFUZZ_TARGETS")
+                  << ": target cuda cannot run on this machine (no CUDA device is visible)\n";
+        std::exit(kExitCannotRun);
+      }
+    }
   } else if (exec::CudaAvailable()) {
     c.target_b = exec::Target::kCuda;
   } else {
@@ -153,7 +161,7 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
       store::FindingsStore::Open(config_.findings_dir);
   if (!s.ok()) {
     std::cerr << "divfuzz: cannot open findings store: " << s.status().message() << "\n";
-    std::exit(2);
+    std::exit(kExitCannotRun);
   }
   state_->store = *std::move(s);
   if (!config_.inflight_path.empty()) {
@@ -168,19 +176,30 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
   }
 }
 
+// Every later finding would be lost the same way: stop, so that a campaign
+// stops with this message (fuzz/exit_codes.h) instead of fuzzing on blind.
+[[noreturn]] static void StoreFailed(const std::string& store, absl::string_view what,
+                                     const absl::Status& status) {
+  std::cerr << "divfuzz: cannot record a finding in " << store << ": " << what << ": "
+            << status.message() << "\n"
+            << std::flush;
+  std::_Exit(kExitWorkerStoreFailed);
+}
+
 void Harness::FlushHits() {
   if (state_->pending_hits.empty()) return;
   if (absl::Status s = state_->store->AddHits(state_->pending_hits); !s.ok()) {
-    std::cerr << "divfuzz: adding hits to the findings store failed: " << s.message() << "\n";
+    StoreFailed(config_.findings_dir, "adding hits to known buckets failed", s);
   }
   state_->pending_hits.clear();
 }
 
 Harness::~Harness() {
+  // The counters first: a store that fails here ends the process.
+  if (!config_.stats_path.empty()) {
+    (void)store::WriteFileAtomically(config_.stats_path, state_->Json().dump());
+  }
   FlushHits();
-  if (config_.stats_path.empty()) return;
-  const nlohmann::json j = state_->Json();
-  (void)store::WriteFileAtomically(config_.stats_path, j.dump());
 }
 
 Outcome Harness::RunProgram(const graph::Program& program) {
@@ -262,10 +281,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
                   {"trigger", d->trigger},
                   {"reason", d->reason}};
     absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
-    if (!r.ok()) {
-      std::cerr << "divfuzz: recording a finding failed: " << r.status().message() << "\n";
-      continue;
-    }
+    if (!r.ok()) StoreFailed(config_.findings_dir, "recording a new bucket failed", r.status());
     state_->known.insert(signature);
     if (!r->is_new) continue;
     ++outcome.new_findings;

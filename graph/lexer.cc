@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -307,6 +308,20 @@ Token Lexer::LexNumber(size_t start) {
   return Make(Token::Kind::kNumber, start);
 }
 
+std::optional<double> ParseNonFiniteWord(std::string_view word) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  auto equals = [&](std::string_view want) {
+    if (word.size() != want.size()) return false;
+    for (size_t i = 0; i < word.size(); ++i) {
+      if (lower(word[i]) != want[i]) return false;
+    }
+    return true;
+  };
+  if (equals("inf")) return HUGE_VAL;
+  if (equals("nan")) return std::numeric_limits<double>::quiet_NaN();
+  return std::nullopt;
+}
+
 std::string ParseNumber(std::string_view text, bool ints_as_double, NumberLiteral* out) {
   *out = NumberLiteral();
   bool neg = false;
@@ -316,15 +331,15 @@ std::string ParseNumber(std::string_view text, bool ints_as_double, NumberLitera
     body.remove_prefix(1);
   }
   std::string err;
-  if (body == "inf" || body == "nan") {
+  if (std::optional<double> word = ParseNonFiniteWord(body)) {
     out->is_float = true;
-    out->f = body == "inf" ? HUGE_VAL : std::numeric_limits<double>::quiet_NaN();
+    out->f = *word;
   } else if (body.size() >= 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')) {
     err = ParseHex(body.substr(2), text, ints_as_double, out);
   } else if (!body.empty() && (IsDigit(body[0]) || body[0] == '.')) {
     err = ParseDecimal(body, text, ints_as_double, out);
   } else {
-    err = absl::StrCat("expected number, got ", Quote(text));
+    err = absl::StrCat("expected number (", kNumberSpellings, "), got ", Quote(text));
   }
   if (!err.empty()) return err;
   if (out->is_float || ints_as_double) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,7 +59,15 @@ struct NumberLiteral {
   double f = 0;  // the value when is_float (or when parsed with ints_as_double)
 };
 
-// Parses a kNumber token's text (or "inf"/"nan" with optional sign). A number
+// How errors name the number forms (docs/FORMAT.md, "Literals").
+inline constexpr char kNumberSpellings[] =
+    "like 12, -1.5e3, 0x1f, 0x1.8p-3, inf, -inf or nan; inf and nan in any case";
+
+// "inf" or "nan" in any capitalisation (Inf, NaN, INF ...), without a sign:
+// HUGE_VAL or the quiet NaN; nullopt for any other word.
+std::optional<double> ParseNonFiniteWord(std::string_view word);
+
+// Parses a kNumber token's text (or inf/nan in any case, with optional sign). A number
 // with '.', an exponent, 'p', inf or nan is a float, otherwise an integer
 // (decimal or 0x hex). With ints_as_double integers are read as doubles
 // (correctly rounded, no int64 range limit). Returns "" or an error message.

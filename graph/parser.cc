@@ -280,16 +280,14 @@ absl::Status Parser::ParsePayloadNumber(double* value) {
     std::string err = ParseNumber(t.text, /*ints_as_double=*/true, &n);
     if (!err.empty()) return ErrorAt(t, err);
     *value = n.f;
-  } else if (t.kind == Kind::kIdent && t.text == "inf") {
-    *value = HUGE_VAL;
-  } else if (t.kind == Kind::kIdent && t.text == "nan") {
-    *value = std::numeric_limits<double>::quiet_NaN();
+  } else if (t.kind == Kind::kIdent && ParseNonFiniteWord(t.text)) {
+    *value = *ParseNonFiniteWord(t.text);
   } else if (t.kind == Kind::kIdent && (t.text == "True" || t.text == "true")) {
     *value = 1;
   } else if (t.kind == Kind::kIdent && (t.text == "False" || t.text == "false")) {
     *value = 0;
   } else {
-    return Expected(t, "number");
+    return Expected(t, absl::StrCat("number (", kNumberSpellings, ")"));
   }
   Take();
   return absl::OkStatus();
@@ -386,15 +384,13 @@ absl::Status Parser::ParseLiteral(int depth, Literal* literal) {
         *literal = Literal::Bool(false);
       } else if (t.text == "None") {
         *literal = Literal::None();
-      } else if (t.text == "inf") {
-        *literal = Literal::Float(HUGE_VAL);
-      } else if (t.text == "nan") {
-        *literal = Literal::Float(std::numeric_limits<double>::quiet_NaN());
+      } else if (std::optional<double> word = ParseNonFiniteWord(t.text)) {
+        *literal = Literal::Float(*word);
       } else if (auto dtype = ParseDType(t.text)) {
         *literal = Literal::OfDType(*dtype);
       } else {
-        return Expected(t,
-                        "argument value (number, True, False, None, string, dtype, %name or list)");
+        return Expected(t, absl::StrCat("argument value (number ", kNumberSpellings,
+                                        "; True, False, None, string, dtype, %name or list)"));
       }
       break;
     case Kind::kPunct:

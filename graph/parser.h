@@ -1,4 +1,5 @@
-// The .dfz text format -> Program. See DESIGN.md ("The program text format").
+// The .dfz text format -> Program. See docs/FORMAT.md (the grammar) and
+// docs/DESIGN.md ("The program text format").
 #pragma once
 
 #include <string_view>

@@ -1,6 +1,6 @@
 // The program IR: typed SSA values, inputs with exact payloads or seeded
-// generators, op nodes naming ATen schemas, and outputs. See DESIGN.md
-// ("The program text format") for the surface syntax.
+// generators, op nodes naming ATen schemas, and outputs. See docs/FORMAT.md
+// for the surface syntax and docs/DESIGN.md for why it is shaped so.
 #pragma once
 
 #include <cstdint>

@@ -408,6 +408,23 @@ absl::Status FindingsStore::WriteArtifact(const std::string& id, const std::stri
   return RewriteIndex(dir_, *lines);
 }
 
+absl::StatusOr<std::vector<std::string>> FindingsStore::SetAsideCorruptLines() {
+  absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
+  if (!lines.ok()) return lines.status();
+  std::vector<std::string> moved;
+  for (const IndexLine& line : *lines) {
+    if (line.ok) continue;
+    moved.push_back(absl::StrCat(IndexPath(), ":", line.line, ": ", line.error, "; moved to ", dir_,
+                                 "/", kCorruptName));
+  }
+  if (moved.empty()) return moved;
+  absl::Status status = RewriteIndex(dir_, *lines);
+  if (!status.ok()) return status;
+  return moved;
+}
+
 absl::StatusOr<std::vector<nlohmann::json>> FindingsStore::Load() const {
   absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
   if (!lines.ok()) return lines.status();

@@ -74,6 +74,13 @@ class FindingsStore {
   // before the store kept one.
   absl::StatusOr<std::vector<nlohmann::json>> Load() const;
 
+  // Moves corrupt index lines (cut short by a kill, garbage) into
+  // index.jsonl.corrupt under the lock, as Record does on its way, and returns
+  // one description a line moved: "<dir>/index.jsonl:<line>: <why>; moved to
+  // <dir>/index.jsonl.corrupt". Empty for a clean (or absent) index. Commands
+  // that read the index call it first and print what it returns.
+  absl::StatusOr<std::vector<std::string>> SetAsideCorruptLines();
+
   const std::string& dir() const { return dir_; }
   std::string IndexPath() const;
 

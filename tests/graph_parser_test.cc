@@ -133,7 +133,7 @@ TEST(GraphParser, CanonicalPrintAndRoundTrip) {
 }
 
 TEST(GraphParser, DesignExampleParses) {
-  // DESIGN.md's example, with the elided weights filled in.
+  // docs/DESIGN.md's example, with the elided weights filled in.
   constexpr char kText[] =
       "divfuzz v1\n"
       "input %x: f32[4,8] = fill(0.4033372700214386)\n"
@@ -169,6 +169,36 @@ TEST(GraphParser, LenientSpellings) {
   EXPECT_EQ(p->nodes[0].args[1].value, Literal::Int(31));
   EXPECT_EQ(p->nodes[0].args[2].value, Literal::Float(1.5));
   EXPECT_EQ(p->nodes[0].args[3].value, Literal::Bool(false));
+}
+
+// Issue 20: NaN and Inf (as Python and C print them) are accepted in any case,
+// with a sign, in payload values, parameters and node arguments.
+TEST(GraphParser, NanAndInfInAnyCase) {
+  auto p = ParseProgram(
+      "divfuzz v1\ninput %a: f32[6] = values(NaN, Inf, -Inf, +INF, NAN, -nan)\n"
+      "input %b: f32[] = fill(-Infinity_is_not_a_spelling)\noutput %a\n");
+  ASSERT_FALSE(p.ok());  // the one spelling left out
+  p = ParseProgram(
+      "divfuzz v1\ninput %a: f32[6] = values(NaN, Inf, -Inf, +INF, NAN, -nan)\n"
+      "input %n: f32[] = normal(mean=0, std=1)\n"
+      "%b = aten::clamp(%a, min=-INF, max=Inf)\n%c = aten::f(%n, NaN, [-Inf, iNf])\n"
+      "output %b, %c\n");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::vector<double>& v = p->inputs[0].payload.values;
+  ASSERT_EQ(v.size(), 6u);
+  EXPECT_TRUE(std::isnan(v[0]) && !std::signbit(v[0]));
+  EXPECT_EQ(v[1], HUGE_VAL);
+  EXPECT_EQ(v[2], -HUGE_VAL);
+  EXPECT_EQ(v[3], HUGE_VAL);
+  EXPECT_TRUE(std::isnan(v[4]));
+  EXPECT_TRUE(std::isnan(v[5]) && std::signbit(v[5]));
+  EXPECT_EQ(p->nodes[0].args[1].value, Literal::Float(-HUGE_VAL));
+  EXPECT_EQ(p->nodes[0].args[2].value, Literal::Float(HUGE_VAL));
+  EXPECT_TRUE(std::isnan(p->nodes[1].args[1].value.f));
+  EXPECT_EQ(p->nodes[1].args[2].value.list[1], Literal::Float(HUGE_VAL));
+  // The canonical spellings come back out.
+  EXPECT_NE(PrintProgram(*p).find("values(nan, inf, -inf, inf, nan, -nan)"), std::string::npos)
+      << PrintProgram(*p);
 }
 
 TEST(GraphParser, IntegerLimits) {
@@ -307,6 +337,16 @@ INSTANTIATE_TEST_SUITE_P(
                   "divfuzz v1\ninput %x: f32[2] = uniform(seed=1, low=1, high=0)\noutput %x\n",
                   "t.dfz:2:1: expected finite uniform bounds with low <= high, got low=1.0, "
                   "high=0.0"},
+        ErrorCase{"infinity_payload", "divfuzz v1\ninput %x: f32[] = fill(Infinity)\n",
+                  "t.dfz:2:24: expected number (like 12, -1.5e3, 0x1f, 0x1.8p-3, inf, -inf or "
+                  "nan; inf and nan in any case), got 'Infinity'"},
+        ErrorCase{"minus_infinity_argument", kHead + "%y = aten::f(%x, -Infinity)\n",
+                  "t.dfz:3:18: expected number (like 12, -1.5e3, 0x1f, 0x1.8p-3, inf, -inf or "
+                  "nan; inf and nan in any case), got '-Infinity'"},
+        ErrorCase{"nan_word_argument", kHead + "%y = aten::f(%x, NotANumber)\n",
+                  "t.dfz:3:18: expected argument value (number like 12, -1.5e3, 0x1f, "
+                  "0x1.8p-3, inf, -inf or nan; inf and nan in any case; True, False, None, "
+                  "string, dtype, %name or list), got 'NotANumber'"},
         ErrorCase{"normal_std", "divfuzz v1\ninput %x: f32[2] = normal(std=-1)\noutput %x\n",
                   "t.dfz:2:1: expected finite mean and std >= 0, got mean=0.0, std=-1.0"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });

@@ -1,0 +1,200 @@
+#include "fuzz/command_help.h"
+
+#include <iostream>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/str_cat.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+// Wraps `text` at `width` columns, each line indented by `indent` spaces.
+std::string Wrap(absl::string_view text, size_t indent, size_t width = 100) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == absl::string_view::npos) end = text.size();
+    const absl::string_view word = text.substr(pos, end - pos);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+    pos = end + 1;
+  }
+  if (!line.empty()) absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+  return out;
+}
+
+// Flag help in flags.cc starts with the commands it concerns ("campaign: ",
+// "minimize, repro: "); in one command's help that prefix says nothing.
+absl::string_view WithoutCommandPrefix(absl::string_view help) {
+  const size_t colon = help.find(": ");
+  if (colon == absl::string_view::npos || colon > 30) return help;
+  const absl::string_view prefix = help.substr(0, colon);
+  const size_t word_end = prefix.find_first_of(" ,");
+  if (FindCommand(prefix.substr(0, word_end)) == nullptr) return help;
+  if (prefix.find_first_not_of("abcdefghijklmnopqrstuvwxyz_ ,-") != absl::string_view::npos) {
+    return help;
+  }
+  return help.substr(colon + 2);
+}
+
+}  // namespace
+
+const std::vector<CommandInfo>& Commands() {
+  static const auto* commands = new std::vector<CommandInfo>{
+      {"campaign",
+       "campaign [flags]",
+       "Fuzzes for a time budget (--hours + --minutes + --seconds; 60 s when none is given) with "
+       "libFuzzer workers under a supervisor, records findings with repros in --findings, and "
+       "prints a summary. --resume=DIR continues a stopped, killed or finished campaign. Exit "
+       "codes: 0 ran (nothing at or above --fail_on), 1 a bucket at or above --fail_on was hit in "
+       "this run, 2 could not run (bad flags, unusable work folder or store, a worker that "
+       "cannot record findings, a target this machine cannot run, no worker could start).",
+       {"hours",
+        "minutes",
+        "seconds",
+        "workers",
+        "targets",
+        "corpus",
+        "findings",
+        "work",
+        "resume",
+        "fail_on",
+        "timeout",
+        "rss_limit_mb",
+        "memory_budget_mb",
+        "repro_seconds",
+        "repro_jobs",
+        "seed",
+        "feedback",
+        "feedback_cost",
+        "policy",
+        "tf32",
+        "plugins"}},
+      {"replay",
+       "replay FILE.dfz... [flags]",
+       "Runs each program on both targets and prints every node's outputs and the verdict. "
+       "Exit codes: 0 the targets agree, 1 they diverge, 2 a malformed program or a target this "
+       "machine cannot run.",
+       {"targets", "memory_budget_mb", "policy", "tf32", "plugins"}},
+      {"ops",
+       "ops [flags]",
+       "Lists the op catalogue (source, family, dtypes, acceptance, executions, divergences by "
+       "class from --findings); --probe=N measures acceptance from real runs; --learn=N relearns "
+       "the generic ops' argument forms.",
+       {"json", "probe", "probe_timeout", "op_stats", "only", "findings", "learn", "out", "shard",
+        "plugins"}},
+      {"locate",
+       "locate FILE [flags]",
+       "Replays a crash or timeout artifact node by node and names the node it died or hung in "
+       "(what a campaign runs for every input that killed a worker).",
+       {"targets", "plugins"}},
+      {"minimize",
+       "minimize FILE.dfz [flags]",
+       "Reduces a diverging program to a minimal one with the same root divergence (FILE.min.dfz "
+       "by default); progress per pass on stderr. Exit codes: 0 reduced, 1 the program does not "
+       "diverge, 2 could not run.",
+       {"max_seconds", "targets", "signature", "passes", "out", "timeout", "hang_artifacts",
+        "policy", "tf32", "plugins"}},
+      {"repro",
+       "repro FINDING... [flags]",
+       "FINDING is findings/<id>/ or a .dfz: minimizes it and writes min.dfz, repro.py, "
+       "repro_cpp/ and report.md. Exit codes: 0 written, 1 the divergence does not reproduce "
+       "here, 2 could not run.",
+       {"out", "minimize", "max_seconds", "timeout", "hang_artifacts", "targets", "signature",
+        "passes", "policy", "tf32", "plugins"}},
+      {"report",
+       "report DIR [flags]",
+       "Writes a self-contained HTML report of the campaign in work folder DIR: summary, plots of "
+       "exec/s and buckets over time, buckets by severity with links. Exit 2 without "
+       "DIR/stats.csv or the store's index.",
+       {"findings", "out"}},
+      {"seeds",
+       "seeds --out=DIR [flags]",
+       "Writes a seed corpus: --per_family programs for every op family, each checked to run on "
+       "the CPU (corpus/families/ is written this way).",
+       {"out", "per_family", "plugins"}},
+      {"fuzz",
+       "fuzz LIBFUZZER_ARGS",
+       "One raw libFuzzer worker (what campaign supervises); its -flags are libFuzzer's. "
+       "DIVFUZZ_TARGETS, DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it from the environment.",
+       {}},
+      {"help", "help [COMMAND]", "Prints the commands, or one command's synopsis and flags.", {}},
+  };
+  return *commands;
+}
+
+const CommandInfo* FindCommand(absl::string_view name) {
+  for (const CommandInfo& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+std::string GlobalHelp() {
+  std::string out =
+      "divfuzz: a differential fuzzer for libtorch (CPU vs CUDA, or CPU vs a float64 "
+      "reference)\n\nUsage: divfuzz COMMAND [args] [flags]\n\nCommands:\n";
+  for (const CommandInfo& c : Commands()) {
+    absl::StrAppend(&out, "  divfuzz ", c.synopsis, "\n");
+    const absl::string_view summary = c.summary.substr(0, c.summary.find(". ") + 1);
+    absl::StrAppend(&out, Wrap(summary, 6));
+  }
+  absl::StrAppend(&out,
+                  "\n'divfuzz help COMMAND' or 'divfuzz COMMAND --help' shows a command's flags;\n"
+                  "'divfuzz --helpfull' lists every flag. Exit codes: 0 clean, 1 findings, 2 "
+                  "could not run.\n");
+  return out;
+}
+
+std::string CommandHelp(const CommandInfo& command) {
+  std::string out = absl::StrCat("Usage: divfuzz ", command.synopsis, "\n\n");
+  absl::StrAppend(&out, Wrap(command.summary, 2));
+  if (command.flags.empty()) return out;
+  absl::StrAppend(&out, "\nFlags:\n");
+  for (absl::string_view name : command.flags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    const std::string def = flag->DefaultValue();
+    absl::StrAppend(&out, "  --", name, " (default: ", def.empty() ? "unset" : def, ")\n");
+    absl::StrAppend(&out, Wrap(WithoutCommandPrefix(flag->Help()), 6));
+  }
+  return out;
+}
+
+int MaybePrintHelp(int argc, char** argv) {
+  auto is_help_flag = [](absl::string_view a) {
+    return a == "--help" || a == "-help" || a == "-h" || a == "--h";
+  };
+  if (argc < 2) return -1;
+  const absl::string_view first = argv[1];
+  if (first == "help" || is_help_flag(first)) {
+    if (argc == 2) {
+      std::cout << GlobalHelp();
+      return 0;
+    }
+    const CommandInfo* c = FindCommand(argv[2]);
+    if (c == nullptr) {
+      std::cerr << "divfuzz help: unknown command '" << argv[2] << "'\n\n" << GlobalHelp();
+      return 2;
+    }
+    std::cout << CommandHelp(*c);
+    return 0;
+  }
+  const CommandInfo* c = FindCommand(first);
+  if (c == nullptr || c->name == "fuzz") return -1;
+  for (int i = 2; i < argc; ++i) {
+    if (absl::string_view(argv[i]) == "--") break;
+    if (is_help_flag(argv[i])) {
+      std::cout << CommandHelp(*c);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,34 @@
+// What `divfuzz help`, `divfuzz help COMMAND` and `divfuzz COMMAND --help`
+// print: the commands with their synopses, and each command's own flags (help
+// text and default from the flag's single definition).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace divfuzz::fuzz {
+
+struct CommandInfo {
+  absl::string_view name;
+  absl::string_view synopsis;  // "campaign [flags]"
+  absl::string_view summary;   // what it does, exit codes
+  std::vector<absl::string_view> flags;
+};
+
+// Every command, in the order `divfuzz help` lists them.
+const std::vector<CommandInfo>& Commands();
+const CommandInfo* FindCommand(absl::string_view name);
+
+// The commands and their synopses.
+std::string GlobalHelp();
+// One command: synopsis, summary, and only its flags.
+std::string CommandHelp(const CommandInfo& command);
+
+// Handles the help forms before Abseil parses the command line: `help`,
+// `help COMMAND`, `--help`/`-help`/`-h` alone or after a command. Returns the
+// exit code when argv asked for help (0, or 2 for an unknown command), else -1.
+int MaybePrintHelp(int argc, char** argv);
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,19 @@
+// The divfuzz tool's exit codes, one meaning each (README "Exit codes").
+#pragma once
+
+namespace divfuzz::fuzz {
+
+// Ran, and nothing at or above --fail_on was hit (or no --fail_on).
+inline constexpr int kExitClean = 0;
+// Ran, and found what the command reports: a bucket at or above --fail_on
+// (campaign), a divergence (replay), a repro that does not reproduce (repro).
+inline constexpr int kExitFindings = 1;
+// Could not run: bad flags or arguments, a malformed program, a work folder or
+// findings store that cannot be used, a target this machine cannot run.
+inline constexpr int kExitCannotRun = 2;
+// A campaign worker that cannot record a finding in the store exits with this
+// (after one "divfuzz: cannot record a finding ..." line on stderr); the
+// supervisor stops the campaign with that message instead of losing findings.
+inline constexpr int kExitWorkerStoreFailed = 86;
+
+}  // namespace divfuzz::fuzz

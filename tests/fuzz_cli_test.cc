@@ -1,0 +1,216 @@
+// The divfuzz tool as a new user meets it (issue 20): help per command, exit
+// codes (0 clean, 1 findings at or above --fail_on, 2 could not run), the
+// campaign's checks of its work folder and findings store, a worker that
+// cannot record findings, --resume's rules, targets this machine cannot run,
+// and corrupt index lines said on stderr.
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "exec/executor.h"
+#include "gtest/gtest.h"
+#include "store/findings_store.h"
+#include "tests/test_util.h"
+
+namespace divfuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
+const std::string kSeeds = std::string(DIVFUZZ_SOURCE_DIR) + "/corpus/seed";
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A short CPU campaign in `dir` (findings/ and campaign/ there) with `flags`.
+testing::CommandRun Campaign(const std::string& dir, const std::string& flags) {
+  return testing::RunShell("cd " + dir + " && " + kTool +
+                           " campaign --targets=cpu,cpu-f64 --repro_seconds=0 --corpus=" + kSeeds +
+                           " " + flags);
+}
+
+TEST(Help, EveryFormPrintsTheCommandsOwnFlagsAndExitsZero) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  for (const char* form : {" --help", " help", " -h"}) {
+    const testing::CommandRun run = testing::RunShell(kTool + form);
+    EXPECT_EQ(run.exit_code, 0) << form << "\n" << run.output;
+    EXPECT_TRUE(Contains(run.output, "divfuzz campaign [flags]")) << run.output;
+    EXPECT_TRUE(Contains(run.output, "divfuzz replay FILE.dfz...")) << run.output;
+    EXPECT_FALSE(Contains(run.output, "No flags matched")) << run.output;
+  }
+  for (const char* form : {" campaign --help", " help campaign", " campaign --seconds=5 -help"}) {
+    const testing::CommandRun run = testing::RunShell(kTool + form);
+    EXPECT_EQ(run.exit_code, 0) << form << "\n" << run.output;
+    EXPECT_TRUE(Contains(run.output, "Usage: divfuzz campaign [flags]")) << run.output;
+    EXPECT_TRUE(Contains(run.output, "--fail_on (default: none)")) << run.output;
+    EXPECT_TRUE(Contains(run.output, "--workers (default: 1)")) << run.output;
+    EXPECT_TRUE(Contains(run.output, "(1 to 256)")) << run.output;      // the range
+    EXPECT_FALSE(Contains(run.output, "--max_seconds")) << run.output;  // minimize's
+  }
+  const testing::CommandRun replay = testing::RunShell(kTool + " replay --help");
+  EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_TRUE(Contains(replay.output, "--targets")) << replay.output;
+  EXPECT_FALSE(Contains(replay.output, "--workers")) << replay.output;
+  const testing::CommandRun unknown = testing::RunShell(kTool + " help nosuch");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_TRUE(Contains(unknown.output, "unknown command 'nosuch'")) << unknown.output;
+}
+
+// (repro is the exception: it writes a GPU finding's repros unminimized and
+// exits 1, "did not reproduce here"; tests/minimize_repro_test.cc.)
+TEST(Targets, ACudaTargetWithoutAGpuIsAnErrorInEveryCommandNotADivergence) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  if (exec::CudaAvailable()) GTEST_SKIP() << "this machine has a GPU";
+  const std::string dir = testing::TempDir("cli-cuda");
+  testing::WriteTextFile(
+      dir + "/p.dfz", "divfuzz v1\ninput %a: f32[2] = fill(1.0)\n%b = aten::neg(%a)\noutput %b\n");
+  for (const std::string& command :
+       {"replay --targets=cuda,cpu " + dir + "/p.dfz",
+        "minimize --targets=cpu,cuda " + dir + "/p.dfz",
+
+        "locate --targets=cuda,cpu " + dir + "/p.dfz",
+        "campaign --seconds=5 --targets=cpu,cuda --work=" + dir + "/w --findings=" + dir + "/f"}) {
+    const testing::CommandRun run = testing::RunShell(kTool + " " + command);
+    EXPECT_EQ(run.exit_code, 2) << command << "\n" << run.output;
+    EXPECT_TRUE(Contains(run.output, "target cuda cannot run on this machine")) << run.output;
+    EXPECT_FALSE(Contains(run.output, "error_split")) << run.output;
+  }
+}
+
+TEST(Preflight, AStoreOrWorkFolderThatCannotBeUsedStopsTheCampaignBeforeItStarts) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-preflight");
+  testing::WriteTextFile(dir + "/file", "not a folder\n");
+  testing::CommandRun run = Campaign(dir, "--seconds=30 --findings=" + dir + "/file");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--findings=" + dir + "/file: " + dir + "/file is not a folder"))
+      << run.output;
+  EXPECT_FALSE(Contains(run.output, "died")) << run.output;  // no worker was started
+  run = Campaign(dir, "--seconds=30 --work=" + dir + "/file");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--work=" + dir + "/file: " + dir + "/file is not a folder"))
+      << run.output;
+  // A store whose lock cannot be taken (as on a read-only mount, where it
+  // cannot be created; root may write anywhere, so the lock is a folder).
+  fs::create_directories(dir + "/locked/.lock");
+  run = Campaign(dir, "--seconds=30 --findings=" + dir + "/locked");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--findings=" + dir + "/locked: cannot open the lock file " +
+                                       dir + "/locked/.lock"))
+      << run.output;
+}
+
+TEST(Preflight, AWorkerThatCannotRecordAFindingStopsTheCampaignWithItsMessage) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-store-lost");
+  // The store breaks once the workers fuzz: its lock turns into a folder.
+  const testing::CommandRun run = testing::RunShell(
+      "cd " + dir + " && (" + kTool + " campaign --seconds=60 --targets=cpu,cpu-f64 " +
+      "--repro_seconds=0 --corpus=" + kSeeds + " >log 2>&1; echo $? >rc) & cd " + dir +
+      " && for i in $(seq 150); do [ -e campaign/logs/stats-0-0.json ] && break; sleep 0.2; "
+      "done; rm -f findings/.lock && mkdir findings/.lock; wait; cat log; echo EXIT=$(cat rc)");
+  EXPECT_TRUE(Contains(run.output, "EXIT=2")) << run.output;
+  EXPECT_TRUE(Contains(
+      run.output,
+      "divfuzz campaign: stopping: worker 0 cannot record a finding in " + dir + "/findings"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "cannot open lock file")) << run.output;
+  EXPECT_FALSE(Contains(run.output, "starting a new one")) << run.output;
+}
+
+TEST(Preflight, ACampaignWhoseWorkersCannotStartExitsTwo) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-no-start");
+  // A worker cannot map its in-flight record onto a folder: it exits 2.
+  fs::create_directories(dir + "/campaign/logs/inflight-0");
+  const testing::CommandRun run = Campaign(dir, "--seconds=4");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "worker 0 died: exit code 2: it could not start")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "no worker could start (every one exited 2")) << run.output;
+}
+
+TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTheBudget) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-failon");
+  testing::CommandRun run = Campaign(dir, "--seconds=4 --fail_on=bogus");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output,
+                       "--fail_on=bogus: expected crash, hang, bug, divergence, any "
+                       "or none"))
+      << run.output;
+  // The seed corpus diverges between float32 and float64, but crashes nothing.
+  run = Campaign(dir, "--seconds=4 --fail_on=crash");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(
+      Contains(run.output, "fail_on=crash: no bucket at or above crash was hit in this run"))
+      << run.output;
+  // Paths in campaign.json are relative to the work folder.
+  const std::string config = testing::ReadTextFile(dir + "/campaign/campaign.json");
+  EXPECT_TRUE(Contains(config, "\"findings\": \"../findings\"")) << config;
+
+  run = testing::RunShell(kTool + " campaign --resume=" + dir + "/campaign");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output,
+                       "has used its whole budget (4 s); to run it longer, add "
+                       "--seconds=N"))
+      << run.output;
+  run = testing::RunShell(kTool + " campaign --resume=" + dir +
+                          "/campaign --targets=cpu,cpu-scalar --findings=elsewhere --seconds=3");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--findings, --targets cannot be changed")) << run.output;
+
+  // A copy of both folders, its state.json lost: it resumes into its own
+  // store, with a rebuilt state (no negative rates), for 3 s more.
+  const std::string copy = dir + "/copy";
+  fs::create_directories(copy);
+  fs::copy(dir + "/campaign", copy + "/campaign", fs::copy_options::recursive);
+  fs::copy(dir + "/findings", copy + "/findings", fs::copy_options::recursive);
+  fs::remove(copy + "/campaign/state.json");
+  const std::string original_index = testing::ReadTextFile(dir + "/findings/index.jsonl");
+  run = testing::RunShell(kTool + " campaign --resume=" + copy + "/campaign --seconds=3 " +
+                          "--fail_on=any");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(Contains(run.output, "state.json was missing; rebuilt")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "budget extended by 3 s")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "findings " + copy + "/findings/")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "fail_on=any: ")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "hit in this run (exit 1)")) << run.output;
+  EXPECT_FALSE(std::regex_search(run.output, std::regex("\\(-[0-9]"))) << run.output;
+  EXPECT_EQ(testing::ReadTextFile(dir + "/findings/index.jsonl"), original_index);
+  // The new workers are a later generation: the first one's counters stay.
+  EXPECT_TRUE(fs::exists(copy + "/campaign/logs/stats-0-0.json"));
+  EXPECT_TRUE(fs::exists(copy + "/campaign/logs/stats-0-1.json")) << run.output;
+}
+
+TEST(CorruptIndex, SetAsideLinesAreNamedOnStderr) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-corrupt");
+  auto store = store::FindingsStore::Open(dir + "/findings");
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE(
+      (*store)
+          ->Record(testing::HitFor("aten::exp|f32|tolerance|cpu", "cpu vs cpu-f64"), "divfuzz v1\n")
+          .ok());
+  const std::string index = dir + "/findings/index.jsonl";
+  testing::WriteTextFile(index, testing::ReadTextFile(index) + "{\"id\": \"cut-short\n");
+  fs::create_directories(dir + "/campaign");
+  testing::WriteTextFile(dir + "/campaign/stats.csv",
+                         "elapsed_s,executions,exec_per_s,corpus,buckets,bug,divergence,expected,"
+                         "dtype_gap,workers,restarts\n5,10,2.0,1,1,0,1,0,0,1,0\n");
+  const testing::CommandRun run = testing::RunShell(kTool + " report " + dir + "/campaign");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(
+      Contains(run.output, "divfuzz report: corrupt index line set aside: " + index + ":2: "))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "; moved to " + dir + "/findings/index.jsonl.corrupt"))
+      << run.output;
+  EXPECT_EQ(testing::ReadTextFile(index + ".corrupt"), "{\"id\": \"cut-short\n");
+  // Said once: the index is clean now.
+  const testing::CommandRun again = testing::RunShell(kTool + " report " + dir + "/campaign");
+  EXPECT_FALSE(Contains(again.output, "corrupt index line")) << again.output;
+}
+
+}  // namespace
+}  // namespace divfuzz
