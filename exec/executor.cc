@@ -228,6 +228,11 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
 
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
               const std::function<void(int)>& before_node) {
+  return Run(program, types, target, before_node, nullptr);
+}
+
+RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
+              const std::function<void(int)>& before_node, const InputInspector& inspect) {
   if (target == Target::kCpuScalar) return RunInScalarHelper(program);
   RunResult result;
   result.target = target;
@@ -272,6 +277,23 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
                            result.cuda_fatal ? "an earlier CUDA fault poisoned the context"
                                              : "an input came from a node that failed"};
     } else {
+      if (inspect) {
+        std::vector<at::Tensor> in;
+        auto add = [&](const graph::Literal& l) {
+          if (l.kind != graph::Literal::Kind::kValue) return;
+          at::Tensor t = lookup(l.s);
+          if (t.defined()) in.push_back(t.detach().to(at::kCPU));
+        };
+        try {
+          for (const graph::Argument& a : node.args) {
+            add(a.value);
+            for (const graph::Literal& item : a.value.list) add(item);
+          }
+          inspect(static_cast<int>(result.nodes.size()), in);
+        } catch (const std::exception&) {
+          // Inspection is advisory: a copy that fails leaves the run as it was.
+        }
+      }
       nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal);
     }
     if (nr.error) failed.insert(node.results.begin(), node.results.end());

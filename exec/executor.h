@@ -29,6 +29,13 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
               const std::function<void(int)>& before_node);
 
+// The same, also calling `inspect(i, inputs)` before node i runs with CPU
+// copies of the tensors it reads: how `divfuzz locate` learns what a node
+// that then crashes or hangs was given (non-finite, near the maximum).
+using InputInspector = std::function<void(int, const std::vector<at::Tensor>&)>;
+RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
+              const std::function<void(int)>& before_node, const InputInspector& inspect);
+
 // Runs one node on `target` with the given CPU values for its %refs (moved or
 // upcast as the target needs): the oracle's per-node reference.
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,

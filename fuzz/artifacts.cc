@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -38,6 +39,7 @@ struct Replay {
   std::string target;  // the target and node running last
   int node = -1;
   std::string op;
+  std::string input_trigger;  // what locate saw in that node's inputs ("" ordinary)
 };
 
 // libFuzzer names an artifact after the SHA-1 of its input. An empty file
@@ -99,8 +101,13 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
     r.signal = WTERMSIG(status);
   }
   std::ifstream log(out);
+  std::map<std::pair<std::string, int>, std::string> triggers;  // INPUTS lines
   for (std::string line; std::getline(log, line);) {
     std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    if (parts.size() == 4 && parts[0] == "INPUTS") {
+      triggers[{parts[1], std::atoi(parts[2].c_str())}] = parts[3];
+      continue;
+    }
     if (parts.size() != 4 || (parts[0] != "RUN" && parts[0] != "CUDA_FATAL")) continue;
     r.target = parts[1];
     r.node = std::atoi(parts[2].c_str());
@@ -110,6 +117,7 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
       break;
     }
   }
+  if (auto it = triggers.find({r.target, r.node}); it != triggers.end()) r.input_trigger = it->second;
   return r;
 }
 
@@ -155,7 +163,8 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     const bool reproduced = r.hung || r.crashed;
     absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
     store::FindingHit hit = FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
-                                       hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced);
+                                       hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced,
+                                       r.input_trigger);
     hit.targets = c.targets;
     hit.detail["artifact"] = path;
     hit.detail["reproduced"] = reproduced;

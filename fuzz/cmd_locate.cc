@@ -16,6 +16,7 @@
 #include "fuzz/flags.h"
 #include "fuzz/harness.h"
 #include "ops/infer.h"
+#include "oracles/trigger.h"
 
 namespace divfuzz::fuzz {
 
@@ -56,12 +57,21 @@ int RunLocate(const std::vector<std::string>& args) {
       std::printf("RUN %s -1 <program>\n", name.c_str());
       std::fflush(stdout);
     }
+    // Before each node: what is unusual about its inputs, so a crash or hang
+    // on inf/NaN or near-maximum values can be judged by policy.
+    const exec::InputInspector inspect = [&](int node, const std::vector<at::Tensor>& inputs) {
+      const std::string trigger = oracles::TensorsTrigger(inputs);
+      if (trigger != "ordinary") {
+        std::printf("INPUTS %s %d %s\n", name.c_str(), node, trigger.c_str());
+        std::fflush(stdout);
+      }
+    };
     const exec::RunResult r = exec::Run(program, *types, *target, [&](int node) {
       // One line per node, flushed: the last one names the culprit.
       std::printf("RUN %s %d %s\n", name.c_str(), node,
                   program.nodes[node].QualifiedName().c_str());
       std::fflush(stdout);
-    });
+    }, inspect);
     // A CUDA fault is caught as an exception, not a signal; it killed the
     // worker all the same (its context was poisoned), so name the node.
     for (size_t i = 0; i < r.nodes.size(); ++i) {

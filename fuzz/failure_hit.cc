@@ -49,7 +49,8 @@ bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
 
 store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* types, int node,
                              const std::string& op, const std::string& kind,
-                             const std::string& target, bool cuda_fault, bool reproduced) {
+                             const std::string& target, bool cuda_fault, bool reproduced,
+                             const std::string& input_trigger) {
   store::FindingHit hit;
   hit.divergence_class = kind;
   hit.root_op = op.empty() ? "<unknown>" : op;
@@ -68,8 +69,9 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
   // own; linear algebra, FFTs and reductions carry no guarantee for
   // non-finite inputs in any failure class (rule nonfinite_inputs).
   std::string rule, trigger = NonFiniteInput(program, node);
-  const bool nonfinite = !trigger.empty();
-  if (!nonfinite) trigger = "ordinary";
+  if (trigger.empty()) trigger = input_trigger;
+  if (trigger.empty()) trigger = "ordinary";
+  const bool nonfinite = trigger == "nan" || trigger == "inf";
   const ops::OpSpec* spec = ops::FindOp(hit.root_op);
   if (!reproduced) {
     hit.tier = "divergence";
@@ -78,11 +80,18 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
     hit.tier = "expected";
     rule = "nonfinite_inputs";
   } else if (spec != nullptr && (spec->hints & ops::kInternalIntCast) && spec->int_cast_arg >= 0 &&
-             CastsOutOfRange(program, node, static_cast<size_t>(spec->int_cast_arg))) {
+             (nonfinite || CastsOutOfRange(program, node, static_cast<size_t>(spec->int_cast_arg)))) {
     // An orthogonal polynomial's n = inf saturates to INT64_MAX on CUDA: its
     // recurrence then runs 9.2e18 steps (a hang), undefined behaviour anyway.
     hit.tier = "expected";
     rule = "float_to_int_casts";
+  } else if (spec != nullptr && (spec->hints & (ops::kConditioned | ops::kDecomposition)) &&
+             trigger == "near_max") {
+    // Linear algebra on values whose squares overflow: matrix_exp's norm is
+    // inf and its squaring count an undefined cast (a CUDA hang, an identity
+    // matrix on the CPU).
+    hit.tier = "expected";
+    rule = "extremal_values";
   }
   hit.detail = {{"node", node},
                 {"cuda_fault", cuda_fault},
@@ -91,7 +100,10 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
                 {"witness", "none"},
                 {"summary", absl::StrCat(kind, " in ", hit.root_op, " on ", hit.wrong_side,
                                          cuda_fault ? " (a CUDA fault)" : "",
-                                         reproduced ? "" : " (did not recur in a fresh process)")}};
+                                         reproduced    ? ""
+                                         : cuda_fault ? " (where it surfaced; not yet replayed "
+                                                        "with CUDA_LAUNCH_BLOCKING=1)"
+                                                      : " (did not recur in a fresh process)")}};
   return hit;
 }
 

@@ -791,6 +791,29 @@ std::optional<RuleMatch> DocumentedInexact(const Context& c) {
                                 "overflow for low precision dtypes\")")};
 }
 
+// f16/bf16: one intermediate rounded to the dtype (log_softmax's CPU
+// last-dim path keeps its sum in Half) moves the result by about eps
+// relative to |B| + 1, where the other side carries it in float32.
+std::optional<RuleMatch> ReducedPrecisionIntermediate(const Context& c) {
+  if (!(c.spec.hints & (ops::kSumsInside | ops::kNormalizes)) ||
+      (c.dtype != DType::kF16 && c.dtype != DType::kBF16) ||
+      c.d.cls != DivergenceClass::kTolerance) {
+    return std::nullopt;
+  }
+  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
+  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.is_complex()) {
+    return std::nullopt;
+  }
+  const at::Tensor bound = yb.abs().add(1).mul(2.0 * graph::Epsilon(c.dtype));
+  const at::Tensor ok =
+      at::logical_or(ya.sub(yb).abs().le(bound), at::isfinite(ya.sub(yb)).logical_not());
+  if (!at::all(ok).item<bool>()) return std::nullopt;
+  return RuleMatch{"reduced_precision_intermediate",
+                   absl::StrCat("|A - B| <= 2 eps (|B| + 1) in ", c.d.dtype,
+                                ": one intermediate rounded to the dtype on one side")};
+}
+
 std::optional<RuleMatch> Tf32(const Context& c) {
   if (!c.policy.cuda_tf32 || !(c.spec.hints & ops::kTf32Sensitive)) return std::nullopt;
   if (c.a.target != exec::Target::kCuda && c.b.target != exec::Target::kCuda) return std::nullopt;
@@ -847,6 +870,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.backward_stable) {
       if (auto m = BackwardStable(c)) return m;
+    }
+    if (r.reduced_precision_intermediate) {
+      if (auto m = ReducedPrecisionIntermediate(c)) return m;
     }
     if (r.transform_normwise) {
       if (auto m = TransformNormwise(c)) return m;

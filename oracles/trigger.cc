@@ -27,7 +27,30 @@ Trigger Classify(double x, graph::DType d, bool casts) {
   return kOrdinary;
 }
 
+Trigger Worst(const at::Tensor& t, bool casts, Trigger best) {
+  if (!t.defined() || t.numel() == 0) return best;
+  const at::ScalarType st = t.scalar_type();
+  if (!at::isFloatingType(st) && !at::isComplexType(st)) return best;
+  graph::DType dtype = exec::FromScalarType(st).value_or(graph::DType::kF32);
+  if (dtype == graph::DType::kC64) dtype = graph::DType::kF32;
+  if (dtype == graph::DType::kC128) dtype = graph::DType::kF64;
+  at::Tensor v = at::isComplexType(st) ? at::view_as_real(t.contiguous()) : t;
+  v = v.to(at::kDouble).contiguous().reshape({-1});
+  const double* p = v.data_ptr<double>();
+  for (int64_t i = 0; i < v.numel() && best != kNaN; ++i) best = std::min(best, Classify(p[i], dtype, casts));
+  return best;
+}
+
 }  // namespace
+
+std::string TensorsTrigger(const std::vector<at::Tensor>& tensors, bool casts) {
+  Trigger best = kOrdinary;
+  try {
+    for (const at::Tensor& t : tensors) best = Worst(t, casts, best);
+  } catch (const std::exception&) {
+  }
+  return kNames[best];
+}
 
 std::string TriggerClass(const graph::Program& program, const exec::RunResult& run,
                          const Divergence& d) {
@@ -40,16 +63,7 @@ std::string TriggerClass(const graph::Program& program, const exec::RunResult& r
                                          spec->rule == ops::Rule::kCast);
   try {
     for (const auto& [name, t] : NodeInputs(program, d.node_index, run)) {
-      if (!t.defined() || t.numel() == 0) continue;
-      const at::ScalarType st = t.scalar_type();
-      if (!at::isFloatingType(st) && !at::isComplexType(st)) continue;
-      graph::DType dtype = exec::FromScalarType(st).value_or(graph::DType::kF32);
-      if (dtype == graph::DType::kC64) dtype = graph::DType::kF32;
-      if (dtype == graph::DType::kC128) dtype = graph::DType::kF64;
-      at::Tensor v = at::isComplexType(st) ? at::view_as_real(t.contiguous()) : t;
-      v = v.to(at::kDouble).contiguous().reshape({-1});
-      const double* p = v.data_ptr<double>();
-      for (int64_t i = 0; i < v.numel() && best != kNaN; ++i) best = std::min(best, Classify(p[i], dtype, casts));
+      best = Worst(t, casts, best);
     }
     for (const graph::Argument& a : program.nodes[d.node_index].args) {
       if (a.value.kind == graph::Literal::Kind::kFloat) {

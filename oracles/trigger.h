@@ -4,6 +4,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "exec/run_result.h"
 #include "graph/program.h"
@@ -18,5 +21,8 @@ namespace divfuzz::oracles {
 // floating inputs and number literals of d's node, as side `run` had them.
 std::string TriggerClass(const graph::Program& program, const exec::RunResult& run,
                          const Divergence& d);
+
+// The same classes over given tensors (`casts`: the op casts them to int64).
+std::string TensorsTrigger(const std::vector<at::Tensor>& tensors, bool casts = false);
 
 }  // namespace divfuzz::oracles

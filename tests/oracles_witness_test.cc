@@ -3,6 +3,7 @@
 // that must stay there with the right side blamed. Real libtorch on the CPU;
 // where only a GPU would show a fault, a deliberately faulty side is planted
 // into a real run (the `Plant*` helpers below, named as such).
+#include <ATen/ops/full.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
@@ -24,6 +25,7 @@
 #include "oracles/compare.h"
 #include "oracles/policy.h"
 #include "oracles/triage.h"
+#include "oracles/trigger.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::oracles {
@@ -505,6 +507,53 @@ TEST(FailureBuckets, AHangOfAPolynomialWithAnInfiniteDegreeIsAnUndefinedCast) {
             "bug");
   EXPECT_EQ(fuzz::FailureHit(q, &t, 0, q.nodes[0].QualifiedName(), "hang", "cuda", false, false).tier,
             "divergence");
+}
+
+TEST(KernelClasses, AHalfNormalizerRoundedToTheDtypeIsExpected) {
+  // log_softmax([120, 110]) = [-4.54e-5, -10]: a Half sum rounds 1 + 4.5e-5
+  // to 1 and gives 0 (torch 2.11's CPU last-dim path).
+  const std::string text =
+      "divfuzz v1\ninput %x: f16[1,2] = values(120.0, 110.0)\n"
+      "%y = aten::log_softmax.int(%x, 1)\noutput %y\n";
+  Plant zero = [](exec::RunResult& r) {
+    r.nodes[0].outputs[0] = r.nodes[0].outputs[0].clone();
+    r.nodes[0].outputs[0][0][0] = 0.0;
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, zero);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.expected_rule, "reduced_precision_intermediate") << j.root.reason;
+  Plant far = [](exec::RunResult& r) {
+    r.nodes[0].outputs[0] = r.nodes[0].outputs[0].clone();
+    r.nodes[0].outputs[0][0][0] = 0.5;
+  };
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, far);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+}
+
+TEST(FailureBuckets, LinearAlgebraThatFailsOnWhatLocateSawIsExpected) {
+  // The failing node's operand came from an earlier node: locate reports
+  // what it held (INPUTS lines), and the policy judges the crash or hang.
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %a: f32[2,2] = fill(1.0)\n%b = aten::mul.Tensor(%a, %a)\n"
+      "%e = aten::linalg_eigvals(%b)\noutput %e\n");
+  ops::TypeEnv t = MustInfer(p);
+  const std::string op = p.nodes[1].QualifiedName();
+  EXPECT_EQ(fuzz::FailureHit(p, &t, 1, op, "crash", "cpu", false, true, "nan").detail["expected_rule"],
+            "nonfinite_inputs");
+  EXPECT_EQ(fuzz::FailureHit(p, &t, 1, op, "crash", "cpu", false, true, "near_max").detail["expected_rule"],
+            "extremal_values");
+  EXPECT_EQ(fuzz::FailureHit(p, &t, 1, op, "crash", "cpu", false, true, "ordinary").tier, "bug");
+  // An elementwise op crashing on inf is no policy's business.
+  EXPECT_EQ(fuzz::FailureHit(p, &t, 0, p.nodes[0].QualifiedName(), "crash", "cpu", false, true, "inf").tier,
+            "bug");
+}
+
+TEST(FailureBuckets, TensorsTriggerNamesTheMostUnusualValue) {
+  EXPECT_EQ(TensorsTrigger({at::full({3}, 1.0)}), "ordinary");
+  EXPECT_EQ(TensorsTrigger({at::full({3}, 1.0), at::full({2}, std::numeric_limits<float>::infinity())}), "inf");
+  EXPECT_EQ(TensorsTrigger({at::full({2}, 3e38f)}), "near_max");
+  EXPECT_EQ(TensorsTrigger({at::full({2}, NAN), at::full({2}, 3e38f)}), "nan");
 }
 
 }  // namespace
