@@ -154,6 +154,16 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
   std::cerr << "divfuzz repro: wrote " << out_dir << "/{"
             << (files->min_dfz.empty() ? "" : "min.dfz, ") << "repro.py, repro_cpp/, report.md}"
             << (files->reproduced ? "" : " (did not reproduce here: " + files->note + ")") << "\n";
+  // A target this machine cannot run is an error here as in every command
+  // (exit 2), though the repros are written for a host that can run it.
+  for (exec::Target t : {options.target_a, options.target_b}) {
+    if ((t == exec::Target::kCuda || t == exec::Target::kCudaF64) && !exec::CudaAvailable()) {
+      std::cerr << "divfuzz repro: " << exec::TargetName(t)
+                << " cannot run on this machine (no usable GPU): the repros are written for a GPU "
+                   "host; nothing was judged here\n";
+      return 2;
+    }
+  }
   return files->reproduced ? 0 : 1;
 }
 

@@ -314,10 +314,11 @@ TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
   EXPECT_EQ(e.value("report_md", ""), rec->id + "/report.md");
   EXPECT_THAT(Read(dir + "/" + rec->id + "/repro.py"), HasSubstr("element 0: 0.0 vs 1.0"));
   // Asked for a GPU pair without a GPU: the repros are written, unminimized,
-  // and the exit status says it did not reproduce here.
+  // for a GPU host, and the exit status is 2 (a target it cannot run).
   if (!exec::CudaAvailable()) {
     r = RunShell(kTool + " repro --targets=cpu,cuda --out=" + dir + "/gpu " + dir + "/" + rec->id);
-    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("cuda cannot run on this machine"));
     EXPECT_THAT(r.output, HasSubstr("did not reproduce here: CUDA is not available"));
     EXPECT_TRUE(Exists(dir + "/gpu/repro.py"));
     EXPECT_FALSE(Exists(dir + "/gpu/min.dfz"));
