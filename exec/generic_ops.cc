@@ -167,7 +167,6 @@ std::string Family(absl::string_view base) {
       {"sort", "sort"},
       {"topk", "sort"},
       {"kthvalue", "sort"},
-      {"mm", "matmul"},
       {"matmul", "matmul"},
       {"dot", "matmul"},
       {"mv", "matmul"},
@@ -228,6 +227,10 @@ std::string Family(absl::string_view base) {
       {"floor", "rounding"},
       {"ceil", "rounding"},
   };
+  // "mm" names a matrix product only as a word end (mm, bmm, addmm, _mm):
+  // inside a word it is gamma's (lgamma, polygamma, mvlgamma, igamma).
+  if (absl::StrContains(base, "gamma")) return "special";
+  if (absl::EndsWith(base, "mm") || absl::StrContains(base, "mm_")) return "matmul";
   for (const Rule& r : kRules) {
     if (absl::StrContains(base, r.part)) return std::string(r.family);
   }

@@ -62,6 +62,12 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "upsample_bicubic", kSumsInside, "interpolates (weighted sums)"},
     {Match::kBase, "rnn_tanh_cell", kSumsInside, "matrix products"},
     {Match::kBase, "rnn_relu_cell", kSumsInside, "matrix products"},
+    // Scatter/index reductions add with atomics on CUDA, in arrival order.
+    {Match::kBase, "scatter_add", kSumsInside, "adds into destinations in any order"},
+    {Match::kBase, "scatter_reduce", kSumsInside, "reduces into destinations in any order"},
+    {Match::kBase, "index_add", kSumsInside, "adds into destinations in any order"},
+    {Match::kBase, "index_reduce", kSumsInside, "reduces into destinations in any order"},
+    {Match::kContains, "embedding_bag", kSumsInside, "sums bags"},
     // Transforms: error normwise; MKL (or pocketfft) computes the float64
     // reference too, so it shares the CPU's algorithm.
     {Match::kPrefix, "fft_", kTransform | kReferenceIsCpuKernel, "a fast Fourier transform"},
