@@ -154,10 +154,13 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
   std::cerr << "divfuzz repro: wrote " << out_dir << "/{"
             << (files->min_dfz.empty() ? "" : "min.dfz, ") << "repro.py, repro_cpp/, report.md}"
             << (files->reproduced ? "" : " (did not reproduce here: " + files->note + ")") << "\n";
-  // A target this machine cannot run is an error here as in every command
-  // (exit 2), though the repros are written for a host that can run it.
+  // A target this machine cannot run, where judging needed it, is an error
+  // here as in every command (exit 2), though the repros are written for a
+  // host that can run it. (A cpu nondeterminism finding of a cpu vs cuda
+  // campaign needs only the cpu.)
   for (exec::Target t : {options.target_a, options.target_b}) {
-    if ((t == exec::Target::kCuda || t == exec::Target::kCudaF64) && !exec::CudaAvailable()) {
+    if ((t == exec::Target::kCuda || t == exec::Target::kCudaF64) && !exec::CudaAvailable() &&
+        !files->reproduced && absl::StrContains(files->note, "CUDA is not available")) {
       std::cerr << "divfuzz repro: " << exec::TargetName(t)
                 << " cannot run on this machine (no usable GPU): the repros are written for a GPU "
                    "host; nothing was judged here\n";

@@ -80,12 +80,16 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
     hit.tier = "expected";
     rule = "nonfinite_inputs";
   } else if (spec != nullptr && (spec->hints & ops::kInternalIntCast) && spec->int_cast_arg >= 0 &&
-             (nonfinite || CastsOutOfRange(program, node, static_cast<size_t>(spec->int_cast_arg)))) {
+             // near_max is beyond sqrt(max) >= 2^63 in f32 and f64 alike
+             (nonfinite || trigger == "near_max" ||
+              CastsOutOfRange(program, node, static_cast<size_t>(spec->int_cast_arg)))) {
     // An orthogonal polynomial's n = inf saturates to INT64_MAX on CUDA: its
     // recurrence then runs 9.2e18 steps (a hang), undefined behaviour anyway.
     hit.tier = "expected";
     rule = "float_to_int_casts";
-  } else if (spec != nullptr && (spec->hints & (ops::kConditioned | ops::kDecomposition)) &&
+  } else if (spec != nullptr &&
+             ((spec->hints & (ops::kConditioned | ops::kDecomposition)) ||
+              spec->family == "linalg" || spec->family == "decomposition") &&
              trigger == "near_max") {
     // Linear algebra on values whose squares overflow: matrix_exp's norm is
     // inf and its squaring count an undefined cast (a CUDA hang, an identity

@@ -535,7 +535,8 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
   }
   const bool squares = (c.spec.hints & ops::kSquaresInside) ||
                        ((c.spec.hints & ops::kComplexSquares) && graph::IsComplex(c.dtype));
-  const bool linalg = c.spec.hints & (ops::kConditioned | ops::kDecomposition);
+  const bool linalg = (c.spec.hints & (ops::kConditioned | ops::kDecomposition)) ||
+                      c.spec.family == "linalg" || c.spec.family == "decomposition";
   if (!squares && !linalg) return std::nullopt;
   double big = 0;
   int64_t n = 1;

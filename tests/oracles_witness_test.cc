@@ -544,6 +544,16 @@ TEST(FailureBuckets, LinearAlgebraThatFailsOnWhatLocateSawIsExpected) {
   EXPECT_EQ(fuzz::FailureHit(p, &t, 1, op, "crash", "cpu", false, true, "near_max").detail["expected_rule"],
             "extremal_values");
   EXPECT_EQ(fuzz::FailureHit(p, &t, 1, op, "crash", "cpu", false, true, "ordinary").tier, "bug");
+  // matrix_exp (linalg, no condition-number hint): its norm of near-maximum
+  // values is inf and its squaring count an undefined cast; CUDA hangs.
+  graph::Program m = MustParse(
+      "divfuzz v1\ninput %a: f32[2,2] = fill(1.0)\n%b = aten::mul.Tensor(%a, %a)\n"
+      "%e = aten::matrix_exp(%b)\noutput %e\n");
+  ops::TypeEnv mt = MustInfer(m);
+  EXPECT_EQ(fuzz::FailureHit(m, &mt, 1, m.nodes[1].QualifiedName(), "hang", "cuda", false, true,
+                             "near_max")
+                .detail["expected_rule"],
+            "extremal_values");
   // An elementwise op crashing on inf is no policy's business.
   EXPECT_EQ(fuzz::FailureHit(p, &t, 0, p.nodes[0].QualifiedName(), "crash", "cpu", false, true, "inf").tier,
             "bug");
