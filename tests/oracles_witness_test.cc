@@ -566,5 +566,19 @@ TEST(FailureBuckets, TensorsTriggerNamesTheMostUnusualValue) {
   EXPECT_EQ(TensorsTrigger({at::full({2}, NAN), at::full({2}, 3e38f)}), "nan");
 }
 
+TEST(ValidPrograms, AnErrorSplitOnACudaFaultIsNotAVerdict) {
+  // The fault may have been launched by an earlier node: no blame here.
+  const std::string text = Fill32("sinh", "0.5", "f32", 4);
+  Plant fault = [](exec::RunResult& r) {
+    r.nodes[0].outputs.clear();
+    r.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kCudaFatal,
+                                       "CUDA error: an illegal memory access was encountered"};
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, fault);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "divergence");
+  EXPECT_EQ(j.root.wrong_side, "undecided");
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
