@@ -61,6 +61,12 @@ struct Context {
     auto it = inputs.find(node.args[i].value.s);
     return it == inputs.end() ? at::Tensor() : it->second;
   }
+  // The diverging output of side A and of side B, as float64 (or undefined).
+  at::Tensor OutA() const { return AsF64(Output(a, d.node_index, d.output_index)); }
+  at::Tensor OutB() const { return AsF64(Output(b, d.node_index, d.output_index)); }
+  static at::Tensor AsF64(const at::Tensor& t) {
+    return t.defined() ? t.to(at::kDouble).contiguous() : t;
+  }
   // The output of a side's root node, or undefined.
   static at::Tensor Output(const exec::RunResult& r, int node, size_t o) {
     if (node < 0 || static_cast<size_t>(node) >= r.nodes.size()) return {};
@@ -299,8 +305,7 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
   // n * cond * eps of relative accuracy (log|det| loses that much absolutely):
   // two correct results may differ by twice that.
   if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
-  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
-  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor ya = c.OutA(), yb = c.OutB();
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.numel() == 0) {
     return std::nullopt;
   }
@@ -440,8 +445,7 @@ std::optional<RuleMatch> ProductOrder(const Context& c) {
                                   "order of multiplication")};
   }
   if (split) return std::nullopt;
-  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
-  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor ya = c.OutA(), yb = c.OutB();
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes()) return std::nullopt;
   const double eps = graph::Epsilon(c.dtype);
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
@@ -638,8 +642,7 @@ std::optional<RuleMatch> ScanCarry(const Context& c) {
   if (!(c.spec.hints & ops::kScanCarry) || c.d.cls != DivergenceClass::kTolerance) {
     return std::nullopt;
   }
-  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
-  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor ya = c.OutA(), yb = c.OutB();
   const at::Tensor x = c.Input(0);
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || !x.defined()) {
     return std::nullopt;
@@ -684,8 +687,7 @@ std::optional<RuleMatch> NormalizationStatistics(const Context& c) {
   if (!(c.spec.hints & ops::kNormalizes) || c.d.cls != DivergenceClass::kTolerance) {
     return std::nullopt;
   }
-  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
-  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor ya = c.OutA(), yb = c.OutB();
   const at::Tensor x = c.Input(0);
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || !x.defined() ||
       !at::isFloatingType(x.scalar_type())) {
@@ -803,8 +805,7 @@ std::optional<RuleMatch> ReducedPrecisionIntermediate(const Context& c) {
       c.d.cls != DivergenceClass::kTolerance) {
     return std::nullopt;
   }
-  const at::Tensor ya = F64(Context::Output(c.a, c.d.node_index, c.d.output_index));
-  const at::Tensor yb = F64(Context::Output(c.b, c.d.node_index, c.d.output_index));
+  const at::Tensor ya = c.OutA(), yb = c.OutB();
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.is_complex()) {
     return std::nullopt;
   }
