@@ -48,10 +48,6 @@ void WidenExponentRange() {
   (void)done;
 }
 
-double RoundToDType(double x, DType dtype) {
-  if (dtype == DType::kF64) return x;
-  return at::scalar_tensor(x, at::kDouble).to(ToScalarType(dtype)).to(at::kDouble).item<double>();
-}
 
 // r = f(x) for the unary functions; false when the name is not unary.
 bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
@@ -478,6 +474,11 @@ std::optional<ExactResult> Determinant(absl::string_view f, const graph::Node& n
 }
 
 }  // namespace
+
+double RoundToDType(double x, DType dtype) {
+  if (dtype == DType::kF64) return x;
+  return at::scalar_tensor(x, at::kDouble).to(ToScalarType(dtype)).to(at::kDouble).item<double>();
+}
 
 bool HasRoundableScalars(const graph::Node& node, DType dtype) {
   if (!graph::IsFloating(dtype) || dtype == DType::kF64) return false;

@@ -44,6 +44,9 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
                                     const std::map<std::string, at::Tensor>& values,
                                     const ops::TypeEnv& types, const ExactOptions& options = {});
 
+// x rounded to the nearest value of `dtype` (ties to even), as a double.
+double RoundToDType(double x, graph::DType dtype);
+
 // Whether `node` has number literals that ExactOptions::round_scalars would
 // change for a tensor of `dtype`.
 bool HasRoundableScalars(const graph::Node& node, graph::DType dtype);

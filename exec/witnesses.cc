@@ -46,7 +46,7 @@ graph::Node RoundedScalars(graph::Node node, graph::DType dtype) {
   for (graph::Argument& a : node.args) {
     graph::Literal& l = a.value;
     if (l.kind == graph::Literal::Kind::kFloat) {
-      l.f = at::scalar_tensor(l.f, at::kDouble).to(ToScalarType(dtype)).to(at::kDouble).item<double>();
+      l.f = RoundToDType(l.f, dtype);
     }
   }
   return node;

@@ -1,6 +1,7 @@
 #include "fuzz/failure_hit.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "graph/materialize.h"
@@ -9,18 +10,24 @@
 namespace divfuzz::fuzz {
 namespace {
 
+// The values of a program input that argument `l` names directly (none for
+// a computed value or a number).
+std::vector<double> DirectInputValues(const graph::Program& program, const graph::Literal& l) {
+  if (l.kind != graph::Literal::Kind::kValue) return {};
+  for (const graph::Input& in : program.inputs) {
+    if (in.name == l.s) return graph::MaterializePayload(in);
+  }
+  return {};
+}
+
 // "nan" or "inf" when node `node` reads a program input holding one directly.
 std::string NonFiniteInput(const graph::Program& program, int node) {
   std::string found;
   if (node < 0 || static_cast<size_t>(node) >= program.nodes.size()) return found;
   for (const graph::Argument& a : program.nodes[node].args) {
-    if (a.value.kind != graph::Literal::Kind::kValue) continue;
-    for (const graph::Input& in : program.inputs) {
-      if (in.name != a.value.s) continue;
-      for (double v : graph::MaterializePayload(in)) {
-        if (std::isnan(v)) return "nan";
-        if (std::isinf(v)) found = "inf";
-      }
+    for (double v : DirectInputValues(program, a.value)) {
+      if (std::isnan(v)) return "nan";
+      if (std::isinf(v)) found = "inf";
     }
   }
   return found;
@@ -35,12 +42,8 @@ bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
   const graph::Literal& l = n.args[pos].value;
   auto bad = [](double v) { return !std::isfinite(v) || std::fabs(v) >= 9223372036854775808.0; };
   if (l.kind == graph::Literal::Kind::kFloat) return bad(l.f);
-  if (l.kind != graph::Literal::Kind::kValue) return false;
-  for (const graph::Input& in : program.inputs) {
-    if (in.name != l.s) continue;
-    for (double v : graph::MaterializePayload(in)) {
-      if (bad(v)) return true;
-    }
+  for (double v : DirectInputValues(program, l)) {
+    if (bad(v)) return true;
   }
   return false;
 }

@@ -146,44 +146,9 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
   const graph::Node& node = program.nodes[d.node_index];
   const std::string side(exec::TargetName(run.target));
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  const std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
-  const DType dtype = graph::ParseDType(d.dtype).value_or(DType::kF32);
-  // The exact witness is evaluated where the sides differ only (output 0 of an
-  // elementwise op; Misses judges those elements).
-  exec::WitnessPlan local = plan;
-  const exec::NodeResult& mine0 = run.nodes[d.node_index];
-  const exec::NodeResult& theirs0 = other.nodes[d.node_index];
-  if (!mine0.error && !theirs0.error && !mine0.outputs.empty() && !theirs0.outputs.empty() &&
-      mine0.outputs[0].defined() && theirs0.outputs[0].defined() &&
-      !mine0.outputs[0].is_complex()) {
-    local.only = DifferingElements(mine0.outputs[0], theirs0.outputs[0], dtype,
-                                   policy.For(node.QualifiedName(), dtype));
-  }
-  std::vector<exec::Witness> witnesses = exec::NodeWitnesses(node, inputs, types, dtype, local);
-  for (exec::Witness& w : witnesses) {
-    CorrectReference(node, inputs, &w.result.outputs);
-    CorrectReference(node, inputs, &w.result.exact);
-  }
-  auto find = [&](exec::Witness::Kind kind) -> const exec::Witness* {
-    for (const exec::Witness& w : witnesses) {
-      if (w.kind == kind) return &w;
-    }
-    return nullptr;
-  };
-  const exec::Witness* exact = find(exec::Witness::Kind::kExact);
-  if (exact != nullptr && exact->result.error) exact = nullptr;
-  const exec::Witness* f64 = find(exec::Witness::Kind::kF64);
-  const exec::Witness* second = find(exec::Witness::Kind::kSecondF64);
-  const exec::Witness* rounded = find(exec::Witness::Kind::kScalarsRounded);
   const exec::NodeResult& got = run.nodes[d.node_index];
   const exec::NodeResult& theirs = other.nodes[d.node_index];
-  auto value_of = [&](const exec::Witness* w) -> std::optional<double> {
-    if (w == nullptr || w->result.error) return std::nullopt;
-    const std::vector<at::Tensor>& v = w->result.exact.empty() ? w->result.outputs : w->result.exact;
-    if (static_cast<size_t>(d.output_index) >= v.size()) return std::nullopt;
-    return ElementAt(v[d.output_index], d.element, d.component);
-  };
-
+  // Metadata needs no witness run: judged before any is computed.
   if (d.cls == DivergenceClass::kMetaSplit && !got.error &&
       static_cast<size_t>(d.output_index) < got.outputs.size() &&
       static_cast<size_t>(d.output_index) < node.results.size()) {
@@ -202,6 +167,39 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
       return c;
     }
   }
+  const std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
+  const DType dtype = graph::ParseDType(d.dtype).value_or(DType::kF32);
+  // The exact witness is evaluated where the sides differ only (output 0 of an
+  // elementwise op; Misses judges those elements).
+  exec::WitnessPlan local = plan;
+  if (!got.error && !theirs.error && !got.outputs.empty() && !theirs.outputs.empty() &&
+      got.outputs[0].defined() && theirs.outputs[0].defined() && !got.outputs[0].is_complex()) {
+    local.only = DifferingElements(got.outputs[0], theirs.outputs[0], dtype,
+                                   policy.For(node.QualifiedName(), dtype));
+  }
+  std::vector<exec::Witness> witnesses = exec::NodeWitnesses(node, inputs, types, dtype, local);
+  for (exec::Witness& w : witnesses) {
+    CorrectReference(node, inputs, &w.result.outputs);
+    CorrectReference(node, inputs, &w.result.exact);
+  }
+  auto find = [&](exec::Witness::Kind kind) -> const exec::Witness* {
+    for (const exec::Witness& w : witnesses) {
+      if (w.kind == kind) return &w;
+    }
+    return nullptr;
+  };
+  const exec::Witness* exact = find(exec::Witness::Kind::kExact);
+  if (exact != nullptr && exact->result.error) exact = nullptr;
+  const exec::Witness* f64 = find(exec::Witness::Kind::kF64);
+  const exec::Witness* second = find(exec::Witness::Kind::kSecondF64);
+  const exec::Witness* rounded = find(exec::Witness::Kind::kScalarsRounded);
+  auto value_of = [&](const exec::Witness* w) -> std::optional<double> {
+    if (w == nullptr || w->result.error) return std::nullopt;
+    const std::vector<at::Tensor>& v = w->result.exact.empty() ? w->result.outputs : w->result.exact;
+    if (static_cast<size_t>(d.output_index) >= v.size()) return std::nullopt;
+    return ElementAt(v[d.output_index], d.element, d.component);
+  };
+
   if (exact == nullptr && run.target == exec::Target::kCpuF64) {
     // The reference target itself: nothing independent can judge it.
     c.is_reference = true;
