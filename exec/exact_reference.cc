@@ -14,6 +14,7 @@
 
 #include "absl/strings/string_view.h"
 #include "exec/dtype_convert.h"
+#include "exec/exact_internal.h"
 #include "ops/catalogue.h"
 
 namespace divfuzz::exec {
@@ -21,33 +22,7 @@ namespace {
 
 using graph::DType;
 using graph::Literal;
-
-constexpr mpfr_prec_t kPrecision = 160;
-constexpr int64_t kMaxElements = 1 << 16;
-constexpr int64_t kMaxMatrix = 8;
-
-// One MPFR number with RAII.
-struct Mp {
-  mpfr_t v;
-  Mp() {
-    mpfr_init2(v, kPrecision);
-    mpfr_set_zero(v, 1);
-  }
-  explicit Mp(double x) : Mp() { mpfr_set_d(v, x, MPFR_RNDN); }  // exact
-  ~Mp() { mpfr_clear(v); }
-  Mp(const Mp&) = delete;
-  Mp& operator=(const Mp&) = delete;
-};
-
-void WidenExponentRange() {
-  static const bool done = [] {
-    mpfr_set_emax(mpfr_get_emax_max());
-    mpfr_set_emin(mpfr_get_emin_min());
-    return true;
-  }();
-  (void)done;
-}
-
+using namespace exact_internal;
 
 // r = f(x) for the unary functions; false when the name is not unary.
 bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
@@ -226,57 +201,6 @@ bool IsBinary(absl::string_view f) {
          f == "xlog1py" || f == "logaddexp" || f == "logaddexp2";
 }
 
-// Argument `pos` (or `name`) as a float64 tensor: a value or a number literal.
-std::optional<at::Tensor> Operand(const graph::Node& node, size_t pos, absl::string_view name,
-                                  const std::map<std::string, at::Tensor>& values,
-                                  std::optional<DType> round_to, bool* is_literal) {
-  const Literal* l = ops::FindArg(node, pos, name);
-  if (l == nullptr) return std::nullopt;
-  *is_literal = l->kind != Literal::Kind::kValue;
-  switch (l->kind) {
-    case Literal::Kind::kValue: {
-      auto it = values.find(l->s);
-      if (it == values.end() || !it->second.defined()) return std::nullopt;
-      const at::ScalarType st = it->second.scalar_type();
-      if (at::isComplexType(st) || st == at::kLong) return std::nullopt;
-      return it->second.detach().cpu().to(at::kDouble);
-    }
-    case Literal::Kind::kFloat:
-      return at::scalar_tensor(round_to ? RoundToDType(l->f, *round_to) : l->f, at::kDouble);
-    case Literal::Kind::kInt:
-      if (std::fabs(static_cast<double>(l->i)) > 9007199254740992.0) return std::nullopt;
-      return at::scalar_tensor(
-          round_to ? RoundToDType(static_cast<double>(l->i), *round_to) : static_cast<double>(l->i),
-          at::kDouble);
-    case Literal::Kind::kBool:
-      return at::scalar_tensor(l->b ? 1.0 : 0.0, at::kDouble);
-    default:
-      return std::nullopt;
-  }
-}
-
-// The double values as a tensor of `dtype` (f32 rounded once from MPFR).
-NodeResult Finish(const std::vector<int64_t>& shape, const std::vector<double>& exact,
-                  const std::vector<float>& as_float, DType dtype) {
-  NodeResult nr;
-  at::Tensor e = at::from_blob(const_cast<double*>(exact.data()),
-                               {static_cast<int64_t>(exact.size())}, at::kDouble)
-                     .clone()
-                     .reshape(shape);
-  at::Tensor out;
-  if (dtype == DType::kF32 && as_float.size() == exact.size()) {
-    out = at::from_blob(const_cast<float*>(as_float.data()),
-                        {static_cast<int64_t>(as_float.size())}, at::kFloat)
-              .clone()
-              .reshape(shape);
-  } else {
-    out = e.to(ToScalarType(dtype));
-  }
-  nr.exact.push_back(e);
-  nr.outputs.push_back(out);
-  return nr;
-}
-
 std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& node,
                                        const std::map<std::string, at::Tensor>& values,
                                        DType dtype, const ExactOptions& options) {
@@ -349,131 +273,71 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
   return er;
 }
 
-// Whether the rational is exactly a number of `dtype`.
-bool Representable(const mpq_t q, DType dtype) {
-  const double d = mpq_get_d(q);  // truncates: equal only when exact
-  if (!std::isfinite(d)) return false;
-  mpq_t back;
-  mpq_init(back);
-  mpq_set_d(back, d);
-  const bool same = mpq_equal(back, q) != 0;
-  mpq_clear(back);
-  if (!same) return false;
-  if (dtype == DType::kF32) return static_cast<double>(static_cast<float>(d)) == d;
-  return true;
-}
-
-// Determinant of one n x n matrix by Gaussian elimination with partial
-// pivoting in exact rationals; *rounding_free as ExactResult says.
-void ExactDet(const double* a, int64_t n, DType dtype, mpq_t det, bool* rounding_free) {
-  std::vector<mpq_t> m(n * n);
-  for (int64_t i = 0; i < n * n; ++i) {
-    mpq_init(m[i]);
-    mpq_set_d(m[i], a[i]);
-  }
-  mpq_t t, l, absv, best;
-  mpq_inits(t, l, absv, best, nullptr);
-  mpq_set_ui(det, 1, 1);
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t p = k;
-    mpq_abs(best, m[k * n + k]);
-    for (int64_t i = k + 1; i < n; ++i) {
-      mpq_abs(absv, m[i * n + k]);
-      if (mpq_cmp(absv, best) > 0) {
-        mpq_set(best, absv);
-        p = i;
-      }
-    }
-    if (mpq_sgn(best) == 0) {
-      mpq_set_ui(det, 0, 1);
-      break;
-    }
-    if (p != k) {
-      for (int64_t j = 0; j < n; ++j) mpq_swap(m[k * n + j], m[p * n + j]);
-      mpq_neg(det, det);
-    }
-    mpq_mul(det, det, m[k * n + k]);
-    // LAPACK's getf2 scales the column by the pivot's reciprocal: exact only
-    // where 1/pivot is (a power of two) or nothing is scaled.
-    mpq_inv(t, m[k * n + k]);
-    const bool reciprocal_exact = Representable(t, dtype);
-    for (int64_t i = k + 1; i < n; ++i) {
-      mpq_div(l, m[i * n + k], m[k * n + k]);
-      if (mpq_sgn(l) != 0 && (!reciprocal_exact || !Representable(l, dtype))) {
-        *rounding_free = false;
-      }
-      for (int64_t j = k + 1; j < n; ++j) {
-        mpq_mul(t, l, m[k * n + j]);
-        mpq_sub(m[i * n + j], m[i * n + j], t);
-        if (!Representable(m[i * n + j], dtype)) *rounding_free = false;
-      }
-    }
-  }
-  mpq_clears(t, l, absv, best, nullptr);
-  for (auto& q : m) mpq_clear(q);
-}
-
-std::optional<ExactResult> Determinant(absl::string_view f, const graph::Node& node,
-                                       const std::map<std::string, at::Tensor>& values,
-                                       DType dtype) {
-  bool lit = false;
-  std::optional<at::Tensor> x = Operand(node, 0, "self", values, std::nullopt, &lit);
-  if (!x) x = Operand(node, 0, "A", values, std::nullopt, &lit);
-  if (!x || lit || x->dim() < 2 || x->size(-1) != x->size(-2) || x->size(-1) > kMaxMatrix ||
-      x->size(-1) == 0 || !x->isfinite().all().item<bool>()) {
-    return std::nullopt;
-  }
-  for (size_t i = 1; i < node.args.size(); ++i) {
-    if (node.args[i].value.kind != Literal::Kind::kNone) return std::nullopt;
-  }
-  const int64_t n = x->size(-1);
-  const at::Tensor flat = x->contiguous().reshape({-1, n * n});
-  const int64_t batch = flat.size(0);
-  std::vector<int64_t> shape(x->sizes().begin(), x->sizes().end() - 2);
-  WidenExponentRange();
-  std::vector<double> first(batch), second(batch);
-  std::vector<float> first_f(dtype == DType::kF32 ? batch : 0),
-      second_f(dtype == DType::kF32 ? batch : 0);
-  bool rounding_free = true;
-  mpq_t det;
-  mpq_init(det);
-  Mp v;
-  for (int64_t b = 0; b < batch; ++b) {
-    ExactDet(flat[b].contiguous().data_ptr<double>(), n, dtype, det, &rounding_free);
-    mpfr_set_q(v.v, det, MPFR_RNDN);
-    const int sign = mpq_sgn(det);
-    if (f == "det") {
-      first[b] = mpfr_get_d(v.v, MPFR_RNDN);
-      if (!first_f.empty()) first_f[b] = mpfr_get_flt(v.v, MPFR_RNDN);
-      continue;
-    }
-    // log|det|: -inf for a singular matrix.
-    mpfr_abs(v.v, v.v, MPFR_RNDN);
-    mpfr_log(v.v, v.v, MPFR_RNDN);
-    const double logabs = mpfr_get_d(v.v, MPFR_RNDN);
-    const float logabs_f = mpfr_get_flt(v.v, MPFR_RNDN);
-    if (f == "logdet") {  // NaN for a negative determinant
-      first[b] = sign < 0 ? std::numeric_limits<double>::quiet_NaN() : logabs;
-      if (!first_f.empty()) first_f[b] = sign < 0 ? std::numeric_limits<float>::quiet_NaN() : logabs_f;
-    } else {  // slogdet: (sign, log|det|)
-      first[b] = sign;
-      second[b] = logabs;
-      if (!first_f.empty()) first_f[b] = static_cast<float>(sign), second_f[b] = logabs_f;
-    }
-  }
-  mpq_clear(det);
-  ExactResult er;
-  er.rounding_free = rounding_free;
-  er.result = Finish(shape, first, first_f, dtype);
-  if (f == "slogdet") {
-    NodeResult s = Finish(shape, second, second_f, dtype);
-    er.result.outputs.push_back(s.outputs[0]);
-    er.result.exact.push_back(s.exact[0]);
-  }
-  return er;
-}
-
 }  // namespace
+
+namespace exact_internal {
+
+void WidenExponentRange() {
+  static const bool done = [] {
+    mpfr_set_emax(mpfr_get_emax_max());
+    mpfr_set_emin(mpfr_get_emin_min());
+    return true;
+  }();
+  (void)done;
+}
+
+// Argument `pos` (or `name`) as a float64 tensor: a value or a number literal.
+std::optional<at::Tensor> Operand(const graph::Node& node, size_t pos, absl::string_view name,
+                                  const std::map<std::string, at::Tensor>& values,
+                                  std::optional<DType> round_to, bool* is_literal) {
+  const Literal* l = ops::FindArg(node, pos, name);
+  if (l == nullptr) return std::nullopt;
+  *is_literal = l->kind != Literal::Kind::kValue;
+  switch (l->kind) {
+    case Literal::Kind::kValue: {
+      auto it = values.find(l->s);
+      if (it == values.end() || !it->second.defined()) return std::nullopt;
+      const at::ScalarType st = it->second.scalar_type();
+      if (at::isComplexType(st) || st == at::kLong) return std::nullopt;
+      return it->second.detach().cpu().to(at::kDouble);
+    }
+    case Literal::Kind::kFloat:
+      return at::scalar_tensor(round_to ? RoundToDType(l->f, *round_to) : l->f, at::kDouble);
+    case Literal::Kind::kInt:
+      if (std::fabs(static_cast<double>(l->i)) > 9007199254740992.0) return std::nullopt;
+      return at::scalar_tensor(
+          round_to ? RoundToDType(static_cast<double>(l->i), *round_to) : static_cast<double>(l->i),
+          at::kDouble);
+    case Literal::Kind::kBool:
+      return at::scalar_tensor(l->b ? 1.0 : 0.0, at::kDouble);
+    default:
+      return std::nullopt;
+  }
+}
+
+// The double values as a tensor of `dtype` (f32 rounded once from MPFR).
+NodeResult Finish(const std::vector<int64_t>& shape, const std::vector<double>& exact,
+                  const std::vector<float>& as_float, DType dtype) {
+  NodeResult nr;
+  at::Tensor e = at::from_blob(const_cast<double*>(exact.data()),
+                               {static_cast<int64_t>(exact.size())}, at::kDouble)
+                     .clone()
+                     .reshape(shape);
+  at::Tensor out;
+  if (dtype == DType::kF32 && as_float.size() == exact.size()) {
+    out = at::from_blob(const_cast<float*>(as_float.data()),
+                        {static_cast<int64_t>(as_float.size())}, at::kFloat)
+              .clone()
+              .reshape(shape);
+  } else {
+    out = e.to(ToScalarType(dtype));
+  }
+  nr.exact.push_back(e);
+  nr.outputs.push_back(out);
+  return nr;
+}
+
+}  // namespace exact_internal
 
 double RoundToDType(double x, DType dtype) {
   if (dtype == DType::kF64) return x;
@@ -499,11 +363,17 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   if (spec == nullptr || spec->exact.empty() || node.results.empty()) return std::nullopt;
   auto it = types.find(node.results[0]);
-  if (it == types.end() || !graph::IsFloating(it->second.dtype)) return std::nullopt;
+  if (it == types.end() ||
+      !(graph::IsFloating(it->second.dtype) || graph::IsComplex(it->second.dtype))) {
+    return std::nullopt;
+  }
   const DType dtype = it->second.dtype;
   try {
     const absl::string_view f = spec->exact;
-    if (f == "det" || f == "logdet" || f == "slogdet") return Determinant(f, node, values, dtype);
+    if (exact_internal::IsLinearName(f)) {
+      return exact_internal::RunExactLinear(f, node, values, dtype);
+    }
+    if (graph::IsComplex(dtype)) return std::nullopt;
     return Elementwise(f, node, values, dtype, options);
   } catch (const std::exception&) {
     return std::nullopt;  // inputs the reference cannot take (shapes that do not broadcast)

@@ -107,6 +107,59 @@ TEST(ExactWitness, DeterminantOfAnExactlySingularMatrixIsZeroWithoutRounding) {
   EXPECT_EQ(e->result.exact[0].item<double>(), -std::numeric_limits<double>::infinity());
 }
 
+// Runs the exact witness of a one-node program's node on the CPU inputs.
+std::optional<exec::ExactResult> ExactOf(const std::string& text) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
+  return exec::RunExact(p.nodes[0], r.inputs, t);
+}
+
+TEST(ExactWitness, SumsAreCorrectlyRounded) {
+  // Any float64 order loses the 1s next to 1e16; the exact sum is 2.
+  std::optional<exec::ExactResult> e = ExactOf(
+      "divfuzz v1\ninput %x: f64[4] = values(1e16, 1.0, -1e16, 1.0)\n%y = aten::sum(%x)\n"
+      "output %y\n");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->result.exact[0].item<double>(), 2.0);
+  // A matrix product: [[1e16, 1], [1, 1]] @ [[1], [-1e16 + 1 ... ]]: the dot
+  // 1e16 * 1 + 1 * 1 + (-1e16) * 1 is 1 exactly.
+  std::optional<exec::ExactResult> m = ExactOf(
+      "divfuzz v1\ninput %a: f64[1,3] = values(1e16, 1.0, -1e16)\n"
+      "input %b: f64[3,1] = values(1.0, 1.0, 1.0)\n%y = aten::mm(%a, %b)\noutput %y\n");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->result.exact[0].item<double>(), 1.0);
+  // The unbiased variance of 1, 2, 3, 4 is 5/3.
+  std::optional<exec::ExactResult> v = ExactOf(
+      "divfuzz v1\ninput %x: f32[4] = values(1.0, 2.0, 3.0, 4.0)\n"
+      "%y = aten::var.correction(%x)\noutput %y\n");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->result.outputs[0].item<float>(), static_cast<float>(5.0 / 3.0));
+}
+
+TEST(ExactWitness, SmallSolvesAreExactRationals) {
+  // [[2, 1], [1, 3]] x = [1, 2]: x = (1/5, 3/5).
+  std::optional<exec::ExactResult> e = ExactOf(
+      "divfuzz v1\ninput %a: f64[2,2] = values(2.0, 1.0, 1.0, 3.0)\n"
+      "input %b: f64[2] = values(1.0, 2.0)\n%x = aten::linalg_solve(%a, %b)\noutput %x\n");
+  ASSERT_TRUE(e.has_value());
+  ASSERT_EQ(e->result.exact[0].numel(), 2);
+  EXPECT_EQ(e->result.exact[0][0].item<double>(), 0.2);
+  EXPECT_EQ(e->result.exact[0][1].item<double>(), 0.6);
+}
+
+TEST(ExactWitness, SmallDftsAreTheDirectSum) {
+  // fft([1, 2, 3, 4]) = [10, -2+2i, -2, -2-2i].
+  std::optional<exec::ExactResult> e = ExactOf(
+      "divfuzz v1\ninput %x: f32[4] = values(1.0, 2.0, 3.0, 4.0)\n%y = aten::fft_fft(%x)\n"
+      "output %y\n");
+  ASSERT_TRUE(e.has_value());
+  const at::Tensor r = at::view_as_real(e->result.exact[0]).reshape({-1});
+  const double want[] = {10, 0, -2, 2, -2, 0, -2, -2};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(r[i].item<double>(), want[i], 1e-15) << i;
+  EXPECT_EQ(e->result.outputs[0].scalar_type(), at::kComplexFloat);
+}
+
 // --- Known real CPU bugs stay in the bug tier, blamed on the CPU --------
 // (torch 2.11's vectorized f32 kernels; they vanish in the scalar tail, so
 // each sits in a 32-element tensor.)
@@ -186,14 +239,54 @@ TEST(Independence, AFloat64ProgramWithoutAnExactWitnessIsUndecided) {
   EXPECT_EQ(k.root.witness, "exact");
 }
 
-TEST(Independence, AnFftReferenceIsTheCpusOwnLibrary) {
+TEST(Independence, AnFftIsJudgedByTheDirectSumWherePocketfftIsTheReference) {
+  // The float64 reference of an FFT is MKL/pocketfft, the CPU's own library:
+  // only the exact witness (the DFT's direct sum in MPFR) can blame a side.
   const std::string text =
       "divfuzz v1\ninput %x: f32[16] = uniform(seed=3, low=-1, high=1)\n%y = aten::fft_fft(%x)\n"
       "output %y\n";
   Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 0.5));
   ASSERT_TRUE(j.diverged);
-  EXPECT_NE(j.root.tier, "bug") << j.root.reason;
-  EXPECT_EQ(j.root.wrong_side, "undecided") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact");
+  // Beyond the direct sum's size there is no independent witness.
+  const std::string long_text =
+      "divfuzz v1\ninput %x: f32[1024] = uniform(seed=3, low=-1, high=1)\n"
+      "%y = aten::fft_fft(%x)\noutput %y\n";
+  Judged k = Judge(long_text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 0.5));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_NE(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "undecided") << k.root.reason;
+}
+
+TEST(Independence, AFloat64SumIsJudgedByTheCorrectlyRoundedSum) {
+  // In float64 the reference is the CPU's own sum; the exact witness is not.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[4,64] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::sum.dim_IntList(%x, [1])\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 1e-3));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact");
+}
+
+TEST(RealBugs, AnInverseReturnedForAnExactlySingularMatrixIsABug) {
+  // Row 2 = 2 x row 1: elimination meets an exact zero pivot (rounding-free),
+  // so LAPACK raises; a side that returns an "inverse" is wrong.
+  const std::string text =
+      "divfuzz v1\ninput %m: f32[3,3] = values(4.0, 1.0, 2.0, 8.0, 2.0, 4.0, 1.0, 3.0, 5.0)\n"
+      "%d = aten::linalg_inv(%m)\noutput %d\n";
+  Plant returns_values = [](exec::RunResult& r) {
+    r.nodes[0].error.reset();
+    r.nodes[0].outputs = {at::full({3, 3}, 1e7, at::kFloat)};
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, returns_values);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact");
 }
 
 TEST(Independence, TwoFloat64WitnessesThatDisagreeDecideNothing) {
