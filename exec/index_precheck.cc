@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "exec/dtype_convert.h"
+#include "ops/kernel_classes.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -138,16 +139,16 @@ std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
                                          const torch::jit::Stack& stack, const graph::Node* node,
                                          const ops::TypeEnv* types) {
   const std::string& name = op.schema().name();
-  if (name == "aten::ctc_loss" || name == "aten::_ctc_loss") {
-    return CtcLabelsOutsideTheClasses(name, stack);
+  switch (ops::UncheckedPreconditionOf(name)) {
+    case ops::UncheckedPrecondition::kCtcLabelsInClasses:
+      return CtcLabelsOutsideTheClasses(name, stack);
+    case ops::UncheckedPrecondition::kWeightCoversKernel:
+      return WeightSmallerThanKernel(name, stack);
+    case ops::UncheckedPrecondition::kSourceOfTheSameDType:
+      return SourceOfAnotherDType(name, stack, node, types);
+    case ops::UncheckedPrecondition::kNone:
+      break;
   }
-  // slow_conv_dilated2d/3d check the weight; these do not.
-  if (name == "aten::slow_conv3d" || name == "aten::slow_conv3d_forward" ||
-      name == "aten::slow_conv_transpose2d" || name == "aten::slow_conv_transpose3d") {
-    return WeightSmallerThanKernel(name, stack);
-  }
-  if (name == "aten::set" || name == "aten::set_")
-    return SourceOfAnotherDType(name, stack, node, types);
   return std::nullopt;
 }
 

@@ -1,5 +1,7 @@
 #include "exec/witnesses.h"
 
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
 #include <ATen/ops/scalar_tensor.h>
 
 #include <chrono>
@@ -53,6 +55,48 @@ graph::Node RoundedScalars(graph::Node node, graph::DType dtype) {
 }
 
 }  // namespace
+
+at::Tensor AbsTermsWitness(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                           const ops::TypeEnv& types, size_t output) {
+  std::map<std::string, at::Tensor> abs_inputs;
+  for (const auto& [name, t] : inputs) abs_inputs[name] = t.defined() ? t.abs() : t;
+  const NodeResult s = RunNode(node, abs_inputs, types, Target::kCpuF64);
+  if (s.error || s.exact.size() <= output || !s.exact[output].defined() ||
+      s.exact[output].is_complex()) {
+    return at::Tensor();
+  }
+  return s.exact[output].to(at::kDouble).abs();
+}
+
+std::optional<std::pair<at::Tensor, at::Tensor>> InputBoxWitness(
+    const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+    const ops::TypeEnv& types, size_t output, const std::function<double(graph::DType)>& rel_of) {
+  std::map<std::string, at::Tensor> own;
+  std::vector<std::string> floating;
+  for (const auto& [name, t] : inputs) {
+    const bool f = t.defined() && at::isFloatingType(t.scalar_type());
+    own[name] = f ? t.to(at::kDouble) : t;
+    if (f && floating.size() < 3) floating.push_back(name);
+  }
+  if (floating.empty()) return std::nullopt;
+  at::Tensor lo, hi;
+  for (int corner = 0; corner < (1 << floating.size()); ++corner) {
+    std::map<std::string, at::Tensor> moved = own;
+    for (size_t i = 0; i < floating.size(); ++i) {
+      auto it = types.find(floating[i]);
+      const graph::DType dt = it != types.end() ? it->second.dtype : graph::DType::kF32;
+      const double e = rel_of(dt), top = graph::MaxFinite(dt);
+      moved[floating[i]] = own[floating[i]].mul((corner >> i) & 1 ? 1 + e : 1 - e).clamp(-top, top);
+    }
+    const NodeResult r = RunNode(node, moved, types, Target::kCpuF64);
+    if (r.error || r.exact.size() <= output || !r.exact[output].defined()) return std::nullopt;
+    const at::Tensor y = r.exact[output].to(at::kDouble);
+    if (lo.defined() && y.sizes() != lo.sizes()) return std::nullopt;
+    lo = lo.defined() ? at::minimum(lo, y) : y;
+    hi = hi.defined() ? at::maximum(hi, y) : y;
+  }
+  return std::make_pair(lo, hi);
+}
 
 WitnessPlan PlanFor(Target a, Target b) {
   WitnessPlan plan;

@@ -14,7 +14,9 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/run_result.h"
@@ -56,5 +58,21 @@ std::vector<Witness> NodeWitnesses(const graph::Node& node,
                                    const std::map<std::string, at::Tensor>& inputs,
                                    const ops::TypeEnv& types, graph::DType dtype,
                                    const WitnessPlan& plan);
+
+// Witnesses of the size of an error rather than of a value; the rules'
+// bounds are computed here so the oracle only compares.
+
+// sum|terms| for an op that sums: the node in float64 over |inputs|, output
+// `output`. Undefined when the node raises there or returns another shape.
+at::Tensor AbsTermsWitness(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                           const ops::TypeEnv& types, size_t output);
+
+// The hull [lo, hi] of output `output` in float64 over every corner of the
+// box input * (1 +- rel) for the first three floating inputs (each clamped to
+// its dtype's range; rel per input from `rel_of` its dtype): what a
+// backward-stable kernel may return. nullopt where a corner raises.
+std::optional<std::pair<at::Tensor, at::Tensor>> InputBoxWitness(
+    const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+    const ops::TypeEnv& types, size_t output, const std::function<double(graph::DType)>& rel_of);
 
 }  // namespace divfuzz::exec

@@ -40,6 +40,7 @@ struct Replay {
   int node = -1;
   std::string op;
   std::string input_trigger;  // what locate saw in that node's inputs ("" ordinary)
+  std::string other_failed;   // target "both": how the other side failed on its own run
 };
 
 // libFuzzer names an artifact after the SHA-1 of its input. An empty file
@@ -65,11 +66,11 @@ std::optional<std::string> ReadBytes(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-Replay Locate(const ArtifactContext& c, const std::string& artifact) {
+Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std::string& targets,
+                const std::string& out) {
   Replay r;
-  const std::string out = artifact + ".locate.log";
   const pid_t pid =
-      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", c.targets), artifact}, {{}, out});
+      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets), artifact}, {{}, out});
   // A hang is one node running past the timeout: the clock restarts at every
   // "RUN" line locate prints, and process start-up (loading libtorch, which
   // takes seconds on a loaded machine) gets a minute of its own.
@@ -121,6 +122,26 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   return r;
 }
 
+// Locate runs the pair's targets one after the other, so a hang or crash on
+// the first says nothing of the second: the second then runs first in a
+// fresh process. If it fails too, both sides fail; if not, the first is the
+// one (a CUDA fault needs no second run: it names its own side).
+Replay Locate(const ArtifactContext& c, const std::string& artifact) {
+  Replay r = LocateIn(c, artifact, c.targets, artifact + ".locate.log");
+  std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
+  if (!(r.hung || r.crashed) || r.cuda_fault || pair.size() != 2 || pair[0] == pair[1] ||
+      r.target != pair[0]) {
+    return r;
+  }
+  const Replay other = LocateIn(c, artifact, absl::StrCat(pair[1], ",", pair[0]),
+                                artifact + ".locate-other.log");
+  if ((other.hung || other.crashed) && other.target == pair[1]) {
+    r.target = "both";
+    r.other_failed = other.hung ? "hang" : "crash";
+  }
+  return r;
+}
+
 }  // namespace
 
 int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
@@ -169,6 +190,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     hit.detail["artifact"] = path;
     hit.detail["reproduced"] = reproduced;
     hit.detail["signal"] = r.signal;
+    if (!r.other_failed.empty()) hit.detail["other_side_failed"] = r.other_failed;
     // An op that kills workers again and again would stall the campaign on it.
     if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {
       std::cout << "divfuzz campaign: " << r.op << (r.hung ? " hangs" : " crashes")
@@ -190,7 +212,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
       // neither hangs nor dies (divfuzz repro replaces it with a minimal one).
       if (!r.target.empty()) {
         spec.failure = hit.divergence_class;
-        spec.failure_target = r.target;
+        spec.failure_target = r.target == "both" && pair.size() == 2 ? pair[0] : r.target;
         spec.hang_seconds = c.timeout_seconds;
       }
       (void)(*store)->WriteArtifact(rec->id, "repro.py", minimize::EmitPython(program, spec),

@@ -103,9 +103,9 @@ RuleCheck CheckRule(const std::string& rule, const graph::Program& program, cons
       c.evidence = absl::StrCat(op, " has no info output");
     }
   } else if (rule == "index_ties") {
-    if ((hints & ops::kIndicesOutput) || node.op == "aten::mode") {
+    if (hints & (ops::kIndicesOutput | ops::kValueTies)) {
       c.status = "does not apply";
-      c.evidence = d.output_index == 0 && !(node.op == "aten::mode")
+      c.evidence = d.output_index == 0 && !(hints & ops::kValueTies)
                        ? "the divergence is in the values, not the indices"
                        : "the two sides' indices select different values: not a tie";
     } else {

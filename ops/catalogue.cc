@@ -210,7 +210,7 @@ std::vector<OpSpec> Build() {
       With(Op("aten::median", "dim", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
       With(Op("aten::mode", "", Rule::kValuesIndices, kNum, "indexing"), kIndicesOutput),
       With(Op("aten::sort", "", Rule::kSort, kNum, "indexing"), kIndicesOutput),
-      With(Op("aten::topk", "", Rule::kTopk, kNum, "indexing"), kIndicesOutput),
+      With(Positions(Op("aten::topk", "", Rule::kTopk, kNum, "indexing"), 2, -1), kIndicesOutput),
       // More elementwise math and torch.special.
       Op("aten::sinc", "", U, kFloat, "special"),
       Op("aten::deg2rad", "", U, kFloat, "trig"),
@@ -319,6 +319,16 @@ const OpSpec* FindOp(absl::string_view qualified) {
     return m;
   }();
   auto it = index->find(qualified);
+  return it == index->end() ? nullptr : it->second;
+}
+
+const OpSpec* FindAnyOverload(absl::string_view name) {
+  static const auto* index = [] {
+    auto* m = new std::map<std::string, const OpSpec*, std::less<>>();
+    for (const OpSpec& s : Catalogue()) m->emplace(std::string(s.name), &s);
+    return m;
+  }();
+  auto it = index->find(name);
   return it == index->end() ? nullptr : it->second;
 }
 

@@ -236,6 +236,7 @@ OpSpec GenericSpec(const GenericOp& op) {
   // oracle's index_ties rule checks that they select equal values).
   if (base == "argsort") s.hints |= kIndicesOutput | kIndicesFirst;
   if (base == "sort" || base == "kthvalue") s.hints |= kIndicesOutput;
+  if (base == "kthvalue") s.dim_pos = 2, s.keepdim_pos = 3;  // (self, k, dim, keepdim)
   if ((absl::StrContains(base, "sum") || absl::StrContains(base, "mean")) &&
       !absl::StrContains(base, "logsumexp") && !absl::StrContains(base, "logcumsumexp")) {
     s.hints |= kCancellingReduction;

@@ -73,6 +73,11 @@ constexpr ClassFact kClasses[] = {
     {Match::kPrefix, "fft_", kTransform | kReferenceIsCpuKernel, "a fast Fourier transform"},
     // Scans carrying a running value in the dtype.
     {Match::kBase, "logcumsumexp", kScanCarry, "carries log-sum-exp in the dtype"},
+    // Ties and degrees.
+    {Match::kBase, "mode", kValueTies, "returns any of the most frequent values"},
+    {Match::kBase, "kthvalue", kReducesDim, "drops the dim it selects along"},
+    {Match::kContains, "_polynomial_", kNanOnlyFromDegreeOne,
+     "P_0(x) = 1 for every x: NaN only from degree 1"},
     // Complex multiplication and division square their parts.
     {Match::kBase, "mul", kComplexSquares, "complex products square parts"},
     {Match::kBase, "multiply", kComplexSquares, "complex products square parts"},
@@ -238,6 +243,23 @@ constexpr ExactFact kExact[] = {
     {"aten::fft_rfft", "rfft"},
 };
 
+// Preconditions PyTorch does not check (exec/index_precheck.cc checks them).
+struct UncheckedFact {
+  absl::string_view name;
+  UncheckedPrecondition unchecked;
+};
+constexpr UncheckedFact kUnchecked[] = {
+    {"aten::ctc_loss", UncheckedPrecondition::kCtcLabelsInClasses},
+    {"aten::_ctc_loss", UncheckedPrecondition::kCtcLabelsInClasses},
+    // slow_conv_dilated2d/3d check the weight; these do not.
+    {"aten::slow_conv3d", UncheckedPrecondition::kWeightCoversKernel},
+    {"aten::slow_conv3d_forward", UncheckedPrecondition::kWeightCoversKernel},
+    {"aten::slow_conv_transpose2d", UncheckedPrecondition::kWeightCoversKernel},
+    {"aten::slow_conv_transpose3d", UncheckedPrecondition::kWeightCoversKernel},
+    {"aten::set", UncheckedPrecondition::kSourceOfTheSameDType},
+    {"aten::set_", UncheckedPrecondition::kSourceOfTheSameDType},
+};
+
 // Outputs PyTorch leaves to each device.
 struct DeviceDefinedFact {
   absl::string_view qualified;
@@ -265,6 +287,13 @@ bool Matches(const ClassFact& f, absl::string_view base) {
 }
 
 }  // namespace
+
+UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name) {
+  for (const UncheckedFact& f : kUnchecked) {
+    if (name == f.name) return f.unchecked;
+  }
+  return UncheckedPrecondition::kNone;
+}
 
 void ApplyKernelClasses(OpSpec& spec) {
   absl::string_view base = spec.name;
@@ -297,6 +326,7 @@ void ApplyKernelClasses(OpSpec& spec) {
   for (const ExactFact& f : kExact) {
     if (qualified == f.qualified) spec.exact = f.exact;
   }
+  spec.unchecked = UncheckedPreconditionOf(spec.name);
   for (const DeviceDefinedFact& f : kDeviceDefined) {
     if (qualified == f.qualified || spec.name == f.qualified) spec.device_defined_outputs |= f.outputs;
   }

@@ -6,6 +6,7 @@
 // line per fact, with its reason.
 #pragma once
 
+#include "absl/strings/string_view.h"
 #include "ops/op_spec.h"
 
 namespace divfuzz::ops {
@@ -13,5 +14,9 @@ namespace divfuzz::ops {
 // Adds the facts that apply to `spec` (by its name, overload, family and the
 // hints it already carries).
 void ApplyKernelClasses(OpSpec& spec);
+
+// The precondition PyTorch leaves unchecked for `name` ("aten::set_"), also
+// for ops the catalogue does not fuzz (the executor may still meet them).
+UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name);
 
 }  // namespace divfuzz::ops

@@ -83,6 +83,21 @@ enum Hint : uint32_t {
   kInexactInLowPrecision = 1 << 17,  // documented as inexact in f16/bf16 (round(decimals=))
   kComplexSquares = 1 << 18,    // complex multiplication/division: the parts' squares and
                                 // cross products may overflow though the result fits
+  kValueTies = 1 << 19,         // its value output may be any of several equally valid
+                                // values (mode: any most frequent value)
+  kReducesDim = 1 << 20,        // with kIndicesOutput: the outputs drop the dim the op
+                                // selects along unless keepdim (kthvalue)
+  kNanOnlyFromDegreeOne = 1 << 21,  // NaN x gives NaN only for degree n >= 1 (the orthogonal
+                                    // polynomials: P_0 = 1 whatever x)
+};
+
+// Preconditions PyTorch does not check, so inputs that break them read out of
+// bounds: exec/index_precheck.cc checks them before the op runs.
+enum class UncheckedPrecondition {
+  kNone,
+  kCtcLabelsInClasses,     // ctc_loss: every target label < the number of classes
+  kWeightCoversKernel,     // slow_conv3d/_transpose: the weight is as large as the kernel
+  kSourceOfTheSameDType,   // set_: the source storage has the tensor's dtype
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.
@@ -131,6 +146,7 @@ struct OpSpec {
   uint32_t device_defined_outputs = 0;
   // With kInternalIntCast: the argument position that is cast to int64.
   int int_cast_arg = -1;
+  UncheckedPrecondition unchecked = UncheckedPrecondition::kNone;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };

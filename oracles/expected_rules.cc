@@ -34,6 +34,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "exec/witnesses.h"
 #include "graph/printer.h"
 #include "ops/catalogue.h"
 #include "oracles/attribution.h"
@@ -77,6 +78,9 @@ struct Context {
 
 at::Tensor F64(const at::Tensor& t) { return t.defined() ? t.to(at::kDouble).contiguous() : t; }
 
+// A catalogue position (-1: keyword-only) as FindArg's position.
+size_t ArgPos(int pos) { return pos < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(pos); }
+
 int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t fallback) {
   const Literal* l = ops::FindArg(node, pos, name);
   return l != nullptr && l->kind == Literal::Kind::kInt ? l->i : fallback;
@@ -99,7 +103,7 @@ std::optional<RuleMatch> InfoGated(const Context& c) {
 
 // mode's value is any of the most frequent values: equal counts are a tie.
 std::optional<RuleMatch> ModeValueTies(const Context& c) {
-  if (c.node.op != "aten::mode" || c.d.output_index != 0) return std::nullopt;
+  if (!(c.spec.hints & ops::kValueTies) || c.d.output_index != 0) return std::nullopt;
   at::Tensor x = c.Input(0);
   at::Tensor va = F64(Context::Output(c.a, c.d.node_index, 0));
   at::Tensor vb = F64(Context::Output(c.b, c.d.node_index, 0));
@@ -108,9 +112,9 @@ std::optional<RuleMatch> ModeValueTies(const Context& c) {
   }
   x = F64(x);
   if (x.dim() == 0) return std::nullopt;
-  int64_t dim = IntArgOr(c.node, 1, "dim", -1);
+  int64_t dim = IntArgOr(c.node, ArgPos(c.spec.dim_pos), "dim", -1);
   if (dim < 0) dim += x.dim();
-  const Literal* keep = ops::FindArg(c.node, 2, "keepdim");
+  const Literal* keep = ops::FindArg(c.node, ArgPos(c.spec.keepdim_pos), "keepdim");
   if (keep == nullptr || keep->kind != Literal::Kind::kBool || !keep->b) {
     va = va.unsqueeze(dim);
     vb = vb.unsqueeze(dim);
@@ -138,13 +142,11 @@ std::optional<RuleMatch> IndexTies(const Context& c) {
     return std::nullopt;
   }
   if (x.dim() == 0) return RuleMatch{"index_ties", "a 0-d input has one index"};
-  const bool topk = c.spec.rule == ops::Rule::kTopk;
-  const bool kth = c.node.op == "aten::kthvalue";  // (x, k, dim, keepdim)
-  int64_t dim = IntArgOr(c.node, topk || kth ? 2 : 1, "dim", -1);
+  int64_t dim = IntArgOr(c.node, ArgPos(c.spec.dim_pos), "dim", -1);
   if (dim < 0) dim += x.dim();
-  const bool reduces =
-      c.spec.rule == ops::Rule::kArgReduce || c.spec.rule == ops::Rule::kValuesIndices || kth;
-  const Literal* keep = ops::FindArg(c.node, 2, "keepdim");
+  const bool reduces = c.spec.rule == ops::Rule::kArgReduce ||
+                       c.spec.rule == ops::Rule::kValuesIndices || (c.spec.hints & ops::kReducesDim);
+  const Literal* keep = ops::FindArg(c.node, ArgPos(c.spec.keepdim_pos), "keepdim");
   const bool keepdim = keep != nullptr && keep->kind == Literal::Kind::kBool && keep->b;
   if (reduces && !keepdim) {
     ia = ia.unsqueeze(dim);
@@ -344,14 +346,8 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes()) return std::nullopt;
   if (ya.is_complex() || yb.is_complex()) return std::nullopt;
   // The same op over |inputs| gives sum|terms| for each output element.
-  std::map<std::string, at::Tensor> abs_inputs;
-  for (const auto& [name, t] : c.inputs) abs_inputs[name] = t.defined() ? at::abs(t) : t;
-  const exec::NodeResult s = exec::RunNode(c.node, abs_inputs, c.types, exec::Target::kCpuF64);
-  at::Tensor sum_abs;
-  if (!s.error && s.exact.size() > out && s.exact[out].defined() &&
-      s.exact[out].sizes() == yb.sizes() && !s.exact[out].is_complex()) {
-    sum_abs = F64(s.exact[out]).abs();
-  }
+  at::Tensor sum_abs = exec::AbsTermsWitness(c.node, c.inputs, c.types, out);
+  if (sum_abs.defined() && sum_abs.sizes() != yb.sizes()) sum_abs = at::Tensor();
   if (inside) {
     sum_abs = sum_abs.defined() ? at::maximum(sum_abs, at::maximum(ya.abs(), yb.abs()))
                                 : at::maximum(ya.abs(), yb.abs());
@@ -745,35 +741,15 @@ std::optional<RuleMatch> BackwardStable(const Context& c) {
     if (!got.defined() || !theirs.defined() || got.sizes() != theirs.sizes() || got.is_complex()) {
       return std::nullopt;
     }
-    std::map<std::string, at::Tensor> own;
-    std::vector<std::string> floating;
-    for (auto& [name, t] : NodeInputs(c.program, c.d.node_index, *run)) {
-      own[name] = t.defined() && at::isFloatingType(t.scalar_type()) ? F64(t) : t;
-      if (t.defined() && at::isFloatingType(t.scalar_type()) && floating.size() < 3) {
-        floating.push_back(name);
-      }
-    }
-    if (floating.empty()) return std::nullopt;
-    // Every corner of the box x (1 +- 4 eps), kept inside the dtype's range.
-    at::Tensor lo, hi;
-    for (int corner = 0; corner < (1 << floating.size()); ++corner) {
-      std::map<std::string, at::Tensor> moved = own;
-      for (size_t i = 0; i < floating.size(); ++i) {
-        const at::Tensor& t = own[floating[i]];
-        auto it = c.types.find(floating[i]);
-        const DType dt = it != c.types.end() ? it->second.dtype : c.dtype;
-        // A few roundings inside the kernel (pi x, a reflection) move its
-        // argument by a few eps: 4 eps is the backward error allowed.
-        const double e = 4 * graph::Epsilon(dt), top = graph::MaxFinite(dt);
-        moved[floating[i]] = t.mul((corner >> i) & 1 ? 1 + e : 1 - e).clamp(-top, top);
-      }
-      const exec::NodeResult r = exec::RunNode(c.node, moved, c.types, exec::Target::kCpuF64);
-      if (r.error || r.exact.size() <= static_cast<size_t>(c.d.output_index)) return std::nullopt;
-      const at::Tensor y = F64(r.exact[c.d.output_index]);
-      if (y.sizes() != got.sizes()) return std::nullopt;
-      lo = lo.defined() ? at::minimum(lo, y) : y;
-      hi = hi.defined() ? at::maximum(hi, y) : y;
-    }
+    // Every corner of the box x (1 +- 4 eps): a few roundings inside the
+    // kernel (pi x, a reflection) move its argument by a few eps, the
+    // backward error allowed.
+    const auto box = exec::InputBoxWitness(
+        c.node, NodeInputs(c.program, c.d.node_index, *run), c.types,
+        static_cast<size_t>(c.d.output_index), [](DType dt) { return 4 * graph::Epsilon(dt); });
+    if (!box || box->first.sizes() != got.sizes()) return std::nullopt;
+    const at::Tensor& lo = box->first;
+    const at::Tensor& hi = box->second;
     const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
     const at::Tensor differs = got.sub(theirs).abs().gt(theirs.abs().mul(tol.rtol).add(tol.atol));
     const at::Tensor slack = got.abs().mul(tol.rtol).add(tol.atol);

@@ -9,7 +9,7 @@
 #include <limits>
 #include <optional>
 
-#include "absl/strings/match.h"
+#include "ops/catalogue.h"
 #include "oracles/attribution.h"
 #include "oracles/compare.h"
 
@@ -43,7 +43,8 @@ std::optional<at::Tensor> ArgAsTensor(const graph::Node& node, size_t i,
 }  // namespace
 
 bool IsOrthogonalPolynomial(const std::string& op) {
-  return absl::StartsWith(op, "aten::special_") && absl::StrContains(op, "_polynomial_");
+  const ops::OpSpec* spec = ops::FindAnyOverload(op);
+  return spec != nullptr && (spec->hints & ops::kNanOnlyFromDegreeOne);
 }
 
 void CorrectReference(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,

@@ -7,7 +7,7 @@
 #
 #   bash scripts/gpu/check.sh build                   # g++ + libFuzzer archive, build-gpu/bin
 #   bash scripts/gpu/check.sh campaign SECONDS KILL_AT [WORKERS]
-#        # a campaign of SECONDS in build-gpu/run, killed with kill -9 at KILL_AT s,
+#        # a campaign of SECONDS in build-gpu/$RUN (default run; $SEED: its seed), killed with kill -9 at KILL_AT s,
 #        # then resumed in the same call for the rest (KILL_AT >= SECONDS: no kill)
 #   bash scripts/gpu/check.sh resume LIMIT            # continue it for at most LIMIT s
 #   bash scripts/gpu/check.sh verify                  # minimize leftovers, run every repro
@@ -28,6 +28,7 @@ ROOT=$PWD
 SRC=$ROOT; [ -d "$ROOT/build-src" ] && SRC=$ROOT/build-src
 export B=${B:-$ROOT/build-gpu}
 export PIPE=${PIPE:-out}  # detach: the folder under $B for this pipeline's logs
+export RUN=${RUN:-run}    # campaign: its folder under $B (two at once need distinct RUNs, SEEDs)
 D=${DIVFUZZ:-$B/bin/fuzz/divfuzz}
 SELF=$(readlink -f "$0")
 step=${1:-}; shift || true
@@ -40,8 +41,8 @@ case "$step" in
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt" ;;
   campaign)
     seconds=$1 kill_at=$2 workers=${3:-4}
-    rm -rf "$B/run"; mkdir -p "$B/run"; cd "$B/run"
-    timeout -s KILL "$kill_at" "$D" campaign --seconds="$seconds" --workers="$workers" \
+    rm -rf "$B/$RUN"; mkdir -p "$B/$RUN"; cd "$B/$RUN"
+    timeout -s KILL "$kill_at" "$D" campaign --seconds="$seconds" --workers="$workers" ${SEED:+--seed=$SEED} \
       --corpus="$SRC/corpus/seed,$SRC/corpus/families" >"$OUT/campaign-1.log" 2>&1 || true
     if [ "$kill_at" -lt "$seconds" ]; then
       sleep 1
@@ -50,10 +51,10 @@ case "$step" in
     fi
     grep -v '^\[' "$OUT"/campaign-*.log | grep -v 'NEW finding' | tail -60 ;;
   resume)
-    cd "$B/run"; timeout -s KILL "$1" "$D" campaign --resume=campaign >>"$OUT/campaign-3.log" 2>&1 || true
+    cd "$B/$RUN"; timeout -s KILL "$1" "$D" campaign --resume=campaign >>"$OUT/campaign-3.log" 2>&1 || true
     tail -40 "$OUT/campaign-3.log" ;;
   verify)
-    cd "$B/run"
+    cd "$B/$RUN"
     todo() {
       python3 -c "
 import json, sys
@@ -126,7 +127,7 @@ for l in open('findings/index.jsonl'):
     pending() { for d in "$B"/*/steps.log; do [ -e "$(dirname "$d")/done" ] || return 0; done; return 1; }
     while pending && [ $((SECONDS - start)) -lt "$limit" ]; do
       sleep 30
-      last=$(cat "$B"/out/campaign-*.log 2>/dev/null | tr '\r' '\n' | grep -a 'execs (' | tail -1 || true)
+      last=$(cat "$B"/*/campaign-*.log 2>/dev/null | tr '\r' '\n' | grep -a 'execs (' | tail -1 || true)
       echo "$(date +%T) ${last:-(no status yet)}"
     done
     for d in "$B"/*/steps.log; do echo "== $d"; grep -a '^==\|summary\|ORPHAN\|orphan' "$d"; done
@@ -136,8 +137,8 @@ for l in open('findings/index.jsonl'):
     # with index.jsonl stored as a link to state.json (an inode reused).
     (cd "$B" && tar -czf "$OUT/results.tgz" --hard-dereference --exclude='*/build/*' --exclude='corpus' --exclude='*.so' \
       $(for d in */steps.log; do dirname "$d"; done) \
-      $(ls -d run/findings run/campaign/report.html run/campaign/stats.csv run/campaign/campaign.json \
-              run/campaign/state.json fb-*/campaign/stats.csv fb-*/findings/index.jsonl 2>/dev/null)) || true
+      $(ls -d run*/findings run*/campaign/report.html run*/campaign/stats.csv run*/campaign/campaign.json \
+              run*/campaign/state.json run*/campaign/groups.txt fb-*/campaign/stats.csv fb-*/findings/index.jsonl 2>/dev/null)) || true
     ls -la "$OUT" ;;
   *) sed -n 2,26p "$0"; exit 2 ;;
 esac
