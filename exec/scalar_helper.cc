@@ -3,6 +3,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/view_as_real.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,6 +256,9 @@ bool Start(Helper& h, std::string* error) {
     return false;
   }
   if (pid == 0) {
+    // A parent killed mid-node (a hang's deadline) must not leave its helper
+    // running on: PDEATHSIG survives execv.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(fds[0]);
     const int child_fd = dup(fds[1]);  // without CLOEXEC: it survives exec
     setenv(kFdEnv, std::to_string(child_fd).c_str(), 1);

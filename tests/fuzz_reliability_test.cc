@@ -209,6 +209,9 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   const auto hang = Buckets(index, "aten::exp2", "hang");
   ASSERT_EQ(hang.size(), 1u) << run.output;
   EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
+  // cpu-f64 (float64) runs the faulty exp2 fine when it goes first: the hang is cpu's.
+  EXPECT_EQ(hang[0]["wrong_side"], "cpu") << hang[0].dump();
+  EXPECT_FALSE(hang[0]["detail"].contains("other_side_failed")) << hang[0].dump();
   EXPECT_NE(run.output.find("crash-3108190d6245fca0cf675c39647d7f92a6d529da is empty: libFuzzer's "
                             "handler never wrote the input"),
             std::string::npos)
@@ -217,6 +220,25 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
     EXPECT_EQ(e["detail"].value("artifact", "").find("crash-3108190d"), std::string::npos)
         << e.dump();
   }
+}
+
+// Locate runs the targets in order, so a hang on the first hides the second:
+// it is replayed first, and a hang on both is filed on both. (cpu-scalar's
+// helper runs the faulty float32 exp2 too.)
+TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("hang_both");
+  fs::create_directories(dir + "/seeds");
+  testing::WriteTextFile(dir + "/seeds/exp.dfz", UnaryProgram("aten::exp"));
+  fs::create_directories(dir + "/campaign/crashes");
+  testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-hangs", UnaryProgram("aten::exp2"));
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-scalar");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto hang = Buckets(ReadIndex(dir + "/findings"), "aten::exp2", "hang");
+  ASSERT_EQ(hang.size(), 1u) << run.output;
+  EXPECT_EQ(hang[0]["wrong_side"], "both") << hang[0].dump();
+  EXPECT_EQ(hang[0]["detail"].value("other_side_failed", ""), "hang") << hang[0].dump();
 }
 
 TEST(CampaignReliability, AWorkerThatDiesBeforeLibFuzzerWritesAnArtifactStillLeavesItsInput) {
