@@ -593,7 +593,7 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
   }
   const int64_t outs = real_only ? len / 2 + 1 : len;
   const at::Tensor rows = x.contiguous().reshape({-1, len, 2});
-  if (rows.size(0) * outs * len > 4 * kMaxElements) return std::nullopt;
+  if (rows.size(0) * outs * len > kMaxElements) return std::nullopt;
   std::vector<int64_t> out_shape = x.sizes().vec();
   out_shape.pop_back();
   out_shape[nd - 1] = outs;
