@@ -254,8 +254,7 @@ bool Harness::WithinMemoryBudget(const graph::Program& program, const ops::TypeE
   return false;
 }
 
-Harness::BothSides Harness::RunBothSides(const graph::Program& program,
-                                         const ops::TypeEnv& types) {
+Harness::BothSides Harness::RunBothSides(const graph::Program& program, const ops::TypeEnv& types) {
   const auto start = std::chrono::steady_clock::now();
   BothSides run;
   run.a = RunSide(program, types, 0);

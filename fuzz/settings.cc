@@ -87,10 +87,10 @@ std::map<std::string, std::string> WorkerEnvironment(const CampaignConfig& confi
 
 absl::StatusOr<CampaignConfig> ConfigFromWorkerEnvironment() {
   CampaignConfig c;
-#define DIVFUZZ_SETTING(type, name, default_value, json_key, if_missing, env_var, help) \
-  if (const char* text = absl::string_view(env_var).empty() ? nullptr : std::getenv(env_var);     \
-      text != nullptr && *text != '\0') {                                                         \
-    if (absl::Status s = FromEnvText(env_var, text, &c.name); !s.ok()) return s;                  \
+#define DIVFUZZ_SETTING(type, name, default_value, json_key, if_missing, env_var, help)       \
+  if (const char* text = absl::string_view(env_var).empty() ? nullptr : std::getenv(env_var); \
+      text != nullptr && *text != '\0') {                                                     \
+    if (absl::Status s = FromEnvText(env_var, text, &c.name); !s.ok()) return s;              \
   }
 #include "fuzz/settings.def"
   return c;
