@@ -17,7 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "fuzz/failure_hit.h"
+#include "fuzz/crash_hang_triage.h"
 #include "fuzz/harness.h"
 #include "fuzz/inflight.h"
 #include "fuzz/spawn.h"

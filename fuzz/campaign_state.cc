@@ -26,58 +26,6 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
 
 }  // namespace
 
-nlohmann::json CampaignConfig::ToJson() const {
-  return {{"version", 1},
-          {"targets", targets},
-          {"findings", findings},
-          {"seeds", seeds},
-          {"budget_seconds", budget_seconds},
-          {"workers", workers},
-          {"gpus", gpus},
-          {"timeout", timeout},
-          {"rss_limit_mb", rss_limit_mb},
-          {"memory_budget_mb", memory_budget_mb},
-          {"policy", policy},
-          {"tf32", tf32},
-          {"feedback", feedback},
-          {"feedback_cost", feedback_cost},
-          {"repro_seconds", repro_seconds},
-          {"seed", seed},
-          {"plugins", plugins},
-          {"started", started}};
-}
-
-absl::StatusOr<CampaignConfig> CampaignConfig::FromJson(const nlohmann::json& j,
-                                                        const std::string& where) {
-  CampaignConfig c;
-  try {
-    c.targets = j.at("targets").get<std::string>();
-    c.findings = j.at("findings").get<std::string>();
-    c.seeds = j.value("seeds", std::vector<std::string>{});
-    c.budget_seconds = j.at("budget_seconds").get<int>();
-    c.workers = j.value("workers", 1);
-    c.gpus = j.value("gpus", std::vector<std::string>{});
-    c.timeout = j.value("timeout", 20);
-    c.rss_limit_mb = j.value("rss_limit_mb", 8192);
-    c.memory_budget_mb = j.value("memory_budget_mb", int64_t{0});
-    c.policy = j.value("policy", "");
-    c.tf32 = j.value("tf32", false);
-    c.feedback = j.value("feedback", true);
-    c.feedback_cost = j.value("feedback_cost", kDefaultFeedbackCost);
-    c.repro_seconds = j.value("repro_seconds", 30);
-    c.seed = j.value("seed", int64_t{0});
-    c.plugins = j.value("plugins", "");
-    c.started = j.value("started", "");
-  } catch (const nlohmann::json::exception& e) {
-    return absl::DataLossError(absl::StrCat(where, ": ", e.what()));
-  }
-  if (c.workers < 1 || c.budget_seconds < 1) {
-    return absl::DataLossError(
-        absl::StrCat(where, ": expected workers >= 1 and budget_seconds >= 1"));
-  }
-  return c;
-}
-
 nlohmann::json CampaignState::ToJson() const {
   return {{"elapsed_seconds", elapsed_seconds},
           {"restarts", restarts},

@@ -1,6 +1,7 @@
 // What a campaign keeps in its work folder so that `divfuzz campaign --resume
 // DIR` can continue after any stop, kill -9 included:
-//   campaign.json  the settings it was started with (written once)
+//   campaign.json  the settings it was started with (written once; its
+//                  fields are fuzz/settings.def's)
 //   state.json     fuzzing time used, restarts, handled artifacts, quarantine
 //                  (rewritten atomically every few seconds)
 //   logs/stats-W-G.json  each worker generation's counters (the worker
@@ -14,37 +15,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "fuzz/feedback.h"
+#include "fuzz/settings.h"
 #include "nlohmann/json.hpp"
 
 namespace divfuzz::fuzz {
-
-struct CampaignConfig {
-  std::string targets;  // "cpu,cuda"
-  // Absolute paths in memory; campaign.json holds them relative to the work
-  // folder where they lie beside it (SaveConfig), so a copied or moved work
-  // folder with its store beside it resumes into that store, not the original's.
-  std::string findings;  // the findings store
-  std::vector<std::string> seeds;
-  int budget_seconds = 60;
-  int workers = 1;                // in all (per GPU times GPUs, or CPU workers)
-  std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES value per worker slot; empty: none
-  int timeout = 20;
-  int rss_limit_mb = 8192;
-  int64_t memory_budget_mb = 0;
-  std::string policy;
-  bool tf32 = false;
-  bool feedback = true;
-  double feedback_cost = kDefaultFeedbackCost;  // see --feedback_cost
-  int repro_seconds = 30;
-  int64_t seed = 0;  // libFuzzer -seed base; 0: libFuzzer picks
-  std::string plugins;
-  std::string started;  // UTC, ISO 8601
-
-  nlohmann::json ToJson() const;
-  // `where` names the file in errors.
-  static absl::StatusOr<CampaignConfig> FromJson(const nlohmann::json& j, const std::string& where);
-};
 
 struct CampaignState {
   double elapsed_seconds = 0;  // fuzzing time used so far, over all runs

@@ -122,6 +122,7 @@ void SetAsidePreviousCampaign(const std::string& work) {
 
 absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   CampaignConfig c;
+  CampaignSettingsFromFlags(&c);  // then resolved, checked and made absolute below
   const int64_t budget = int64_t{absl::GetFlag(FLAGS_hours)} * 3600 +
                          int64_t{absl::GetFlag(FLAGS_minutes)} * 60 + absl::GetFlag(FLAGS_seconds);
   if (absl::GetFlag(FLAGS_hours) < 0 || absl::GetFlag(FLAGS_minutes) < 0 ||
@@ -130,7 +131,7 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
         "--hours, --minutes and --seconds must be non-negative and add up to at most 30 days");
   }
   c.budget_seconds = budget == 0 ? 60 : static_cast<int>(budget);
-  c.targets = ResolveTargets(absl::GetFlag(FLAGS_targets));
+  c.targets = ResolveTargets(c.targets);
   if (absl::Status runnable = CheckTargetsRunnable("--targets", c.targets); !runnable.ok()) {
     return runnable;
   }
@@ -145,7 +146,7 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
     c.workers = per;
   }
   std::error_code ec;
-  c.findings = fs::absolute(absl::GetFlag(FLAGS_findings), ec).string();
+  c.findings = fs::absolute(c.findings, ec).string();
   for (absl::string_view part :
        absl::StrSplit(absl::GetFlag(FLAGS_corpus), ',', absl::SkipEmpty())) {
     const std::string dir(part);
@@ -155,25 +156,18 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
       std::cerr << "divfuzz campaign: seed corpus folder " << dir << " does not exist; skipped\n";
     }
   }
-  c.policy = absl::GetFlag(FLAGS_policy);
   if (!c.policy.empty()) {
     if (absl::StatusOr<oracles::Policy> p = oracles::LoadPolicy(c.policy); !p.ok()) {
       return p.status();
     }
     c.policy = fs::absolute(c.policy, ec).string();
   }
-  c.timeout = absl::GetFlag(FLAGS_timeout);
-  c.rss_limit_mb = absl::GetFlag(FLAGS_rss_limit_mb);
-  c.memory_budget_mb = absl::GetFlag(FLAGS_memory_budget_mb);
   if (c.timeout < 1 || c.rss_limit_mb < 0 || c.memory_budget_mb < 1) {
     return absl::InvalidArgumentError(
         "--timeout and --memory_budget_mb must be positive, --rss_limit_mb non-negative");
   }
-  c.tf32 = absl::GetFlag(FLAGS_tf32);
-  c.feedback = absl::GetFlag(FLAGS_feedback);
-  c.feedback_cost = absl::GetFlag(FLAGS_feedback_cost);
-  c.repro_seconds = absl::GetFlag(FLAGS_repro_seconds);
-  c.seed = absl::GetFlag(FLAGS_seed);
+  // --plugins was copied into DIVFUZZ_PLUGINS at start-up; the variable
+  // alone may name them too.
   if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;
   c.started = UtcNow();
   return c;
@@ -308,19 +302,13 @@ class Supervisor {
     if (!config_.feedback) argv.push_back("-keep_seed=1");
     argv.push_back(work_ + "/corpus");
     argv.insert(argv.end(), config_.seeds.begin(), config_.seeds.end());
-    std::map<std::string, std::string> env = {
-        {"DIVFUZZ_TARGETS", config_.targets},
-        {"DIVFUZZ_FINDINGS", config_.findings},
-        {"DIVFUZZ_STATS", absl::StrCat(work_, "/logs/stats-", i, "-", gen, ".json")},
-        {"DIVFUZZ_POLICY", config_.policy},
-        {"DIVFUZZ_TF32", config_.tf32 ? "1" : "0"},
-        {"DIVFUZZ_FEEDBACK", config_.feedback ? "1" : "0"},
-        {"DIVFUZZ_FEEDBACK_COST", absl::StrCat(config_.feedback_cost)},
-        {"DIVFUZZ_MEMORY_BUDGET_MB", absl::StrCat(config_.memory_budget_mb)},
-        {"DIVFUZZ_PLUGINS", config_.plugins},
-        {"DIVFUZZ_QUARANTINE", absl::StrJoin(state_.quarantine, ",")},
-        {"DIVFUZZ_SKIP_INPUTS", work_ + "/skip_inputs.txt"},
-        {"DIVFUZZ_INFLIGHT", InflightPath(i)}};
+    // The campaign's settings (fuzz/settings.def), then what is this
+    // worker's own or changes while the campaign runs.
+    std::map<std::string, std::string> env = WorkerEnvironment(config_);
+    env["DIVFUZZ_STATS"] = absl::StrCat(work_, "/logs/stats-", i, "-", gen, ".json");
+    env["DIVFUZZ_QUARANTINE"] = absl::StrJoin(state_.quarantine, ",");
+    env["DIVFUZZ_SKIP_INPUTS"] = work_ + "/skip_inputs.txt";
+    env["DIVFUZZ_INFLIGHT"] = InflightPath(i);
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
     // Workers share the cores instead of each starting one thread per core.
     if (std::getenv("OMP_NUM_THREADS") == nullptr) {

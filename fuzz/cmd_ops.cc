@@ -36,21 +36,6 @@
 #include "ops/generic.h"
 #include "store/findings_store.h"
 
-ABSL_FLAG(int, learn, 0,
-          "ops: try every generic candidate N times in each (dtype, shape form) on the "
-          "available targets and write the learned table to --out (stdout without); 0 or more, 0: "
-          "list the catalogue instead");
-ABSL_FLAG(int, probe, 0,
-          "ops: generate N calls of every catalogue op, run them on the available targets "
-          "and report acceptance (written to --op_stats when given); 0 or more, 0: no probe");
-ABSL_FLAG(int, probe_timeout, 60,
-          "ops --probe: seconds one op's calls may run before the op counts as hanging (the "
-          "probe goes on without it); 1 or more");
-ABSL_FLAG(std::string, op_stats, "",
-          "ops: a JSON file of per-op statistics: written by --probe, read otherwise");
-ABSL_FLAG(std::string, only, "", "ops: only ops whose qualified name contains this");
-ABSL_FLAG(std::string, shard, "", "ops --learn: K/N learns every N-th candidate from the K-th");
-
 namespace divfuzz::fuzz {
 namespace {
 

@@ -21,7 +21,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/reducer_child.h"
-#include "fuzz/repro_failure.h"
+#include "fuzz/repro_crash_hang.h"
 #include "fuzz/repro_supervisor.h"
 #include "minimize/repro.h"
 #include "store/findings_store.h"

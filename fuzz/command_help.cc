@@ -5,6 +5,8 @@
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "fuzz/commands.h"
 
 namespace divfuzz::fuzz {
 namespace {
@@ -45,86 +47,18 @@ absl::string_view WithoutCommandPrefix(absl::string_view help) {
 }  // namespace
 
 const std::vector<CommandInfo>& Commands() {
-  static const auto* commands = new std::vector<CommandInfo>{
-      {"campaign",
-       "campaign [flags]",
-       "Fuzzes for a time budget (--hours + --minutes + --seconds; 60 s when none is given) with "
-       "libFuzzer workers under a supervisor, records findings with repros in --findings, and "
-       "prints a summary. --resume=DIR continues a stopped, killed or finished campaign. Exit "
-       "codes: 0 ran (nothing at or above --fail_on), 1 a bucket at or above --fail_on was hit in "
-       "this run, 2 could not run (bad flags, unusable work folder or store, a worker that "
-       "cannot record findings, a target this machine cannot run, no worker could start).",
-       {"hours",
-        "minutes",
-        "seconds",
-        "workers",
-        "targets",
-        "corpus",
-        "findings",
-        "work",
-        "resume",
-        "fail_on",
-        "timeout",
-        "rss_limit_mb",
-        "memory_budget_mb",
-        "repro_seconds",
-        "repro_jobs",
-        "seed",
-        "feedback",
-        "feedback_cost",
-        "policy",
-        "tf32",
-        "plugins"}},
-      {"replay",
-       "replay FILE.dfz... [flags]",
-       "Runs each program on both targets and prints every node's outputs and the verdict. "
-       "Exit codes: 0 the targets agree, 1 they diverge, 2 a malformed program or a target this "
-       "machine cannot run.",
-       {"targets", "memory_budget_mb", "policy", "tf32", "plugins"}},
-      {"ops",
-       "ops [flags]",
-       "Lists the op catalogue (source, family, dtypes, acceptance, executions, divergences by "
-       "class from --findings); --probe=N measures acceptance from real runs; --learn=N relearns "
-       "the generic ops' argument forms.",
-       {"json", "probe", "probe_timeout", "op_stats", "only", "findings", "learn", "out", "shard",
-        "plugins"}},
-      {"locate",
-       "locate FILE [flags]",
-       "Replays a crash or timeout artifact node by node and names the node it died or hung in "
-       "(what a campaign runs for every input that killed a worker).",
-       {"targets", "plugins"}},
-      {"minimize",
-       "minimize FILE.dfz [flags]",
-       "Reduces a diverging program to a minimal one with the same root divergence (FILE.min.dfz "
-       "by default); progress per pass on stderr. Exit codes: 0 reduced, 1 the program does not "
-       "diverge, 2 could not run.",
-       {"max_seconds", "targets", "signature", "passes", "out", "timeout", "hang_artifacts",
-        "policy", "tf32", "plugins"}},
-      {"repro",
-       "repro FINDING... [flags]",
-       "FINDING is findings/<id>/ or a .dfz: minimizes it and writes min.dfz, repro.py, "
-       "repro_cpp/ and report.md. Exit codes: 0 written, 1 the divergence does not reproduce "
-       "here, 2 could not run.",
-       {"out", "minimize", "max_seconds", "timeout", "hang_artifacts", "targets", "signature",
-        "passes", "policy", "tf32", "plugins"}},
-      {"report",
-       "report DIR [flags]",
-       "Writes a self-contained HTML report of the campaign in work folder DIR: summary, plots of "
-       "exec/s and buckets over time, buckets by severity with links. Exit 2 without "
-       "DIR/stats.csv or the store's index.",
-       {"findings", "out"}},
-      {"seeds",
-       "seeds --out=DIR [flags]",
-       "Writes a seed corpus: --per_family programs for every op family, each checked to run on "
-       "the CPU (corpus/families/ is written this way).",
-       {"out", "per_family", "plugins"}},
-      {"fuzz",
-       "fuzz LIBFUZZER_ARGS",
-       "One raw libFuzzer worker (what campaign supervises); its -flags are libFuzzer's. "
-       "DIVFUZZ_TARGETS, DIVFUZZ_FINDINGS and DIVFUZZ_STATS configure it from the environment.",
-       {}},
-      {"help", "help [COMMAND]", "Prints the commands, or one command's synopsis and flags.", {}},
-  };
+  static const auto* commands = [] {
+    auto* all = new std::vector<CommandInfo>;
+    auto flag_names = [](absl::string_view flags) {
+      return std::vector<absl::string_view>(absl::StrSplit(flags, ' ', absl::SkipEmpty()));
+    };
+#define DIVFUZZ_COMMAND(name, Entry, synopsis, summary, flags) \
+  all->push_back({#name, synopsis, summary, flag_names(flags), &Entry});
+#define DIVFUZZ_EARLY_COMMAND(name, synopsis, summary) \
+  all->push_back({#name, synopsis, summary, {}, nullptr});
+#include "fuzz/commands.def"
+    return all;
+  }();
   return *commands;
 }
 

@@ -10,14 +10,18 @@
 
 namespace divfuzz::fuzz {
 
+// One line of fuzz/commands.def.
 struct CommandInfo {
   absl::string_view name;
   absl::string_view synopsis;  // "campaign [flags]"
   absl::string_view summary;   // what it does, exit codes
   std::vector<absl::string_view> flags;
+  // The entry point, called with the arguments after the flags; null for
+  // the commands main() answers before parsing flags (fuzz, help).
+  int (*run)(const std::vector<std::string>& args) = nullptr;
 };
 
-// Every command, in the order `divfuzz help` lists them.
+// Every command of fuzz/commands.def, in the order `divfuzz help` lists them.
 const std::vector<CommandInfo>& Commands();
 const CommandInfo* FindCommand(absl::string_view name);
 

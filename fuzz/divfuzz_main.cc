@@ -54,14 +54,11 @@ int main(int argc, char** argv) {
   }
   const std::string command = rest[1];
   const std::vector<std::string> args(rest.begin() + 2, rest.end());
-  if (command == "campaign") return divfuzz::fuzz::RunCampaign(args);
-  if (command == "replay") return divfuzz::fuzz::RunReplay(args);
-  if (command == "ops") return divfuzz::fuzz::RunOps(args);
-  if (command == "locate") return divfuzz::fuzz::RunLocate(args);
-  if (command == "minimize") return divfuzz::fuzz::RunMinimize(args);
-  if (command == "repro") return divfuzz::fuzz::RunRepro(args);
-  if (command == "seeds") return divfuzz::fuzz::RunSeeds(args);
-  if (command == "report") return divfuzz::fuzz::RunReport(args);
+  // fuzz/commands.def: `fuzz` and `help` were answered above.
+  if (const divfuzz::fuzz::CommandInfo* c = divfuzz::fuzz::FindCommand(command);
+      c != nullptr && c->run != nullptr) {
+    return c->run(args);
+  }
   std::cerr << "divfuzz: unknown command '" << command << "'\n\n" << usage;
   return divfuzz::fuzz::kExitCannotRun;
 }

@@ -13,10 +13,6 @@ namespace divfuzz::fuzz {
 
 inline constexpr size_t kNumCounters = 1 << 16;
 
-// A program slower than this many times the running mean earns no verdict
-// counters (--feedback_cost, DIVFUZZ_FEEDBACK_COST).
-inline constexpr double kDefaultFeedbackCost = 3.0;
-
 // When disabled, every bump lands on one fixed counter: libFuzzer still runs
 // (it needs a signal) but learns nothing from what a program did.
 void SetFeedbackEnabled(bool enabled);

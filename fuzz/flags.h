@@ -1,37 +1,24 @@
-// Flags shared by several subcommands (each is defined once, in flags.cc).
+// The command-line flags, one for each DIVFUZZ_FLAG and DIVFUZZ_SETTING line
+// of fuzz/settings.def (defined in flags.cc from the same lines).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
+#include "fuzz/settings.h"
 
-ABSL_DECLARE_FLAG(std::string, targets);
-ABSL_DECLARE_FLAG(std::string, findings);
-ABSL_DECLARE_FLAG(bool, json);
-ABSL_DECLARE_FLAG(int, seconds);
-ABSL_DECLARE_FLAG(std::string, fail_on);
-ABSL_DECLARE_FLAG(int, minutes);
-ABSL_DECLARE_FLAG(int, hours);
-ABSL_DECLARE_FLAG(int, workers);
-ABSL_DECLARE_FLAG(std::string, resume);
-ABSL_DECLARE_FLAG(int64_t, seed);
-ABSL_DECLARE_FLAG(bool, feedback);
-ABSL_DECLARE_FLAG(double, feedback_cost);
-ABSL_DECLARE_FLAG(int64_t, memory_budget_mb);
-ABSL_DECLARE_FLAG(std::string, plugins);
-ABSL_DECLARE_FLAG(std::string, corpus);
-ABSL_DECLARE_FLAG(std::string, work);
-ABSL_DECLARE_FLAG(int, timeout);
-ABSL_DECLARE_FLAG(int, rss_limit_mb);
-ABSL_DECLARE_FLAG(std::string, policy);
-ABSL_DECLARE_FLAG(bool, tf32);
-ABSL_DECLARE_FLAG(int, repro_seconds);
-ABSL_DECLARE_FLAG(int, repro_jobs);
-ABSL_DECLARE_FLAG(int, max_seconds);
-ABSL_DECLARE_FLAG(std::string, hang_artifacts);
-ABSL_DECLARE_FLAG(std::string, out);
-ABSL_DECLARE_FLAG(std::string, signature);
-ABSL_DECLARE_FLAG(std::string, passes);
-ABSL_DECLARE_FLAG(bool, minimize);
-ABSL_DECLARE_FLAG(int, per_family);
+#define DIVFUZZ_FLAG(type, name, default_value, help) ABSL_DECLARE_FLAG(type, name);
+#define DIVFUZZ_SETTING(type, name, default_value, json_key, if_missing, env, help) \
+  ABSL_DECLARE_FLAG(type, name);
+#include "fuzz/settings.def"
+
+namespace divfuzz::fuzz {
+
+// Every DIVFUZZ_SETTING of the campaign from its flag, as given on the
+// command line (the campaign then resolves targets and paths, and derives the
+// records).
+void CampaignSettingsFromFlags(CampaignConfig* config);
+
+}  // namespace divfuzz::fuzz

@@ -17,10 +17,11 @@
 #include "exec/executor.h"
 #include "exec/malloc_perturb.h"
 #include "exec/memory_budget.h"
+#include "fuzz/crash_hang_triage.h"
 #include "fuzz/exit_codes.h"
-#include "fuzz/failure_hit.h"
 #include "fuzz/feedback.h"
 #include "fuzz/inflight.h"
+#include "fuzz/settings.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/stable_hash.h"
@@ -77,9 +78,17 @@ struct Harness::State {
 };
 
 HarnessConfig ConfigFromEnvironment() {
+  // The campaign's settings as WorkerEnvironment wrote them (settings.def's
+  // defaults where a variable is unset: the CLI's, for raw libFuzzer runs too).
+  absl::StatusOr<CampaignConfig> settings = ConfigFromWorkerEnvironment();
+  if (!settings.ok()) {
+    std::cerr << "divfuzz: " << settings.status().message() << "\n";
+    std::exit(2);
+  }
   HarnessConfig c;
-  if (absl::string_view t = Env("DIVFUZZ_TARGETS"); !t.empty()) {
-    absl::StatusOr<std::pair<exec::Target, exec::Target>> pair = exec::ParseTargetPair(t);
+  if (!settings->targets.empty()) {
+    absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+        exec::ParseTargetPair(settings->targets);
     if (!pair.ok()) {
       std::cerr << "divfuzz: DIVFUZZ_TARGETS: " << pair.status().message() << "\n";
       std::exit(2);
@@ -88,7 +97,7 @@ HarnessConfig ConfigFromEnvironment() {
     c.target_b = pair->second;
     for (const exec::Target t : {c.target_a, c.target_b}) {
       if (t == exec::Target::kCuda && !exec::CudaAvailable()) {
-        std::cerr << "divfuzz: DIVFUZZ_TARGETS=" << Env("DIVFUZZ_TARGETS")
+        std::cerr << "divfuzz: DIVFUZZ_TARGETS=" << settings->targets
                   << ": target cuda cannot run on this machine (no CUDA device is visible)\n";
         std::exit(kExitCannotRun);
       }
@@ -98,16 +107,16 @@ HarnessConfig ConfigFromEnvironment() {
   } else {
     std::cerr << "divfuzz: CUDA is not available; comparing cpu with the cpu-f64 reference\n";
   }
-  if (absl::string_view f = Env("DIVFUZZ_FINDINGS"); !f.empty()) c.findings_dir = std::string(f);
-  if (absl::string_view p = Env("DIVFUZZ_POLICY"); !p.empty()) {
-    absl::StatusOr<oracles::Policy> policy = oracles::LoadPolicy(std::string(p));
+  c.findings_dir = settings->findings;
+  if (!settings->policy.empty()) {
+    absl::StatusOr<oracles::Policy> policy = oracles::LoadPolicy(settings->policy);
     if (!policy.ok()) {
       std::cerr << "divfuzz: " << policy.status().message() << "\n";
       std::exit(2);
     }
     c.policy = *policy;
   }
-  c.policy.cuda_tf32 = Env("DIVFUZZ_TF32") == "1";
+  c.policy.cuda_tf32 = settings->tf32;
   exec::SetCudaMathMode({c.policy.cuda_tf32, c.policy.cuda_tf32});
   c.stats_path = std::string(Env("DIVFUZZ_STATS"));
   c.inflight_path = std::string(Env("DIVFUZZ_INFLIGHT"));
@@ -121,23 +130,21 @@ HarnessConfig ConfigFromEnvironment() {
       if (absl::SimpleHexAtoi(line, &h)) c.skip_inputs.insert(h);
     }
   }
-  c.feedback_cost = kDefaultFeedbackCost;  // the campaign's, for raw libFuzzer runs too
-  if (absl::string_view f = Env("DIVFUZZ_FEEDBACK_COST"); !f.empty()) {
-    if (!absl::SimpleAtod(f, &c.feedback_cost) || c.feedback_cost < 0) {
-      std::cerr << "divfuzz: DIVFUZZ_FEEDBACK_COST: expected a factor >= 0, got '" << f << "'\n";
-      std::exit(2);
-    }
+  c.feedback_cost = settings->feedback_cost;
+  if (c.feedback_cost < 0) {
+    std::cerr << "divfuzz: DIVFUZZ_FEEDBACK_COST: expected a factor >= 0, got '"
+              << Env("DIVFUZZ_FEEDBACK_COST") << "'\n";
+    std::exit(2);
   }
-  if (absl::string_view m = Env("DIVFUZZ_MEMORY_BUDGET_MB"); !m.empty()) {
-    if (!absl::SimpleAtoi(m, &c.memory_budget_mb) || c.memory_budget_mb <= 0) {
-      std::cerr << "divfuzz: DIVFUZZ_MEMORY_BUDGET_MB: expected a positive number of MiB, got '"
-                << m << "'\n";
-      std::exit(2);
-    }
+  c.memory_budget_mb = settings->memory_budget_mb;
+  if (c.memory_budget_mb <= 0) {
+    std::cerr << "divfuzz: DIVFUZZ_MEMORY_BUDGET_MB: expected a positive number of MiB, got '"
+              << Env("DIVFUZZ_MEMORY_BUDGET_MB") << "'\n";
+    std::exit(2);
   }
   // Off: the counters say nothing about the program, so libFuzzer mutates its
   // seeds blindly (the baseline for measuring what feedback buys).
-  SetFeedbackEnabled(Env("DIVFUZZ_FEEDBACK") != "0");
+  SetFeedbackEnabled(settings->feedback);
   return c;
 }
 
@@ -202,142 +209,180 @@ Harness::~Harness() {
   FlushHits();
 }
 
+// One program, step by step: each step below is one thing RunProgram does.
 Outcome Harness::RunProgram(const graph::Program& program) {
   Outcome outcome;
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
-  if (!types.ok()) return outcome;
-  if (!exec::CheckMemoryBudget(program, *types, config_.memory_budget_mb).ok()) {
-    ++state_->over_budget;
-    BumpCounter("<over_budget>", "", "skipped");
-    return outcome;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  const exec::RunResult ra = RunSide(program, *types, 0);
-  const exec::RunResult rb = RunSide(program, *types, 1);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool costly = config_.feedback_cost > 0 && state_->mean_seconds > 0 &&
-                      seconds > config_.feedback_cost * state_->mean_seconds;
-  state_->mean_seconds =
-      state_->mean_seconds == 0 ? seconds : 0.99 * state_->mean_seconds + 0.01 * seconds;
-  ++state_->executions;
-  outcome.verdict = oracles::Compare(program, *types, ra, rb, config_.policy);
-  oracles::Triage(program, *types, ra, rb, config_.policy, outcome.verdict);
-  CheckDeterminism(program, *types, ra, rb, outcome.verdict);
+  if (!types.ok() || !WithinMemoryBudget(program, *types)) return outcome;
+  const BothSides run = RunBothSides(program, *types);
+  outcome.verdict = Judge(program, *types, run);
 
-  // The signal is the verdict alone (below): a root divergence's (op, dtype,
-  // class) and how far past the tolerance it went. Counters for every op (and
-  // dtype and outcome) that merely ran made the corpus swell with long programs
-  // collecting combinations: in 3-minute CPU runs beside a blind baseline,
-  // per-(op, dtype, outcome) counters found 227 buckets, per-op ones 281, the
-  // verdict alone 367-412 (blind: 335-389). One fixed counter says "it ran".
+  // The signal is the verdict alone (FeedBackRoot): a root divergence's (op,
+  // dtype, class) and how far past the tolerance it went. Counters for every op
+  // (and dtype and outcome) that merely ran made the corpus swell with long
+  // programs collecting combinations: in 3-minute CPU runs beside a blind
+  // baseline, per-(op, dtype, outcome) counters found 227 buckets, per-op ones
+  // 281, the verdict alone 367-412 (blind: 335-389). One fixed counter says
+  // "it ran".
   BumpCounter("<ran>", "", "");
 
   // Printed only for programs that get recorded: most executions agree.
-  const std::string text = outcome.verdict.Diverged() || ra.cuda_fatal || rb.cuda_fatal
+  const std::string text = outcome.verdict.Diverged() || run.a.cuda_fatal || run.b.cuda_fatal
                                ? graph::PrintProgram(program)
                                : "";
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
-    if (!costly) {
-      BumpCounter(d->op, d->dtype, oracles::ClassName(d->cls));
-      // How far past the tolerance, on a log scale: libFuzzer keeps an input
-      // that makes an op diverge by more than any input before it.
-      BumpCounter(d->op, d->dtype,
-                  absl::StrCat(oracles::ClassName(d->cls), "|x2^", SizeBucket(*d)));
-    }
-    ++state_->roots_by_tier[d->tier];
-    if (d->tier == "expected" && d->wrong_side != "undecided") ++state_->moved_by_rules;
-    const std::string signature = oracles::Signature(*d);
-    if (state_->known.count(signature)) {
-      ++state_->pending_hits[signature];
-      continue;
-    }
-    store::FindingHit hit;
-    hit.signature = signature;
-    hit.root_op = d->op;
-    hit.dtype = d->dtype;
-    hit.divergence_class = std::string(oracles::ClassName(d->cls));
-    hit.wrong_side = d->wrong_side;
-    hit.tier = d->tier;
-    hit.severity = std::string(oracles::SeverityName(oracles::SeverityRank(*d)));
-    hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
-    hit.detail = {{"node", d->node_index},
-                  {"output", d->output_index},
-                  {"value", d->value},
-                  {"element", d->element},
-                  {"a", d->value_a},
-                  {"b", d->value_b},
-                  {"abs_error", d->abs_error},
-                  {"allowed", d->allowed},
-                  {"summary", d->detail},
-                  {"reference_a", d->reference_a},
-                  {"reference_b", d->reference_b},
-                  {"ulp_a", d->ulp_a},
-                  {"ulp_b", d->ulp_b},
-                  {"rel_a", d->rel_a},
-                  {"rel_b", d->rel_b},
-                  {"expected_rule", d->expected_rule},
-                  {"witness", d->witness},
-                  {"trigger", d->trigger},
-                  {"reason", d->reason}};
-    absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
-    if (!r.ok()) StoreFailed(config_.findings_dir, "recording a new bucket failed", r.status());
-    state_->known.insert(signature);
-    if (!r->is_new) continue;
-    ++outcome.new_findings;
-    ++state_->new_findings;
-    minimize::ReproSpec spec;
-    spec.target_a = outcome.verdict.target_a;
-    spec.target_b = outcome.verdict.target_b;
-    spec.node_index = d->node_index;
-    spec.output_index = d->output_index;
-    if (d->cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d->wrong_side;
-    spec.attempts = minimize::ReproAttempts(program, d->node_index);
-    spec.title = absl::StrCat(d->op, " (", d->dtype, "): ", oracles::ClassName(d->cls), " between ",
-                              spec.target_a, " and ", spec.target_b);
-    if (d->node_index >= 0) {
-      absl::Status s = state_->store->WriteArtifact(
-          r->id, "repro.py", minimize::EmitPython(program, spec), "repro_py");
-      if (!s.ok()) std::cerr << "divfuzz: writing repro.py failed: " << s.message() << "\n";
-    }
-    std::cerr << "divfuzz: NEW finding " << r->id << " [" << d->tier << ", wrong: " << d->wrong_side
-              << "]: " << d->detail << "\n";
+    if (!run.costly) FeedBackRoot(*d);
+    CountRoot(*d);
+    if (RecordRoot(program, outcome.verdict, *d, text)) ++outcome.new_findings;
   }
   if (!outcome.verdict.divergences.empty()) ++state_->diverged;
 
   // A poisoned CUDA context makes every later result meaningless: the input is
   // recorded above; let the supervisor start a fresh worker.
-  if (ra.cuda_fatal || rb.cuda_fatal) {
-    // The node that faulted names the bucket, as the campaign names the crash
-    // artifact this abort leaves: one bucket for both (fuzz/failure_hit.h).
-    const exec::RunResult& bad = ra.cuda_fatal ? ra : rb;
-    int node = -1;
-    for (size_t i = 0; i < bad.nodes.size() && node < 0; ++i) {
-      const auto& e = bad.nodes[i].error;
-      if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
-    }
-    store::FindingHit hit =
-        FailureHit(program, &*types, node, node >= 0 ? program.nodes[node].QualifiedName() : "",
-                   "crash", std::string(exec::TargetName(bad.target)), /*cuda_fault=*/true,
-                   // An asynchronous fault surfaces at the next synchronizing node,
-                   // not always the one that launched it: only the campaign's
-                   // replay with CUDA_LAUNCH_BLOCKING=1 localizes (and files) it.
-                   /*reproduced=*/false);
-    hit.targets = absl::StrCat(outcome.verdict.target_a, " vs ", outcome.verdict.target_b);
-    (void)state_->store->Record(hit, text);
-    FlushHits();
-    std::cerr << "divfuzz: CUDA fault; aborting so the supervisor restarts the worker\n";
-    std::abort();
+  if (run.a.cuda_fatal || run.b.cuda_fatal) {
+    RecordCudaFaultAndAbort(program, *types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
+                            text);
   }
-  auto now = std::chrono::steady_clock::now();
-  if (now - state_->last_stats > std::chrono::seconds(2)) {
-    state_->last_stats = now;
-    FlushHits();
-    if (!config_.stats_path.empty()) {
-      (void)store::WriteFileAtomically(config_.stats_path, state_->Json().dump());
-    }
-  }
+  FlushPeriodically();
   return outcome;
+}
+
+bool Harness::WithinMemoryBudget(const graph::Program& program, const ops::TypeEnv& types) {
+  if (exec::CheckMemoryBudget(program, types, config_.memory_budget_mb).ok()) return true;
+  ++state_->over_budget;
+  BumpCounter("<over_budget>", "", "skipped");
+  return false;
+}
+
+Harness::BothSides Harness::RunBothSides(const graph::Program& program, const ops::TypeEnv& types) {
+  const auto start = std::chrono::steady_clock::now();
+  BothSides run;
+  run.a = RunSide(program, types, 0);
+  run.b = RunSide(program, types, 1);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.costly = config_.feedback_cost > 0 && state_->mean_seconds > 0 &&
+               seconds > config_.feedback_cost * state_->mean_seconds;
+  state_->mean_seconds =
+      state_->mean_seconds == 0 ? seconds : 0.99 * state_->mean_seconds + 0.01 * seconds;
+  ++state_->executions;
+  return run;
+}
+
+oracles::Verdict Harness::Judge(const graph::Program& program, const ops::TypeEnv& types,
+                                const BothSides& run) {
+  oracles::Verdict verdict = oracles::Compare(program, types, run.a, run.b, config_.policy);
+  oracles::Triage(program, types, run.a, run.b, config_.policy, verdict);
+  CheckDeterminism(program, types, run.a, run.b, verdict);
+  return verdict;
+}
+
+void Harness::FeedBackRoot(const oracles::Divergence& d) {
+  BumpCounter(d.op, d.dtype, oracles::ClassName(d.cls));
+  // How far past the tolerance, on a log scale: libFuzzer keeps an input
+  // that makes an op diverge by more than any input before it.
+  BumpCounter(d.op, d.dtype, absl::StrCat(oracles::ClassName(d.cls), "|x2^", SizeBucket(d)));
+}
+
+void Harness::CountRoot(const oracles::Divergence& d) {
+  ++state_->roots_by_tier[d.tier];
+  if (d.tier == "expected" && d.wrong_side != "undecided") ++state_->moved_by_rules;
+}
+
+bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& verdict,
+                         const oracles::Divergence& d, const std::string& text) {
+  const std::string signature = oracles::Signature(d);
+  if (state_->known.count(signature)) {
+    ++state_->pending_hits[signature];
+    return false;
+  }
+  store::FindingHit hit;
+  hit.signature = signature;
+  hit.root_op = d.op;
+  hit.dtype = d.dtype;
+  hit.divergence_class = std::string(oracles::ClassName(d.cls));
+  hit.wrong_side = d.wrong_side;
+  hit.tier = d.tier;
+  hit.severity = std::string(oracles::SeverityName(oracles::SeverityRank(d)));
+  hit.targets = absl::StrCat(verdict.target_a, " vs ", verdict.target_b);
+  hit.detail = {{"node", d.node_index},
+                {"output", d.output_index},
+                {"value", d.value},
+                {"element", d.element},
+                {"a", d.value_a},
+                {"b", d.value_b},
+                {"abs_error", d.abs_error},
+                {"allowed", d.allowed},
+                {"summary", d.detail},
+                {"reference_a", d.reference_a},
+                {"reference_b", d.reference_b},
+                {"ulp_a", d.ulp_a},
+                {"ulp_b", d.ulp_b},
+                {"rel_a", d.rel_a},
+                {"rel_b", d.rel_b},
+                {"expected_rule", d.expected_rule},
+                {"witness", d.witness},
+                {"trigger", d.trigger},
+                {"reason", d.reason}};
+  absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
+  if (!r.ok()) StoreFailed(config_.findings_dir, "recording a new bucket failed", r.status());
+  state_->known.insert(signature);
+  if (!r->is_new) return false;
+  ++state_->new_findings;
+  if (d.node_index >= 0) WriteReproPy(program, verdict, d, r->id);
+  std::cerr << "divfuzz: NEW finding " << r->id << " [" << d.tier << ", wrong: " << d.wrong_side
+            << "]: " << d.detail << "\n";
+  return true;
+}
+
+void Harness::WriteReproPy(const graph::Program& program, const oracles::Verdict& verdict,
+                           const oracles::Divergence& d, const std::string& id) {
+  minimize::ReproSpec spec;
+  spec.target_a = verdict.target_a;
+  spec.target_b = verdict.target_b;
+  spec.node_index = d.node_index;
+  spec.output_index = d.output_index;
+  if (d.cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d.wrong_side;
+  spec.attempts = minimize::ReproAttempts(program, d.node_index);
+  spec.title = absl::StrCat(d.op, " (", d.dtype, "): ", oracles::ClassName(d.cls), " between ",
+                            spec.target_a, " and ", spec.target_b);
+  absl::Status s =
+      state_->store->WriteArtifact(id, "repro.py", minimize::EmitPython(program, spec), "repro_py");
+  if (!s.ok()) std::cerr << "divfuzz: writing repro.py failed: " << s.message() << "\n";
+}
+
+void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::TypeEnv& types,
+                                      const oracles::Verdict& verdict, const exec::RunResult& bad,
+                                      const std::string& text) {
+  // The node that faulted names the bucket, as the campaign names the crash
+  // artifact this abort leaves: one bucket for both (fuzz/crash_hang_triage.h).
+  int node = -1;
+  for (size_t i = 0; i < bad.nodes.size() && node < 0; ++i) {
+    const auto& e = bad.nodes[i].error;
+    if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
+  }
+  store::FindingHit hit =
+      FailureHit(program, &types, node, node >= 0 ? program.nodes[node].QualifiedName() : "",
+                 "crash", std::string(exec::TargetName(bad.target)), /*cuda_fault=*/true,
+                 // An asynchronous fault surfaces at the next synchronizing node,
+                 // not always the one that launched it: only the campaign's
+                 // replay with CUDA_LAUNCH_BLOCKING=1 localizes (and files) it.
+                 /*reproduced=*/false);
+  hit.targets = absl::StrCat(verdict.target_a, " vs ", verdict.target_b);
+  (void)state_->store->Record(hit, text);
+  FlushHits();
+  std::cerr << "divfuzz: CUDA fault; aborting so the supervisor restarts the worker\n";
+  std::abort();
+}
+
+void Harness::FlushPeriodically() {
+  auto now = std::chrono::steady_clock::now();
+  if (now - state_->last_stats <= std::chrono::seconds(2)) return;
+  state_->last_stats = now;
+  FlushHits();
+  if (!config_.stats_path.empty()) {
+    (void)store::WriteFileAtomically(config_.stats_path, state_->Json().dump());
+  }
 }
 
 exec::RunResult Harness::RunSide(const graph::Program& program, const ops::TypeEnv& types,

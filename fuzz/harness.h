@@ -40,7 +40,9 @@ struct HarnessConfig {
   int64_t memory_budget_mb = exec::kDefaultMemoryBudgetMb;
   // A program slower than this many times the running mean earns no verdict
   // counters, so libFuzzer's corpus does not fill with expensive programs
-  // (3-minute CPU runs: 619 buckets against 317 without it). 0: off.
+  // (3-minute CPU runs: 619 buckets against 317 without it). 0: off, for a
+  // harness built in code (tests); a worker's is --feedback_cost's
+  // (settings.def, 3 unless given) through ConfigFromEnvironment.
   double feedback_cost = 0;
   oracles::Policy policy = oracles::DefaultPolicy();
   // Where each input is recorded while it runs (fuzz/inflight.h); the
@@ -50,15 +52,15 @@ struct HarnessConfig {
   Runner runner_b;
 };
 
-// From DIVFUZZ_TARGETS ("cpu,cuda"), DIVFUZZ_FINDINGS, DIVFUZZ_STATS,
-// DIVFUZZ_POLICY (a policy file), DIVFUZZ_TF32=1 (CUDA with TF32) and
-// DIVFUZZ_FEEDBACK_COST (see HarnessConfig::feedback_cost),
-// DIVFUZZ_QUARANTINE (comma-separated ops not to run), DIVFUZZ_SKIP_INPUTS (a
-// file of InputHash values in hex, one a line), DIVFUZZ_MEMORY_BUDGET_MB
-// DIVFUZZ_INFLIGHT (the in-flight input record, fuzz/inflight.h)
-// and DIVFUZZ_FEEDBACK=0 (no divergence feedback to libFuzzer); the
-// default pair is cpu vs cuda, or cpu vs cpu-f64 where CUDA is absent (said
-// once on stderr).
+// From the campaign's settings that travel in the environment (the `env`
+// column of fuzz/settings.def: DIVFUZZ_TARGETS "cpu,cuda", DIVFUZZ_FINDINGS,
+// DIVFUZZ_POLICY, DIVFUZZ_TF32, DIVFUZZ_FEEDBACK, DIVFUZZ_FEEDBACK_COST,
+// DIVFUZZ_MEMORY_BUDGET_MB; unset ones take the table's defaults), and what
+// the campaign gives each worker of its own: DIVFUZZ_STATS, DIVFUZZ_QUARANTINE
+// (comma-separated ops not to run), DIVFUZZ_SKIP_INPUTS (a file of InputHash
+// values in hex, one a line) and DIVFUZZ_INFLIGHT (the in-flight input record,
+// fuzz/inflight.h). Without DIVFUZZ_TARGETS the pair is cpu vs cuda, or cpu
+// vs cpu-f64 where CUDA is absent (said once on stderr).
 HarnessConfig ConfigFromEnvironment();
 
 // A fixed hash of an input's bytes (the same in every process).
@@ -88,6 +90,37 @@ class Harness {
   void FlushHits();
 
  private:
+  // RunProgram's steps, in the order it takes them.
+  struct BothSides {
+    exec::RunResult a, b;
+    bool costly = false;  // ran past feedback_cost times the mean: no verdict counters
+  };
+  // Counts and skips a program over the memory budget.
+  bool WithinMemoryBudget(const graph::Program& program, const ops::TypeEnv& types);
+  // Target A, then B; updates the mean run time and the execution count.
+  BothSides RunBothSides(const graph::Program& program, const ops::TypeEnv& types);
+  // Compare, triage and the determinism check.
+  oracles::Verdict Judge(const graph::Program& program, const ops::TypeEnv& types,
+                         const BothSides& run);
+  // The root's verdict counters for libFuzzer (class, and size past tolerance).
+  void FeedBackRoot(const oracles::Divergence& d);
+  // The worker statistics' roots by tier and those moved by policy rules.
+  void CountRoot(const oracles::Divergence& d);
+  // A repeat hit of a known bucket is batched; a new one is recorded with
+  // `text` (the program) and its repro.py. True for a bucket new to the store.
+  bool RecordRoot(const graph::Program& program, const oracles::Verdict& verdict,
+                  const oracles::Divergence& d, const std::string& text);
+  void WriteReproPy(const graph::Program& program, const oracles::Verdict& verdict,
+                    const oracles::Divergence& d, const std::string& id);
+  // `bad` poisoned its CUDA context: files the crash bucket of the node that
+  // faulted, flushes, and aborts so the supervisor starts a fresh worker.
+  [[noreturn]] void RecordCudaFaultAndAbort(const graph::Program& program,
+                                            const ops::TypeEnv& types,
+                                            const oracles::Verdict& verdict,
+                                            const exec::RunResult& bad, const std::string& text);
+  // Every 2 s: batched hits to the store, counters to the stats file.
+  void FlushPeriodically();
+
   exec::RunResult RunSide(const graph::Program& program, const ops::TypeEnv& types, int side);
   // Reruns both targets when a root divergence would be stored; a target that
   // disagrees with itself turns it into `nondeterminism`.

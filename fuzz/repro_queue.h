@@ -20,7 +20,7 @@ class ReproQueue {
   // program while fewer than `jobs` run. `divfuzz repro` survives candidates
   // that crash or hang (repro_supervisor.h); should a job itself die, its
   // batch is retried one bucket per process. Crash and hang buckets (their
-  // own programs crash or hang: repro_failure.h) get a process each.
+  // own programs crash or hang: repro_crash_hang.h) get a process each.
   void Poll();
 
   // Waits for the running jobs up to `seconds`, then stops them.

@@ -1,4 +1,4 @@
-#include "fuzz/repro_failure.h"
+#include "fuzz/repro_crash_hang.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "fuzz/failure_hit.h"
+#include "fuzz/crash_hang_triage.h"
 
 #include <cmath>
 #include <vector>
