@@ -73,6 +73,19 @@ constexpr ClassFact kClasses[] = {
     {Match::kPrefix, "fft_", kTransform | kReferenceIsCpuKernel, "a fast Fourier transform"},
     // Scans carrying a running value in the dtype.
     {Match::kBase, "logcumsumexp", kScanCarry, "carries log-sum-exp in the dtype"},
+    // IEEE 754's basic operations: correctly rounded, also next to overflow.
+    {Match::kBase, "add", kCorrectlyRounded, "IEEE addition"},
+    {Match::kBase, "sub", kCorrectlyRounded, "IEEE subtraction"},
+    {Match::kBase, "subtract", kCorrectlyRounded, "IEEE subtraction"},
+    {Match::kBase, "rsub", kCorrectlyRounded, "IEEE subtraction"},
+    {Match::kBase, "mul", kCorrectlyRounded, "IEEE multiplication"},
+    {Match::kBase, "multiply", kCorrectlyRounded, "IEEE multiplication"},
+    {Match::kBase, "div", kCorrectlyRounded, "IEEE division"},
+    {Match::kBase, "divide", kCorrectlyRounded, "IEEE division"},
+    {Match::kBase, "true_divide", kCorrectlyRounded, "IEEE division"},
+    {Match::kBase, "sqrt", kCorrectlyRounded, "IEEE square root"},
+    {Match::kBase, "fmod", kCorrectlyRounded, "exact in IEEE arithmetic"},
+    {Match::kBase, "remainder", kCorrectlyRounded, "exact in IEEE arithmetic"},
     // Ties and degrees.
     {Match::kBase, "mode", kValueTies, "returns any of the most frequent values"},
     {Match::kBase, "kthvalue", kReducesDim, "drops the dim it selects along"},

@@ -89,6 +89,8 @@ enum Hint : uint32_t {
                                 // selects along unless keepdim (kthvalue)
   kNanOnlyFromDegreeOne = 1 << 21,  // NaN x gives NaN only for degree n >= 1 (the orthogonal
                                     // polynomials: P_0 = 1 whatever x)
+  kCorrectlyRounded = 1 << 22,  // IEEE 754 requires the correctly rounded result (add, sub,
+                                // mul, div, sqrt, fmod, remainder): no ulp of slack
 };
 
 // Preconditions PyTorch does not check, so inputs that break them read out of

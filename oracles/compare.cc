@@ -240,20 +240,36 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
     return v;
   }
   std::set<std::string> diverged;
+  // Values PyTorch leaves to each device, and everything computed from them.
+  std::set<std::string> device_defined;
   const size_t n = std::min({program.nodes.size(), a.nodes.size(), b.nodes.size()});
   for (size_t i = 0; i < n; ++i) {
     const graph::Node& node = program.nodes[i];
     const exec::NodeResult& ra = a.nodes[i];
     const exec::NodeResult& rb = b.nodes[i];
-    bool inputs_agree = true;
+    bool inputs_agree = true, device_defined_input = false;
     for (const graph::Argument& arg : node.args) {
-      if (arg.value.kind == graph::Literal::Kind::kValue && diverged.count(arg.value.s)) {
-        inputs_agree = false;
+      if (arg.value.kind == graph::Literal::Kind::kValue) {
+        inputs_agree = inputs_agree && !diverged.count(arg.value.s);
+        device_defined_input = device_defined_input || device_defined.count(arg.value.s);
       }
       for (const graph::Literal& item : arg.value.list) {
-        if (item.kind == graph::Literal::Kind::kValue && diverged.count(item.s)) {
-          inputs_agree = false;
+        if (item.kind == graph::Literal::Kind::kValue) {
+          inputs_agree = inputs_agree && !diverged.count(item.s);
+          device_defined_input = device_defined_input || device_defined.count(item.s);
         }
+      }
+    }
+    const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+    if (device_defined_input) {
+      // Computed from a per-device buffer (diag of log_sigmoid_forward's
+      // buffer): its shape and values are per device too.
+      device_defined.insert(node.results.begin(), node.results.end());
+      continue;
+    }
+    if (spec != nullptr && !(spec->hints & ops::kDecomposition)) {
+      for (size_t out = 0; out < node.results.size() && out < 32; ++out) {
+        if ((spec->device_defined_outputs >> out) & 1u) device_defined.insert(node.results[out]);
       }
     }
     auto dtype_of = [&](size_t out) {
@@ -292,7 +308,6 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
       record(std::move(d), 0);
       continue;
     }
-    const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
     const std::vector<at::Tensor> ca = Comparable(spec, ra.outputs);
     const std::vector<at::Tensor> cb = Comparable(spec, rb.outputs);
     const bool invariants = spec != nullptr && (spec->hints & ops::kDecomposition);

@@ -318,7 +318,22 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
   const bool log_scale = absl::StrContains(c.node.op, "logdet");
   const double error = log_scale ? at::abs(ya.sub(yb)).max().item<double>()
                                  : diff / std::max(scale, std::numeric_limits<double>::min());
-  if (!(error <= bound)) return std::nullopt;
+  if (!(error <= bound)) {
+    // The sides' difference also carries what they inherited; what each
+    // blamed side owes is its own error against the witness from its own
+    // inputs, which is as bounded (half of it: n * cond * eps each).
+    const bool blames_a = c.d.wrong_side == "both" || c.d.wrong_side == exec::TargetName(c.a.target);
+    const bool blames_b = c.d.wrong_side == "both" || c.d.wrong_side == exec::TargetName(c.b.target);
+    const double own = std::max(blames_a ? c.d.rel_a : 0.0, blames_b ? c.d.rel_b : 0.0);
+    if (log_scale || (!blames_a && !blames_b) || !(own <= bound / 2)) return std::nullopt;
+    return RuleMatch{
+        "ill_conditioned",
+        absl::StrCat("the blamed side's relative error against the witness from its own inputs, ",
+                     graph::FormatFloat(own), ", is within n * cond * eps(",
+                     std::string(graph::DTypeName(dt)), ") = ", graph::FormatFloat(bound / 2),
+                     " (n = ", static_cast<int64_t>(n), ", cond ", graph::FormatFloat(worst),
+                     "); the rest of the difference is inherited")};
+  }
   return RuleMatch{
       "ill_conditioned",
       absl::StrCat(log_scale ? "absolute" : "normwise relative", " difference ",
@@ -477,6 +492,27 @@ NonFinite ScanNonFinite(const Context& c) {
 // products give no guarantee for non-finite inputs, in any failure class; an
 // exponential normalizer subtracts its max (inf - inf). Plain sums only
 // depend on the order with infinities of both signs (NaN must propagate).
+// Whether a blamed side returned a finite value at the diverging element
+// where the witness computed from its own inputs is NaN.
+bool BlamedFiniteWhereWitnessIsNan(const Context& c) {
+  auto parse = [](const std::string& text) -> std::optional<double> {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str()) return std::nullopt;
+    return v;
+  };
+  bool any = false;
+  for (int side = 0; side < 2; ++side) {
+    const exec::RunResult& run = side == 0 ? c.a : c.b;
+    if (c.d.wrong_side != "both" && c.d.wrong_side != exec::TargetName(run.target)) continue;
+    const std::optional<double> value = parse(side == 0 ? c.d.value_a : c.d.value_b);
+    const std::optional<double> ref = parse(side == 0 ? c.d.reference_a : c.d.reference_b);
+    if (!value || !ref || !std::isfinite(*value) || !std::isnan(*ref)) return false;
+    any = true;
+  }
+  return any;
+}
+
 std::optional<RuleMatch> NonFiniteInputs(const Context& c) {
   if (!(c.spec.hints & ops::kNoNonFiniteGuarantee)) return std::nullopt;
   const NonFinite n = ScanNonFinite(c);
@@ -489,6 +525,17 @@ std::optional<RuleMatch> NonFiniteInputs(const Context& c) {
   const std::string what =
       absl::StrCat(n.nan ? "NaN" : "", n.nan && (n.pos_inf || n.neg_inf) ? " and " : "",
                    n.pos_inf && n.neg_inf ? "+-inf" : n.pos_inf ? "+inf" : n.neg_inf ? "-inf" : "");
+  // A NaN term makes a sum, a dot product or a normalizer NaN in every
+  // order: outside linear algebra and transforms, a side that returns a
+  // finite value where the agreeing witnesses say NaN is not excused (CPU
+  // flash attention zero-filling a NaN row).
+  const bool linalg = (c.spec.hints & (ops::kConditioned | ops::kDecomposition | ops::kInfoGated |
+                                       ops::kTransform)) ||
+                      c.spec.family == "linalg" || c.spec.family == "decomposition" ||
+                      c.spec.family == "fft";
+  if (!linalg && n.nan && !n.pos_inf && !n.neg_inf && BlamedFiniteWhereWitnessIsNan(c)) {
+    return std::nullopt;
+  }
   if (library) {
     return RuleMatch{"nonfinite_inputs",
                      absl::StrCat("the input holds ", what, ": PyTorch gives no guarantee for "
@@ -516,8 +563,12 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
   }
   // The result sits at the overflow threshold: within 2 eps of the largest
   // finite value, so an accurate kernel (CUDA's hypot is within 2 ulp) may
-  // round it to inf.
-  if (c.d.cls == DivergenceClass::kClassSplit && graph::IsFloating(c.dtype)) {
+  // round it to inf. Not for IEEE's correctly rounded operations, nor for
+  // sums, products and scans, whose rounding has its own bound.
+  const uint32_t own_bound = ops::kCorrectlyRounded | ops::kSumsInside | ops::kCancellingReduction |
+                             ops::kCancellingMatmul | ops::kProductReduction | ops::kScanCarry;
+  if (c.d.cls == DivergenceClass::kClassSplit && graph::IsFloating(c.dtype) &&
+      !(c.spec.hints & own_bound)) {
     for (const std::string* ref : {&c.d.reference_a, &c.d.reference_b}) {
       char* end = nullptr;
       const double r = std::strtod(ref->c_str(), &end);

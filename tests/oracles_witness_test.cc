@@ -4,6 +4,7 @@
 // where only a GPU would show a fault, a deliberately faulty side is planted
 // into a real run (the `Plant*` helpers below, named as such).
 #include <ATen/ops/full.h>
+#include <ATen/ops/linalg_cond.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
@@ -422,6 +423,22 @@ TEST(KernelClasses, NonFiniteInputsToLinalgCarryNoGuaranteeInAnyClass) {
   ASSERT_TRUE(s.diverged);
   EXPECT_EQ(s.root.tier, "bug") << s.root.reason;
   EXPECT_EQ(s.root.wrong_side, "cpu");
+  // Attention's normalizer sums too: a NaN query row that comes back as
+  // zeros (CPU flash attention in a row shorter than one SIMD vector, as on
+  // the H100 host) is wrong, not "no guarantee".
+  const std::string sdpa =
+      "divfuzz v1\ninput %q: f32[1,16,4] = fill(nan)\n"
+      "input %k: f32[1,16,4] = uniform(seed=2, low=-1, high=1)\n"
+      "input %v: f32[1,16,4] = uniform(seed=3, low=-1, high=1)\n"
+      "%o = aten::scaled_dot_product_attention(%q, %k, %v)\noutput %o\n";
+  Plant zero_row = [](exec::RunResult& r) {
+    at::Tensor& o = r.nodes[0].outputs[0];
+    o = at::zeros(o.sizes(), o.options());
+  };
+  Judged a = Judge(sdpa, exec::Target::kCpu, exec::Target::kCpuScalar, {}, zero_row);
+  ASSERT_TRUE(a.diverged);
+  EXPECT_EQ(a.root.tier, "bug") << a.root.reason;
+  EXPECT_EQ(a.root.wrong_side, "cpu-scalar") << a.root.reason;
 }
 
 TEST(KernelClasses, AnInternalIntCastOfInfinityIsUndefined) {
@@ -454,10 +471,43 @@ TEST(KernelClasses, AScanCarryingItsValueInF16IsWithinItsBound) {
 TEST(Metadata, DeviceDefinedOutputsAreNotCompared) {
   const std::string text =
       "divfuzz v1\ninput %x: f32[8] = uniform(seed=1, low=-2, high=2)\n"
-      "%y, %buf = aten::log_sigmoid_forward(%x)\noutput %y\n";
-  Plant empty = [](exec::RunResult& r) { r.nodes[0].outputs[1] = at::zeros({0}); };
+      "%y, %buf = aten::log_sigmoid_forward(%x)\n%d = aten::diag(%buf)\noutput %y, %d\n";
+  // As on CUDA: the buffer is empty, so diag of it is [0, 0], which the meta
+  // kernel (and the CPU) would call [8, 8]: still per device, not a bug.
+  Plant empty = [](exec::RunResult& r) {
+    r.nodes[0].outputs[1] = at::zeros({0});
+    r.nodes[1].outputs[0] = at::zeros({0, 0});
+  };
   Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, empty);
   EXPECT_FALSE(j.diverged) << j.root.detail;
+}
+
+TEST(KernelClasses, IllConditioningBoundsTheBlamedSidesOwnErrorNotWhatItInherited) {
+  // cond = 1000; side B's input differs within tolerance (atol) in the small
+  // singular value, which moves cond by 0.9%: far beyond 2 n cond eps. What
+  // B itself owes is its error against the witness from its own inputs.
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[4,4] = values(1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, "
+      "1.0, 0.0, 0.0, 0.0, 0.0, 0.001)\n%u = aten::mul.Scalar(%x, 1.0)\n"
+      "%c = aten::linalg_cond(%u)\noutput %c\n";
+  auto plant = [](double own_error) {
+    return Plant([own_error](exec::RunResult& r) {
+      at::Tensor& u = r.nodes[0].outputs[0];
+      u = u.clone();
+      u[3][3] = u[3][3].item<float>() + 9e-6f;
+      const double cond = at::linalg_cond(u.to(at::kDouble)).item<double>();
+      r.nodes[1].outputs[0] = at::scalar_tensor(cond * (1 + own_error), at::kFloat);
+    });
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, plant(3e-6));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "ill_conditioned") << j.root.reason;
+  // An error of 1% of its own answer is no rounding: still a bug.
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, plant(1e-2));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu-scalar") << k.root.reason;
 }
 
 TEST(Metadata, AShapeSplitBlamesTheSideThatDiffersFromTheMetaKernel) {
@@ -581,6 +631,16 @@ TEST(KernelClasses, AResultAtTheOverflowThresholdMayRoundToInfinity) {
                    PlantFill(0, std::numeric_limits<double>::infinity()));
   ASSERT_TRUE(j.diverged);
   EXPECT_EQ(j.root.expected_rule, "extremal_values") << j.root.reason;
+  // IEEE addition has no ulp to spare: 65504 + 15.875 = 65519.875 rounds to
+  // 65504 in f16 (overflow starts at 65520), so inf is wrong.
+  const std::string add =
+      "divfuzz v1\ninput %x: f16[4] = fill(65504.0)\ninput %y: f16[4] = fill(15.875)\n"
+      "%z = aten::add.Tensor(%x, %y)\noutput %z\n";
+  Judged k = Judge(add, exec::Target::kCpu, exec::Target::kCpuScalar, {},
+                   PlantFill(0, std::numeric_limits<double>::infinity()));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu-scalar") << k.root.reason;
 }
 
 TEST(FailureBuckets, AHangOfAPolynomialWithAnInfiniteDegreeIsAnUndefinedCast) {
