@@ -1,5 +1,6 @@
 #include "minimize/emit_cpp.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -178,37 +179,42 @@ std::string ProgramConstants(const graph::Program& program, const ReproSpec& spe
     auto it = types->find(value);
     if (it != types->end()) dtype = ScalarTypeExpr(it->second.dtype);
   }
+  // {comment above, declaration (type and name), value, comment after}
+  const std::vector<std::array<std::string, 4>> constants = {
+      {"", "const char* const kTitle", CppStr(spec.title.empty() ? where : spec.title), ""},
+      {"", "const char* const kSeen", CppStr(spec.seen), "what divfuzz saw"},
+      {"", "const char* const kTargetA", CppStr(spec.target_a), ""},
+      {"", "const char* const kTargetB", CppStr(spec.target_b), ""},
+      {"", "const int kNode", absl::StrCat(node_index), "the diverging node"},
+      {"", "const int kOutput", absl::StrCat(spec.output_index), "which of its results"},
+      {"", "const char* const kValue", CppStr(value), ""},
+      {"", "const char* const kOp", CppStr(target.QualifiedName()), ""},
+      {"Nondeterminism: the target rerun against itself (empty: none).",
+       "const char* const kRerun", CppStr(spec.rerun_target), ""},
+      {"", "const int kRuns", absl::StrCat(kNondeterminismRuns), "how often kRerun runs"},
+      {"", "const int kRunSeconds", absl::StrCat(kNondeterminismSeconds),
+       "and for how long at most"},
+      {"How often both targets run before \"no divergence\".", "const int kAttempts",
+       absl::StrCat(std::max(1, spec.attempts)), ""},
+      {"\"hang\" or \"crash\": kFailureTarget runs in a child process.",
+       "const char* const kFailure", CppStr(spec.failure), ""},
+      {"", "const char* const kFailureTarget", CppStr(spec.failure_target), ""},
+      {"", "const int kHangSeconds", absl::StrCat(spec.hang_seconds),
+       "a hang: still running after this long"},
+      {"A decomposition is compared through its invariants, not raw factors.",
+       "const char* const kInvariants", CppStr(ops::DecompositionName(target.QualifiedName())),
+       ""},
+      {"An orthogonal polynomial: NaN at a NaN x when n >= 1.", "const bool kNanRule",
+       oracles::IsOrthogonalPolynomial(target.op) ? "true" : "false", ""},
+      {"The program's dtype of the diverging value (cpu-f64 rounds back to it).",
+       "const std::optional<at::ScalarType> kValueDType", dtype, ""},
+  };
   std::string s;
-  absl::StrAppend(
-      &s, "const char* const kTitle = ", CppStr(spec.title.empty() ? where : spec.title), ";\n");
-  absl::StrAppend(&s, "const char* const kSeen = ", CppStr(spec.seen), ";  // what divfuzz saw\n");
-  absl::StrAppend(&s, "const char* const kTargetA = ", CppStr(spec.target_a), ";\n");
-  absl::StrAppend(&s, "const char* const kTargetB = ", CppStr(spec.target_b), ";\n");
-  absl::StrAppend(&s, "const int kNode = ", node_index, ";  // the diverging node\n");
-  absl::StrAppend(&s, "const int kOutput = ", spec.output_index, ";  // which of its results\n");
-  absl::StrAppend(&s, "const char* const kValue = ", CppStr(value), ";\n");
-  absl::StrAppend(&s, "const char* const kOp = ", CppStr(target.QualifiedName()), ";\n");
-  absl::StrAppend(&s, "// Nondeterminism: the target rerun against itself (empty: none).\n",
-                  "const char* const kRerun = ", CppStr(spec.rerun_target), ";\n",
-                  "const int kRuns = ", kNondeterminismRuns, ";  // how often kRerun runs\n",
-                  "const int kRunSeconds = ", kNondeterminismSeconds,
-                  ";  // and for how long at most\n");
-  absl::StrAppend(&s, "// How often both targets run before \"no divergence\".\n",
-                  "const int kAttempts = ", std::max(1, spec.attempts), ";\n");
-  absl::StrAppend(&s, "// \"hang\" or \"crash\": kFailureTarget runs in a child process.\n",
-                  "const char* const kFailure = ", CppStr(spec.failure), ";\n",
-                  "const char* const kFailureTarget = ", CppStr(spec.failure_target), ";\n",
-                  "const int kHangSeconds = ", spec.hang_seconds,
-                  ";  // a hang: still running after this long\n");
-  absl::StrAppend(&s, "// A decomposition is compared through its invariants, not raw factors.\n",
-                  "const char* const kInvariants = ",
-                  CppStr(ops::DecompositionName(target.QualifiedName())), ";\n");
-  absl::StrAppend(&s, "// An orthogonal polynomial: NaN at a NaN x when n >= 1.\n",
-                  "const bool kNanRule = ",
-                  oracles::IsOrthogonalPolynomial(target.op) ? "true" : "false", ";\n");
-  absl::StrAppend(&s,
-                  "// The program's dtype of the diverging value (cpu-f64 rounds back to it).\n",
-                  "const std::optional<at::ScalarType> kValueDType = ", dtype, ";\n\n");
+  for (const auto& [above, declaration, value_text, after] : constants) {
+    absl::StrAppend(&s, above.empty() ? "" : "// ", above, above.empty() ? "" : "\n", declaration,
+                    " = ", value_text, ";", after.empty() ? "" : "  // ", after, "\n");
+  }
+  absl::StrAppend(&s, "\n");
   return s;
 }
 

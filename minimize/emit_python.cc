@@ -1,5 +1,6 @@
 #include "minimize/emit_python.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -357,30 +358,36 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
   const std::string& value = target.results[spec.output_index];
   const std::string where = Where(program, spec, node_index);
 
+  // NAME = value  # comment
+  const std::vector<std::array<std::string, 3>> constants = {
+      {"TITLE", PyStr(spec.title.empty() ? where : spec.title), ""},
+      {"TARGET_A", PyStr(spec.target_a), ""},
+      {"TARGET_B", PyStr(spec.target_b), ""},
+      {"NODE", absl::StrCat(node_index), "the diverging node"},
+      {"OUTPUT", absl::StrCat(spec.output_index), "which of its results"},
+      {"VALUE", PyStr(value), ""},
+      {"OP", PyStr(target.QualifiedName()), ""},
+      {"SEEN", PyStr(spec.seen), "what divfuzz saw"},
+      {"RERUN", spec.rerun_target.empty() ? "None" : PyStr(spec.rerun_target),
+       "nondeterminism: the target rerun against itself"},
+      {"RUNS", absl::StrCat(kNondeterminismRuns), "how often RERUN runs"},
+      {"RERUN_SECONDS", absl::StrCat(kNondeterminismSeconds), "and for how long at most"},
+      {"ATTEMPTS", absl::StrCat(std::max(1, spec.attempts)),
+       "how often both targets run before 'no divergence'"},
+      {"FAILURE", spec.failure.empty() ? "None" : PyStr(spec.failure),
+       "'hang' or 'crash': FAILURE_TARGET runs in a child process"},
+      {"FAILURE_TARGET", PyStr(spec.failure_target), ""},
+      {"HANG_SECONDS", absl::StrCat(spec.hang_seconds), "a hang: still running after this long"},
+      {"INVARIANTS", Invariants(target),
+       "a decomposition: compared through invariants, not raw factors"},
+      {"NAN_RULE", NanRule(target),
+       "an orthogonal polynomial's (x, n): NaN at a NaN x when n >= 1"},
+  };
   std::string out;
-  absl::StrAppend(&out, "TITLE = ", PyStr(spec.title.empty() ? where : spec.title), "\n");
-  absl::StrAppend(&out, "TARGET_A = ", PyStr(spec.target_a), "\n");
-  absl::StrAppend(&out, "TARGET_B = ", PyStr(spec.target_b), "\n");
-  absl::StrAppend(&out, "NODE = ", node_index, "  # the diverging node\n");
-  absl::StrAppend(&out, "OUTPUT = ", spec.output_index, "  # which of its results\n");
-  absl::StrAppend(&out, "VALUE = ", PyStr(value), "\n");
-  absl::StrAppend(&out, "OP = ", PyStr(target.QualifiedName()), "\n");
-  absl::StrAppend(&out, "SEEN = ", PyStr(spec.seen), "  # what divfuzz saw\n");
-  absl::StrAppend(&out, "RERUN = ", spec.rerun_target.empty() ? "None" : PyStr(spec.rerun_target),
-                  "  # nondeterminism: the target rerun against itself\n");
-  absl::StrAppend(&out, "RUNS = ", kNondeterminismRuns, "  # how often RERUN runs\n",
-                  "RERUN_SECONDS = ", kNondeterminismSeconds, "  # and for how long at most\n");
-  absl::StrAppend(&out, "ATTEMPTS = ", std::max(1, spec.attempts),
-                  "  # how often both targets run before 'no divergence'\n");
-  absl::StrAppend(&out, "FAILURE = ", spec.failure.empty() ? "None" : PyStr(spec.failure),
-                  "  # 'hang' or 'crash': FAILURE_TARGET runs in a child process\n");
-  absl::StrAppend(&out, "FAILURE_TARGET = ", PyStr(spec.failure_target), "\n");
-  absl::StrAppend(&out, "HANG_SECONDS = ", spec.hang_seconds,
-                  "  # a hang: still running after this long\n");
-  absl::StrAppend(&out, "INVARIANTS = ", Invariants(target),
-                  "  # a decomposition: compared through invariants, not raw factors\n");
-  absl::StrAppend(&out, "NAN_RULE = ", NanRule(target),
-                  "  # an orthogonal polynomial's (x, n): NaN at a NaN x when n >= 1\n\n\n");
+  for (const auto& [name, value_text, comment] : constants) {
+    absl::StrAppend(&out, name, " = ", value_text, comment.empty() ? "" : "  # ", comment, "\n");
+  }
+  absl::StrAppend(&out, "\n\n");
 
   absl::StrAppend(&out, "LAYOUTS = ", PyLayouts(program),
                   "  # inputs not contiguous; applied on the target's device and dtype\n\n\n");

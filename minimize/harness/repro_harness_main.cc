@@ -261,10 +261,7 @@ c10::IValue Convert(const c10::Argument& arg, const c10::TypePtr& type, const Li
       if (elem->kind() == K::FloatType) {
         std::vector<double> v;
         for (const Lit& i : items) {
-          if (i.kind != Lit::kFloat && i.kind != Lit::kInt)
-            Mismatch(arg,
-                     "a list of "
-                     "floats");
+          if (i.kind != Lit::kFloat && i.kind != Lit::kInt) Mismatch(arg, "a list of floats");
           v.push_back(i.kind == Lit::kInt ? static_cast<double>(i.i) : i.f);
         }
         return c10::IValue(v);
