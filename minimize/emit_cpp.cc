@@ -240,7 +240,14 @@ std::string CppConstants(const HarnessConstants& c) {
       "};\n// What a CUDA fault says (it poisons the process's CUDA context).\n",
       "const std::vector<std::string> kCudaFaults = {\n", WrapItems(faults, "    "), "};\n",
       absl::StrFormat("const int kPerturbBytes[2] = {0x%02x, 0x%02x};  // odd runs, even runs\n",
-                      c.perturb_odd, c.perturb_even));
+                      c.perturb_odd, c.perturb_even),
+      "// What an error says when a kernel lacks the dtype.\n",
+      "const char* const kDtypeGap = ", CppStr(c.dtype_gap), ";\n",
+      "// Set when restarted with kNoMallocCache.\n",
+      "const char* const kMallocCacheOff = ", CppStr(c.malloc_cache_off), ";\n",
+      "const char* const kNoMallocCache = ", CppStr(c.no_malloc_cache), ";\n",
+      "// A child's time to start the program before a hang's clock starts.\n",
+      "const int kStartSeconds = ", c.start_seconds, ";\n");
 }
 
 // MakeInputs(), Layouts() and Program().

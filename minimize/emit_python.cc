@@ -340,7 +340,14 @@ std::string PyConstants(const HarnessConstants& c) {
                   "# What a CUDA fault says (it poisons the process's CUDA context).\n",
                   "CUDA_FAULTS = (\n", WrapItems(faults, "    "), ")\n",
                   "PERTURB_BYTES = (", absl::StrFormat("0x%02x, 0x%02x", c.perturb_odd, c.perturb_even),
-                  ")  # malloc's perturb byte on odd, even runs\n");
+                  ")  # malloc's perturb byte on odd, even runs\n",
+                  "DTYPE_GAP = ", PyStr(c.dtype_gap),
+                  "  # what an error says when a kernel lacks the dtype\n",
+                  "MALLOC_CACHE_OFF = ", PyStr(c.malloc_cache_off),
+                  "  # set when restarted with NO_MALLOC_CACHE\n",
+                  "NO_MALLOC_CACHE = ", PyStr(c.no_malloc_cache), "\n",
+                  "START_SECONDS = ", c.start_seconds,
+                  "  # a child's time to start the program before a hang's clock starts\n");
   return out;
 }
 

@@ -61,6 +61,10 @@ TARGETS = ()
 FLOAT_BITS = {}  # dtype: (mantissa bits, exponent of the smallest subnormal)
 CUDA_FAULTS = ()
 PERTURB_BYTES = (0, 0)
+DTYPE_GAP = ''
+MALLOC_CACHE_OFF = 'STAND_IN'
+NO_MALLOC_CACHE = ''
+START_SECONDS = 0
 # divfuzz-harness end constants
 
 
@@ -339,7 +343,7 @@ def compare(a, b, name_a, name_b):
         return None, 'both targets raised', None
     if fa or fb:
         side, f = (name_a, a) if fa else (name_b, b)
-        cls = 'dtype_gap' if 'not implemented for' in f.message else 'error_split'
+        cls = 'dtype_gap' if DTYPE_GAP in f.message else 'error_split'
         return cls, 'only %s raised: %s' % (side, f.message), None
     if a.shape != b.shape or a.dtype != b.dtype:
         return 'meta_split', '%s: %s %s, %s: %s %s' % (name_a, a.dtype, list(a.shape), name_b,
@@ -579,16 +583,16 @@ def without_malloc_cache():
     """Restarts this script once with glibc's thread cache off: malloc's
     perturb byte never reaches the blocks that cache hands back, and glibc
     2.38+ serves PyTorch's aligned CPU allocations from it too."""
-    if platform.libc_ver()[0] != 'glibc' or os.environ.get('DIVFUZZ_MALLOC_CACHE_OFF'):
+    if platform.libc_ver()[0] != 'glibc' or os.environ.get(MALLOC_CACHE_OFF):
         return
-    env = dict(os.environ, DIVFUZZ_MALLOC_CACHE_OFF='1')
+    env = dict(os.environ, **{MALLOC_CACHE_OFF: '1'})
     env['GLIBC_TUNABLES'] = ':'.join(
-        t for t in (env.get('GLIBC_TUNABLES'), 'glibc.malloc.tcache_count=0') if t)
+        t for t in (env.get('GLIBC_TUNABLES'), NO_MALLOC_CACHE) if t)
     sys.stdout.flush()
     try:
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
     except OSError as e:
-        print('cannot restart with glibc.malloc.tcache_count=0 (%s): perturbing less memory' % e)
+        print('cannot restart with %s (%s): perturbing less memory' % (NO_MALLOC_CACHE, e))
 
 
 def check_nondeterminism(target, runs, cuda):
@@ -612,7 +616,7 @@ def check_nondeterminism(target, runs, cuda):
 
     print('runs alternate malloc\'s perturb byte (fresh memory zeroed, then 0xa5%s): a kernel '
           'that reads memory it never wrote differs too'
-          % ('; glibc\'s thread cache off' if os.environ.get('DIVFUZZ_MALLOC_CACHE_OFF') else ''))
+          % ('; glibc\'s thread cache off' if os.environ.get(MALLOC_CACHE_OFF) else ''))
     first = perturbed(1)
     start, k = time.monotonic(), 1
     while k < runs and time.monotonic() - start < RERUN_SECONDS:
@@ -656,7 +660,7 @@ def check_failure(kind, target, seconds, cuda):
             now = time.time()
             if began is None and os.path.exists(path + '.started'):
                 began = now
-            if now - (began or start) > seconds + (0 if began else 300):
+            if now - (began or start) > seconds + (0 if began else START_SECONDS):
                 proc.kill()
                 proc.wait()
                 print('%s: still running after %d s (killed)' % (target, seconds))
