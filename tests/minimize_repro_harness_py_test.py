@@ -23,7 +23,9 @@ def main():
     if not os.path.exists(pyflakes):
         print('no pyflakes (%s): install Debian python3-pyflakes (scripts/setup.sh)' % pyflakes)
         return 1
-    py_compile.compile(harness, doraise=True)
+    sys.dont_write_bytecode = True  # nothing written next to the source
+    with tempfile.TemporaryDirectory() as tmp:
+        py_compile.compile(harness, cfile=os.path.join(tmp, 'harness.pyc'), doraise=True)
     spec = importlib.util.spec_from_file_location('repro_harness', harness)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
