@@ -130,6 +130,8 @@ HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& 
   c.malloc_cache_off = "DIVFUZZ_MALLOC_CACHE_OFF";
   c.no_malloc_cache = "glibc.malloc.tcache_count=0";
   c.start_seconds = 300;
+  c.poll_seconds = 0.05;
+  c.exact_limit = 64;
   return c;
 }
 

@@ -60,6 +60,8 @@ struct HarnessConstants {
   // How long a hang check gives its child to start running the program
   // before the hang's clock starts.
   int start_seconds = 0;
+  double poll_seconds = 0;  // how often a hang check looks at its child
+  int exact_limit = 0;      // how many elements a repro prints exactly
 };
 HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& op);
 

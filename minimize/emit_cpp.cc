@@ -247,7 +247,10 @@ std::string CppConstants(const HarnessConstants& c) {
       "const char* const kMallocCacheOff = ", CppStr(c.malloc_cache_off), ";\n",
       "const char* const kNoMallocCache = ", CppStr(c.no_malloc_cache), ";\n",
       "// A child's time to start the program before a hang's clock starts.\n",
-      "const int kStartSeconds = ", c.start_seconds, ";\n");
+      "const int kStartSeconds = ", c.start_seconds, ";\n",
+      "const double kPollSeconds = ", ShortestDouble(c.poll_seconds),
+      ";  // how often a hang check looks at its child\n",
+      "const int kExactLimit = ", c.exact_limit, ";  // how many elements show exactly\n");
 }
 
 // MakeInputs(), Layouts() and Program().

@@ -347,7 +347,10 @@ std::string PyConstants(const HarnessConstants& c) {
                   "  # set when restarted with NO_MALLOC_CACHE\n",
                   "NO_MALLOC_CACHE = ", PyStr(c.no_malloc_cache), "\n",
                   "START_SECONDS = ", c.start_seconds,
-                  "  # a child's time to start the program before a hang's clock starts\n");
+                  "  # a child's time to start the program before a hang's clock starts\n",
+                  "POLL_SECONDS = ", PyNumber(c.poll_seconds),
+                  "  # how often a hang check looks at its child\n",
+                  "EXACT_LIMIT = ", c.exact_limit, "  # how many elements show exactly\n");
   return out;
 }
 

@@ -65,6 +65,8 @@ DTYPE_GAP = ''
 MALLOC_CACHE_OFF = 'STAND_IN'
 NO_MALLOC_CACHE = ''
 START_SECONDS = 0
+POLL_SECONDS = 1.0
+EXACT_LIMIT = 1
 # divfuzz-harness end constants
 
 
@@ -453,7 +455,7 @@ def print_environment():
         print('CUDA: not available (torch built with CUDA %s)' % torch.version.cuda)
 
 
-def exact(t, limit=64):
+def exact(t, limit=EXACT_LIMIT):
     """The first elements exactly: hex floats (complex: re, im), integers."""
     if isinstance(t, list):
         return ' | '.join(exact(x, limit) for x in t)
@@ -669,7 +671,7 @@ def check_failure(kind, target, seconds, cuda):
                     return 1
                 print('VERDICT: no crash (%s hangs instead)' % target)
                 return 0
-            time.sleep(0.05)
+            time.sleep(POLL_SECONDS)
         took = time.time() - (began or start)
         if proc.returncode < 0:
             print('%s: died by signal %d after %.1f s' % (target, -proc.returncode, took))

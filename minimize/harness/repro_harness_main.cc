@@ -92,6 +92,8 @@ const char* const kDtypeGap = "";
 const char* const kMallocCacheOff = "STAND_IN";
 const char* const kNoMallocCache = "";
 const int kStartSeconds = 0;
+const double kPollSeconds = 1;
+const int kExactLimit = 1;
 // divfuzz-harness end constants
 
 // A node argument as the program writes it.
@@ -649,7 +651,7 @@ double Ulps(double value, double reference, at::ScalarType t) {
   return std::fabs(value - reference) / spacing;
 }
 
-std::string Exact(const at::Tensor& t, int64_t limit = 64);
+std::string Exact(const at::Tensor& t, int64_t limit = kExactLimit);
 
 std::string ExactAll(const std::vector<at::Tensor>& values) {
   std::string out;
@@ -1040,7 +1042,7 @@ int CheckFailure(const std::string& kind, const std::string& target, bool cuda, 
       std::cout << "VERDICT: no crash (" << target << " hangs instead)\n";
       return 0;
     }
-    usleep(50000);
+    usleep(static_cast<useconds_t>(kPollSeconds * 1e6));
   }
   std::remove(marker);
   const double took =
