@@ -41,6 +41,7 @@ struct Replay {
   std::string op;
   std::string input_trigger;  // what locate saw in that node's inputs ("" ordinary)
   std::string other_failed;   // target "both": how the other side failed on its own run
+  bool slow = false;          // hung once, then finished within four times the timeout
 };
 
 // libFuzzer names an artifact after the SHA-1 of its input. An empty file
@@ -67,7 +68,7 @@ std::optional<std::string> ReadBytes(const std::string& path) {
 }
 
 Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std::string& targets,
-                const std::string& out) {
+                const std::string& out, int timeout_seconds) {
   Replay r;
   const pid_t pid =
       SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets), artifact}, {{}, out});
@@ -86,7 +87,7 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
       seen_size = size;
       if (absl::StrContains(ReadBytes(out).value_or(""), "RUN ")) {
         since = Clock::now();
-        allowed = std::chrono::seconds(c.timeout_seconds);
+        allowed = std::chrono::seconds(timeout_seconds);
       }
     }
     if (Clock::now() - since > allowed) {
@@ -127,14 +128,27 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
 // fresh process. If it fails too, both sides fail; if not, the first is the
 // one (a CUDA fault needs no second run: it names its own side).
 Replay Locate(const ArtifactContext& c, const std::string& artifact) {
-  Replay r = LocateIn(c, artifact, c.targets, artifact + ".locate.log");
+  Replay r = LocateIn(c, artifact, c.targets, artifact + ".locate.log", c.timeout_seconds);
+  if (r.hung) {
+    // A node slow only on a loaded machine (a jiterator kernel compiled on
+    // its first call in a fresh process, beside busy workers) is not a hang:
+    // it must also run past four times the timeout.
+    const Replay again =
+        LocateIn(c, artifact, c.targets, artifact + ".locate-again.log", 4 * c.timeout_seconds);
+    if (!again.hung) {
+      if (again.crashed) return again;
+      r.hung = false;
+      r.slow = true;
+      return r;
+    }
+  }
   std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
   if (!(r.hung || r.crashed) || r.cuda_fault || pair.size() != 2 || pair[0] == pair[1] ||
       r.target != pair[0]) {
     return r;
   }
   const Replay other = LocateIn(c, artifact, absl::StrCat(pair[1], ",", pair[0]),
-                                artifact + ".locate-other.log");
+                                artifact + ".locate-other.log", c.timeout_seconds);
   if ((other.hung || other.crashed) && other.target == pair[1]) {
     r.target = "both";
     r.other_failed = other.hung ? "hang" : "crash";
@@ -190,6 +204,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     hit.detail["artifact"] = path;
     hit.detail["reproduced"] = reproduced;
     hit.detail["signal"] = r.signal;
+    if (r.slow) hit.detail["slow_not_hung"] = true;
     if (!r.other_failed.empty()) hit.detail["other_side_failed"] = r.other_failed;
     // An op that kills workers again and again would stall the campaign on it.
     if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {

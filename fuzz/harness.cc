@@ -347,7 +347,7 @@ void Harness::WriteReproPy(const graph::Program& program, const oracles::Verdict
   spec.title = absl::StrCat(d.op, " (", d.dtype, "): ", oracles::ClassName(d.cls), " between ",
                             spec.target_a, " and ", spec.target_b);
   absl::Status s =
-      state_->store->WriteArtifact(id, "repro.py", minimize::EmitPython(program, spec), "repro_py");
+      state_->store->WriteArtifact(id, "repro.py", minimize::EmitPython(program, spec, config_.policy), "repro_py");
   if (!s.ok()) std::cerr << "divfuzz: writing repro.py failed: " << s.message() << "\n";
 }
 

@@ -8,7 +8,7 @@
 #include "exec/executor.h"
 #include "fuzz/flags.h"
 #include "graph/printer.h"
-#include "minimize/failure_repro.h"
+#include "minimize/hang_crash_repro.h"
 #include "ops/infer.h"
 
 namespace divfuzz::fuzz {

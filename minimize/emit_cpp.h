@@ -25,8 +25,11 @@ struct CppRepro {
   std::string cmake_lists;
 };
 
-// Never fails: a spec that names no node of the program yields a program that
-// says so and exits 2.
-CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec);
+// main.cpp is the program part and minimize/harness/repro_harness_main.cc,
+// with `policy`'s tolerances at the diverging op (as EmitPython). Never fails:
+// a spec that names no node of the program yields a program that says so and
+// exits 2.
+CppRepro EmitCpp(const graph::Program& program, const ReproSpec& spec,
+                 const oracles::Policy& policy = oracles::DefaultPolicy());
 
 }  // namespace divfuzz::minimize

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "graph/program.h"
+#include "oracles/policy.h"
 
 namespace divfuzz::minimize {
 
@@ -77,9 +78,12 @@ int ReproAttempts(const graph::Program& program, int node_index);
 // program, *error says so (both emitters turn it into a program that exits 2).
 int ResolveNode(const graph::Program& program, const ReproSpec& spec, std::string* error);
 
-// The script's text. Never fails: a spec that names no node of the program
-// yields a script that says so and exits 2.
-std::string EmitPython(const graph::Program& program, const ReproSpec& spec);
+// The script's text: the program part and minimize/harness/repro_harness.py,
+// with `policy`'s tolerances at the diverging op (the policy in effect: pass
+// the one the finding was judged by). Never fails: a spec that names no node
+// of the program yields a script that says so and exits 2.
+std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
+                       const oracles::Policy& policy = oracles::DefaultPolicy());
 
 // A short script for pasting into an issue: the inputs (bit-exact), the
 // program's nodes up to the diverging one, and the diverging output printed

@@ -139,7 +139,7 @@ struct ReduceOptions : EvalOptions {
   // Replaces Evaluate as the interestingness test of candidates (the start's
   // evaluation is then the caller's): a finding that hangs or crashes a
   // kernel cannot be judged by running both targets in this process
-  // (minimize/failure_repro.h). Empty: Evaluate with the signature and tier.
+  // (minimize/hang_crash_repro.h). Empty: Evaluate with the signature and tier.
   std::function<absl::StatusOr<Evaluation>(const graph::Program&)> evaluate;
 };
 

@@ -94,8 +94,8 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
     spec.seen = options.seen;
     spec.title = options.signature.empty() ? "divfuzz finding" : options.signature;
     files.signature = options.signature;
-    files.repro_py = EmitPython(program, spec);
-    const CppRepro cpp = EmitCpp(program, spec);
+    files.repro_py = EmitPython(program, spec, options.policy);
+    const CppRepro cpp = EmitCpp(program, spec, options.policy);
     files.main_cpp = cpp.main_cpp;
     files.cmake_lists = cpp.cmake_lists;
     files.report_md = NotReproducedReport(program, options, spec, files.note);
@@ -134,8 +134,8 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   spec.output_index = d.output_index;
   spec.title = ReportTitle(d, ta, tb);
   spec.seen = options.seen.empty() ? Seen(d, ta, tb) : options.seen;
-  files.repro_py = EmitPython(final_program, spec);
-  const CppRepro cpp = EmitCpp(final_program, spec);
+  files.repro_py = EmitPython(final_program, spec, options.policy);
+  const CppRepro cpp = EmitCpp(final_program, spec, options.policy);
   files.main_cpp = cpp.main_cpp;
   files.cmake_lists = cpp.cmake_lists;
   ReportInput report = BuildReport(final_program, eval, options, spec);

@@ -86,6 +86,11 @@ constexpr ClassFact kClasses[] = {
     {Match::kBase, "sqrt", kCorrectlyRounded, "IEEE square root"},
     {Match::kBase, "fmod", kCorrectlyRounded, "exact in IEEE arithmetic"},
     {Match::kBase, "remainder", kCorrectlyRounded, "exact in IEEE arithmetic"},
+    // Spectra: a backward-stable algorithm moves them by c n eps ||A||_2.
+    {Match::kBase, "linalg_svdvals", kNormwiseSpectrum, "singular values (Weyl)"},
+    {Match::kBase, "svdvals", kNormwiseSpectrum, "singular values (Weyl)"},
+    {Match::kBase, "linalg_eigvalsh", kNormwiseSpectrum, "symmetric eigenvalues (Weyl)"},
+    {Match::kBase, "cumulative_trapezoid", kPrefixSums, "sums trapezoids up to each point"},
     // Ties and degrees.
     {Match::kBase, "mode", kValueTies, "returns any of the most frequent values"},
     {Match::kBase, "kthvalue", kReducesDim, "drops the dim it selects along"},
@@ -326,6 +331,7 @@ void ApplyKernelClasses(OpSpec& spec) {
   // torch.round's docs: with decimals "this algorithm is fast but inexact and
   // it can easily overflow for low precision dtypes".
   if (plain == "round" && spec.overload == "decimals") spec.hints |= kInexactInLowPrecision;
+  if (spec.hints & kPrefixSums) spec.dim_pos = 2;  // cumulative_trapezoid(y, x|dx, dim)
   // A scan's own bound (scan_carry) is tighter than any summation's.
   if (spec.hints & kScanCarry) spec.hints &= ~kSumsInside;
   // Non-finite inputs carry no guarantee for linear algebra, transforms and

@@ -91,6 +91,10 @@ enum Hint : uint32_t {
                                     // polynomials: P_0 = 1 whatever x)
   kCorrectlyRounded = 1 << 22,  // IEEE 754 requires the correctly rounded result (add, sub,
                                 // mul, div, sqrt, fmod, remainder): no ulp of slack
+  kNormwiseSpectrum = 1 << 23,  // singular values / symmetric eigenvalues: perturbation
+                                // bounded by ||E||_2 (Weyl), so the error is normwise
+  kPrefixSums = 1 << 24,        // with kSumsInside: output k sums the terms up to k along
+                                // dim_pos (cumulative_trapezoid)
 };
 
 // Preconditions PyTorch does not check, so inputs that break them read out of

@@ -9,6 +9,7 @@
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/isinf.h>
 #include <ATen/ops/isnan.h>
+#include <ATen/ops/cummax.h>
 #include <ATen/ops/linalg_svdvals.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/log2.h>
@@ -35,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "exec/witnesses.h"
+#include "oracles/invariants.h"
 #include "graph/printer.h"
 #include "ops/catalogue.h"
 #include "oracles/attribution.h"
@@ -276,6 +278,56 @@ std::optional<RuleMatch> FloatToIntCast(const Context& c) {
                                 ": the cast is undefined behaviour in C++")};
 }
 
+// Factorizations (compared through their invariants) and spectra: a
+// backward-stable algorithm computes the exact answer of A + E with
+// ||E||_2 <= c n eps ||A||_2, which moves every invariant and singular or
+// symmetric eigenvalue by at most that (Weyl): the error is normwise, not
+// relative to each element.
+std::optional<RuleMatch> NormwiseBackwardError(const Context& c) {
+  const bool decomposition = c.spec.hints & ops::kDecomposition;
+  if ((!decomposition && !(c.spec.hints & ops::kNormwiseSpectrum)) ||
+      c.d.cls != DivergenceClass::kTolerance) {
+    return std::nullopt;
+  }
+  const at::Tensor x = c.Input(0);
+  if (!x.defined() || x.dim() < 2 || x.numel() == 0 || x.is_complex() ||
+      !at::all(at::isfinite(x)).item<bool>()) {
+    return std::nullopt;
+  }
+  const auto it = c.types.find(c.node.args[0].value.s);
+  const DType dt = it == c.types.end() ? c.dtype : it->second.dtype;
+  double norm2 = 0;
+  try {
+    norm2 = at::linalg_svdvals(x).max().item<double>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const double n = static_cast<double>(std::max(x.size(-1), x.size(-2)));
+  const double bound = 8 * n * graph::Epsilon(dt) * norm2;
+  const std::vector<at::Tensor> ia =
+      Comparable(&c.spec, c.a.nodes[c.d.node_index].outputs);
+  const std::vector<at::Tensor> ib =
+      Comparable(&c.spec, c.b.nodes[c.d.node_index].outputs);
+  // Every invariant (the divergence names only the first that differs).
+  if (ia.size() != ib.size() || ia.empty()) return std::nullopt;
+  double diff = 0;
+  for (size_t o = 0; o < ia.size(); ++o) {
+    if (!ia[o].defined() || !ib[o].defined() || ia[o].sizes() != ib[o].sizes() ||
+        ia[o].is_complex() || ib[o].is_complex()) {
+      return std::nullopt;
+    }
+    if (ia[o].numel() == 0) continue;
+    diff = std::max(diff, F64(ia[o]).sub(F64(ib[o])).abs().max().item<double>());
+  }
+  if (!(diff <= bound)) return std::nullopt;
+  return RuleMatch{
+      "normwise_backward_error",
+      absl::StrCat("max |A - B| ", graph::FormatFloat(diff), " <= 8 n eps(",
+                   std::string(graph::DTypeName(dt)), ") ||A||_2 = ", graph::FormatFloat(bound),
+                   " (n = ", static_cast<int64_t>(n), ", ||A||_2 ", graph::FormatFloat(norm2),
+                   "): both are backward-stable answers")};
+}
+
 std::optional<RuleMatch> IllConditioned(const Context& c) {
   if (!(c.spec.hints & ops::kConditioned)) return std::nullopt;
   // Elimination without any rounding (the exact witness checked every
@@ -306,7 +358,11 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
   // Below 1/eps a backward-stable algorithm still loses up to about
   // n * cond * eps of relative accuracy (log|det| loses that much absolutely):
   // two correct results may differ by twice that.
-  if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  // A factorization is compared through its invariants, not output 0:
+  // normwise_backward_error bounds those.
+  if (c.d.cls != DivergenceClass::kTolerance || (c.spec.hints & ops::kDecomposition)) {
+    return std::nullopt;
+  }
   const at::Tensor ya = c.OutA(), yb = c.OutB();
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.numel() == 0) {
     return std::nullopt;
@@ -364,8 +420,15 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
   at::Tensor sum_abs = exec::AbsTermsWitness(c.node, c.inputs, c.types, out);
   if (sum_abs.defined() && sum_abs.sizes() != yb.sizes()) sum_abs = at::Tensor();
   if (inside) {
-    sum_abs = sum_abs.defined() ? at::maximum(sum_abs, at::maximum(ya.abs(), yb.abs()))
-                                : at::maximum(ya.abs(), yb.abs());
+    at::Tensor seen = at::maximum(ya.abs(), yb.abs());
+    // Output k of a prefix sum sums every term up to k, so sum|terms| there
+    // is at least the largest partial sum so far.
+    if ((c.spec.hints & ops::kPrefixSums) && seen.dim() > 0) {
+      int64_t dim = IntArgOr(c.node, ArgPos(c.spec.dim_pos), "dim", -1);
+      if (dim < 0) dim += seen.dim();
+      if (dim >= 0 && dim < seen.dim()) seen = std::get<0>(seen.cummax(dim));
+    }
+    sum_abs = sum_abs.defined() ? at::maximum(sum_abs, seen) : seen;
   }
   if (!sum_abs.defined()) return std::nullopt;
   const at::Tensor x0 = c.Input(0);
@@ -882,6 +945,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.nonfinite_inputs) {
       if (auto m = NonFiniteInputs(c)) return m;
+    }
+    if (r.normwise_backward_error) {
+      if (auto m = NormwiseBackwardError(c)) return m;
     }
     if (r.ill_conditioned) {
       if (auto m = IllConditioned(c)) return m;

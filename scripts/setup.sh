@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what divfuzz needs (idempotently) and builds it into build/.
 # Debian packages: compilers, CMake, Abseil, GoogleTest, nlohmann-json, MPFR and GMP (the
-# exact witness), ccache, and
-# chromium (headless, for the HTML report's rendering test).
+# exact witness), ccache,
+# chromium (headless, for the HTML report's rendering test), and python3-pyflakes (the
+# ctest minimize_repro_harness_py lints the repro harness, minimize/harness/repro_harness.py,
+# so an undefined name fails the suite rather than a user's repro.py).
 # PyPI: torch==2.11.0, whose wheel carries libtorch's headers, libraries and
 # CMake config (and which the emitted repro.py scripts import).
 set -euo pipefail
@@ -10,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=2.11.0
 PACKAGES=(cmake ninja-build clang libclang-rt-14-dev libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev ccache python3-pip chromium)
+          libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev ccache python3-pip chromium
+          python3-pyflakes)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -19,6 +19,7 @@
 #include "graph/printer.h"
 #include "gtest/gtest.h"
 #include "minimize/emit_cpp.h"
+#include "oracles/policy.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::minimize {
@@ -266,6 +267,23 @@ output %z
   EXPECT_THAT(cpp, HasSubstr("{\"\", D(0x1.999999999999ap-4)}"));
   EXPECT_THAT(cpp, HasSubstr("T(at::kDouble)"));
   EXPECT_THAT(cpp, HasSubstr("const std::optional<at::ScalarType> kValueDType = at::kDouble;"));
+}
+
+TEST(EmitCpp, PolicyTolerancesReachTheProgram) {
+  const graph::Program p = MustParse(kProgram);
+  ReproSpec spec;
+  spec.node_index = 2;  // aten::sub
+  EXPECT_THAT(EmitCpp(p, spec).main_cpp, HasSubstr("{at::kFloat, 1.3e-06, 1e-05}"));
+  absl::StatusOr<oracles::Policy> loose = oracles::ParsePolicy(
+      R"({"defaults": {"f32": {"rtol": 2, "atol": 1e-5}}})", "loose.json");
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  const std::string cpp = EmitCpp(p, spec, *loose).main_cpp;
+  EXPECT_THAT(cpp, HasSubstr("{at::kFloat, 2, 1e-05}"));
+  EXPECT_THAT(cpp, HasSubstr("{at::kComplexFloat, 2, 1e-05}"));
+  EXPECT_THAT(cpp, HasSubstr("{at::kDouble, 1e-07, 1e-07}"));
+  oracles::Policy per_op = oracles::DefaultPolicy();
+  per_op.overrides["aten::sub"][graph::DType::kF32] = {1.3e-6, 2.0};
+  EXPECT_THAT(EmitCpp(p, spec, per_op).main_cpp, HasSubstr("{at::kFloat, 1.3e-06, 2}"));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "minimize/emit_python.h"
 #include "ops/infer.h"
+#include "oracles/policy.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::minimize {
@@ -469,6 +470,60 @@ TEST(EmitPython, SeedCase) {
   EXPECT_TRUE(run.exit_code == 0 || run.exit_code == 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("VERDICT"));
   EXPECT_THAT(run.output, HasSubstr("Output %d: result 0 of node 4, aten::logdet"));
+}
+
+// The policy in effect (--policy) reaches the script: its tolerances at the
+// diverging op, which decide the verdict as they do in the oracle.
+TEST(EmitPython, PolicyTolerancesReachTheScript) {
+  const graph::Program p = Parse(kCancellation);
+  // The default policy: |0 - 1| > 1e-5 + 1.3e-6 * 1 reproduces.
+  EXPECT_THAT(EmitPython(p, Spec(1)), HasSubstr("torch.float32: (1.3e-06, 1e-05),"));
+  absl::StatusOr<oracles::Policy> loose = oracles::ParsePolicy(
+      R"({"defaults": {"f32": {"rtol": 2, "atol": 1e-5}}})", "loose.json");
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  std::string script = EmitPython(p, Spec(1), *loose);
+  EXPECT_THAT(script, HasSubstr("torch.float32: (2.0, 1e-05),"));
+  EXPECT_THAT(script, HasSubstr("torch.complex64: (2.0, 1e-05),"));
+  EXPECT_THAT(script, HasSubstr("torch.float64: (1e-07, 1e-07),"));
+  divfuzz::testing::CommandRun run = RunScript(script);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("equal within rtol 2.0, atol 1e-05"));
+  // An override for the diverging op wins over the defaults, as in the oracle.
+  oracles::Policy per_op = oracles::DefaultPolicy();
+  per_op.overrides["aten::sub"][graph::DType::kF32] = {1.3e-6, 2.0};
+  script = EmitPython(p, Spec(1), per_op);
+  EXPECT_THAT(script, HasSubstr("torch.float32: (1.3e-06, 2.0),"));
+  EXPECT_EQ(RunScript(script).exit_code, 0);
+  // Not for another node's op.
+  EXPECT_THAT(EmitPython(p, Spec(0), per_op), HasSubstr("torch.float32: (1.3e-06, 1e-05),"));
+}
+
+// An emitted script is lint-clean: pyflakes finds no undefined or unused name
+// in the program part the emitter writes around the harness.
+TEST(EmitPython, EmittedScriptsLint) {
+  divfuzz::testing::CommandRun which =
+      divfuzz::testing::RunShell("command -v pyflakes3 || command -v pyflakes");
+  if (which.exit_code != 0) GTEST_SKIP() << "no pyflakes (Debian python3-pyflakes)";
+  const std::string pyflakes = which.output.substr(0, which.output.find('\n'));
+  const graph::Program p = Parse(R"(divfuzz v1
+input %a: f32[2] = values(1.0, 2.0)
+input %c: c64[1] = values(0.5, -0.5)
+input %i: i32[2] layout=strided = values(1, 2)
+%b = aten::add.Tensor(%a, %a, alpha=2)
+%q, %r = aten::linalg_qr(%b)
+output %b
+)");
+  ReproSpec rerun = Spec(0);
+  rerun.rerun_target = "cpu";
+  for (const std::string& script :
+       {EmitPython(p, Spec(0)), EmitPython(p, Spec(1, 1)), EmitPython(p, rerun),
+        EmitPythonSnippet(p, Spec(0)), EmitPythonSnippet(p, rerun)}) {
+    const std::string path = WriteScript(script);
+    divfuzz::testing::CommandRun run = divfuzz::testing::RunShell(pyflakes + " " + path);
+    EXPECT_EQ(run.exit_code, 0) << run.output << "\n" << script;
+    EXPECT_EQ(run.output, "") << script;
+    std::remove(path.c_str());
+  }
 }
 
 }  // namespace

@@ -482,6 +482,61 @@ TEST(Metadata, DeviceDefinedOutputsAreNotCompared) {
   EXPECT_FALSE(j.diverged) << j.root.detail;
 }
 
+TEST(KernelClasses, AFactorizationsInvariantsAreJudgedNormwise) {
+  // ||A||_2 = 200: a backward-stable SVD may move its invariants by about
+  // n eps ||A||_2 = 7e-5, far more than assert_close's 1.3e-6 relative to a
+  // small element (seen on the H100: cuda's U S Vh off by 8.6e-5 at a 1.0).
+  const std::string text =
+      "divfuzz v1\ninput %a: f32[2,3] = values(0.0, 0.0, 1.0, 1.0, 0.0, 200.0)\n"
+      "%u, %s, %vh = aten::linalg_svd(%a, false)\noutput %u, %s, %vh\n";
+  // Moves Vh[0][0] (which s_0 = 200 multiplies) by `delta`: the
+  // reconstruction's element [1, 0] = 1.0 moves by about 200 delta.
+  auto scale_s = [](double delta) {
+    return Plant([delta](exec::RunResult& r) {
+      at::Tensor& vh = r.nodes[0].outputs[2];
+      vh = vh.clone();
+      vh[0][0] = vh[0][0].item<float>() + static_cast<float>(delta);
+    });
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, scale_s(4e-7));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "normwise_backward_error") << j.root.reason;
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, scale_s(1e-2));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+}
+
+TEST(KernelClasses, APrefixSumsBoundIsTheLargestPartialSumSoFar) {
+  // cumulative_trapezoid of y = x = [0, 2, -1e8, 0]: the f32 terms 2, 5e15,
+  // -5e15 cancel to 0 (exactly 0 too); a side that keeps 2 is within the
+  // summation bound (seen on the H100: CPU 2, CUDA 0).
+  const std::string text =
+      "divfuzz v1\ninput %y: f32[4] = values(0.0, 2.0, -1e8, 0.0)\n"
+      "%t = aten::cumulative_trapezoid.x(%y, %y)\noutput %t\n";
+  Plant last_is_two = [](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[0].outputs[0];
+    t = t.clone();
+    t[2] = t[2].item<float>() + 2.0f;
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, last_is_two);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "cancelling_reductions") << j.root.reason;
+  // Small partial sums leave no room: 7.5 + 0.5 is wrong.
+  Judged k = Judge(
+      "divfuzz v1\ninput %y: f32[4] = values(1.0, 2.0, 3.0, 4.0)\n"
+      "input %x: f32[4] = values(0.0, 1.0, 2.0, 3.0)\n"
+      "%t = aten::cumulative_trapezoid.x(%y, %x)\noutput %t\n",
+      exec::Target::kCpu, exec::Target::kCpuScalar, {}, [](exec::RunResult& r) {
+        at::Tensor& t = r.nodes[0].outputs[0];
+        t = t.clone();
+        t[2] = t[2].item<float>() + 0.5f;
+      });
+  ASSERT_TRUE(k.diverged);
+  EXPECT_NE(k.root.tier, "expected") << k.root.reason;
+}
+
 TEST(KernelClasses, IllConditioningBoundsTheBlamedSidesOwnErrorNotWhatItInherited) {
   // cond = 1000; side B's input differs within tolerance (atol) in the small
   // singular value, which moves cond by 0.9%: far beyond 2 n cond eps. What

@@ -1,4 +1,4 @@
-#include "minimize/failure_repro.h"
+#include "minimize/hang_crash_repro.h"
 
 #include <vector>
 
@@ -188,8 +188,8 @@ absl::StatusOr<ReproFiles> MakeFailureRepro(const graph::Program& program, const
   repro.hang_seconds = spec.hang_seconds;
   repro.title = Title(spec, root);
   repro.seen = options.seen;
-  files.repro_py = EmitPython(final_program, repro);
-  const CppRepro cpp = EmitCpp(final_program, repro);
+  files.repro_py = EmitPython(final_program, repro, options.policy);
+  const CppRepro cpp = EmitCpp(final_program, repro, options.policy);
   files.main_cpp = cpp.main_cpp;
   files.cmake_lists = cpp.cmake_lists;
   files.report_md = Report(final_program, spec, root, repro, options,
