@@ -97,13 +97,20 @@ std::optional<std::string> WeightSmallerThanKernel(const std::string& name,
     return std::nullopt;  // PyTorch's own checks catch a weight of the wrong rank
   }
   const std::vector<int64_t> spatial(weight.sizes().begin() + 2, weight.sizes().end());
-  bool smaller = false;
-  for (size_t i = 0; i < kernel.size(); ++i) smaller = smaller || spatial[i] < kernel[i];
-  if (!smaller) return std::nullopt;
-  return absl::StrCat(name, ": weight's spatial shape [", absl::StrJoin(spatial, ", "),
-                      "] is smaller than kernel_size [", absl::StrJoin(kernel, ", "),
-                      "]; PyTorch does not check it and reads memory out of bounds (divfuzz "
-                      "does not run it)");
+  bool smaller = false, larger = false;
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    smaller = smaller || spatial[i] < kernel[i];
+    larger = larger || spatial[i] > kernel[i];
+  }
+  if (!smaller && !larger) return std::nullopt;
+  // Larger is as unchecked: on the H100, slow_conv_transpose2d with a 5x6
+  // weight and kernel_size [2, 2] corrupted CUDA memory, and later sums of
+  // unrelated tensors came back NaN (9 bug-tier buckets blaming them).
+  return absl::StrCat(name, ": weight's spatial shape [", absl::StrJoin(spatial, ", "), "] is ",
+                      smaller ? "smaller than" : "larger than", " kernel_size [",
+                      absl::StrJoin(kernel, ", "),
+                      "]; PyTorch does not check it and reads or writes memory out of bounds "
+                      "(divfuzz does not run it)");
 }
 
 // (self, source, ...): set(self, source) views source's storage with self's

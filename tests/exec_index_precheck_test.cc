@@ -104,6 +104,12 @@ TEST(IndexPrecheck, DeclinesAConvWeightSmallerThanItsKernel) {
   const std::vector<int64_t> kernel3 = {2, 2, 2};
   torch::jit::Stack small3 = {at::ones({1, 1, 2, 2, 2}), at::zeros({1, 1, 1, 1, 1}), kernel3};
   EXPECT_TRUE(UncheckedRead(Op("aten::slow_conv3d", ""), small3).has_value());
+  // A weight larger than kernel_size is as unchecked (CUDA memory was
+  // corrupted by one on the H100).
+  torch::jit::Stack large = {at::ones({2, 2, 5, 6}), at::zeros({2, 2, 5, 6}), kernel};
+  std::optional<std::string> large_why = UncheckedRead(conv, large);
+  ASSERT_TRUE(large_why.has_value());
+  EXPECT_NE(large_why->find("is larger than kernel_size [2, 2]"), std::string::npos) << *large_why;
   // The dilated convolutions check their weight themselves.
   EXPECT_FALSE(UncheckedRead(Op("aten::slow_conv_dilated2d", ""), small).has_value());
 }
