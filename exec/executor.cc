@@ -24,6 +24,11 @@
 #include "graph/materialize.h"
 
 namespace divfuzz::exec {
+
+const char* const kCudaFaultMessages[5] = {"illegal memory access", "device-side assert",
+                                           "unspecified launch failure", "misaligned address",
+                                           "illegal instruction"};
+
 namespace {
 
 using graph::DType;
@@ -32,11 +37,10 @@ using graph::DType;
 const bool kGenericOpsInstalled = (InstallGenericOps(), true);
 
 bool IsCudaFatal(absl::string_view msg) {
-  return absl::StrContains(msg, "device-side assert") ||
-         absl::StrContains(msg, "illegal memory access") ||
-         absl::StrContains(msg, "misaligned address") ||
-         absl::StrContains(msg, "unspecified launch failure") ||
-         absl::StrContains(msg, "illegal instruction");
+  for (const char* fault : kCudaFaultMessages) {
+    if (absl::StrContains(msg, fault)) return true;
+  }
+  return false;
 }
 
 NodeError Classify(std::string message) {

@@ -14,6 +14,10 @@
 namespace divfuzz::exec {
 
 bool CudaAvailable();
+
+// What a CUDA fault says in its message: it poisons the process's CUDA
+// context (the executor's kCudaFatal; the repros count it as a crash).
+extern const char* const kCudaFaultMessages[5];
 // Visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
 int CudaDeviceCount();
 

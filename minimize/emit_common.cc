@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "exec/executor.h"
 #include "exec/malloc_perturb.h"
 #include "exec/target.h"
 #include "graph/printer.h"
@@ -74,9 +75,6 @@ constexpr exec::Target kReproTargets[] = {exec::Target::kCpu, exec::Target::kCud
 
 }  // namespace
 
-const char* const kCudaFaultMessages[5] = {"illegal memory access", "device-side assert",
-                                           "unspecified launch failure", "misaligned address",
-                                           "illegal instruction"};
 
 std::string FillHarness(absl::string_view harness, absl::string_view comment,
                         const std::map<std::string, std::string>& blocks) {
@@ -123,7 +121,7 @@ HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& 
         {d, -std::ilogb(graph::Epsilon(part)), std::ilogb(graph::DenormMin(part))});
   }
   for (exec::Target t : kReproTargets) c.targets.emplace_back(exec::TargetName(t));
-  for (const char* f : kCudaFaultMessages) c.cuda_faults.emplace_back(f);
+  for (const char* f : exec::kCudaFaultMessages) c.cuda_faults.emplace_back(f);
   c.perturb_odd = exec::RerunPerturbByte(1);
   c.perturb_even = exec::RerunPerturbByte(2);
   c.dtype_gap = "not implemented for";

@@ -65,9 +65,6 @@ struct HarnessConstants {
 };
 HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& op);
 
-// What a CUDA fault says in its message (it poisons the process's CUDA
-// context: the repros count it as a crash).
-extern const char* const kCudaFaultMessages[5];
 
 // The shortest decimal text that reads back as exactly `v` (finite values).
 std::string ShortestDouble(double v);

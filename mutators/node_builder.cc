@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ops/kernel_classes.h"
 #include "ops/catalogue.h"
 
 namespace divfuzz::mutators {
@@ -668,6 +669,14 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
       positional = false;
     }
     node.args.push_back(std::move(arg));
+  }
+  // PyTorch does not check kernel_size against the weight (the executor
+  // declines a mismatch): take the weight's own spatial shape.
+  if (ops::UncheckedPreconditionOf(op.name) == ops::UncheckedPrecondition::kWeightCoversKernel &&
+      node.args.size() >= 3 && node.args[1].value.kind == Literal::Kind::kValue &&
+      node.args[2].value.kind == Literal::Kind::kList) {
+    const Shape& w = types_.at(node.args[1].value.s).shape;
+    if (w.size() >= 3) node.args[2].value = Literal::List(Ints(Shape(w.begin() + 2, w.end())));
   }
   const ops::OpSpec* spec = ops::FindOp(op.Qualified());
   absl::StatusOr<std::vector<TensorType>> out = spec != nullptr && spec->rule == Rule::kGeneric
