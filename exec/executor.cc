@@ -28,6 +28,7 @@ namespace divfuzz::exec {
 const char* const kCudaFaultMessages[5] = {"illegal memory access", "device-side assert",
                                            "unspecified launch failure", "misaligned address",
                                            "illegal instruction"};
+const char kNotImplementedMessage[] = "not implemented for";
 
 namespace {
 
@@ -49,7 +50,7 @@ NodeError Classify(std::string message) {
   if (size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
   if (IsCudaFatal(message)) {
     e.kind = NodeError::Kind::kCudaFatal;
-  } else if (absl::StrContains(message, "not implemented for")) {
+  } else if (absl::StrContains(message, kNotImplementedMessage)) {
     e.kind = NodeError::Kind::kNotImplemented;
   }
   e.message = std::move(message);

@@ -18,6 +18,9 @@ bool CudaAvailable();
 // What a CUDA fault says in its message: it poisons the process's CUDA
 // context (the executor's kCudaFatal; the repros count it as a crash).
 extern const char* const kCudaFaultMessages[5];
+
+// What ATen says when a kernel does not take a dtype (a dtype gap).
+extern const char kNotImplementedMessage[];
 // Visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
 int CudaDeviceCount();
 

@@ -525,9 +525,11 @@ namespace {
 
 // Flags that --resume takes: more time, and what only concerns this run.
 // Everything else is the campaign's, kept in campaign.json.
-const std::set<std::string>& ResumeFlags() {
+// The flags --resume accepts besides itself: the budget and what the end
+// of the campaign does; every other setting is campaign.json's.
+const std::vector<std::string>& ResumeFlags() {
   static const auto* flags =
-      new std::set<std::string>{"resume", "hours", "minutes", "seconds", "fail_on", "repro_jobs"};
+      new std::vector<std::string>{"hours", "minutes", "seconds", "fail_on", "repro_jobs"};
   return *flags;
 }
 
@@ -538,16 +540,18 @@ absl::Status LoadForResume(const std::string& work, CampaignConfig* config, Camp
   if (!c.ok()) return c.status();
   *config = *std::move(c);
   std::vector<std::string> refused;
+  const std::vector<std::string>& allowed = ResumeFlags();
   for (const std::string& name : GivenFlags()) {
-    if (!ResumeFlags().count(name)) refused.push_back("--" + name);
+    if (name != "resume" && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      refused.push_back("--" + name);
+    }
   }
   if (!refused.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--resume=", work, " continues with the settings in ", work,
-                     "/campaign.json; ", absl::StrJoin(refused, ", "),
-                     " cannot be changed (with --resume only --hours, --minutes, --seconds, "
-                     "--fail_on and --repro_jobs apply; "
-                     "start a new campaign with --work=NEW for other settings)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--resume=", work, " continues with the settings in ", work, "/campaign.json; ",
+        absl::StrJoin(refused, ", "), " cannot be changed (with --resume only --",
+        absl::StrJoin(allowed, ", --"),
+        " apply; start a new campaign with --work=NEW for other settings)"));
   }
   const std::string state_path = work + "/state.json";
   absl::StatusOr<CampaignState> s =

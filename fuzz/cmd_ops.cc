@@ -121,7 +121,7 @@ ops::GenericOp LearnOp(const ops::GenericOp& candidate, int tries,
         std::string error;
         form.accepted += AcceptedEverywhere(p, types, targets, &error);
         // The kernel lacks the dtype: no other shape will change that.
-        dtype_missing = error.find("not implemented for") != std::string::npos;
+        dtype_missing = error.find(exec::kNotImplementedMessage) != std::string::npos;
       }
       if (form.tried > 0) op.forms.push_back(form);
     }
