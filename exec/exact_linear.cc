@@ -258,7 +258,7 @@ std::optional<ExactResult> Scan(const at::Tensor& x, int64_t dim, bool product, 
   const double* p = rows->m.data_ptr<double>();
   Mp out;
   for (int64_t i = 0; i < rows->m.size(0); ++i) {
-    std::vector<Mp> terms;
+    std::vector<Mp> terms;  // the prefix so far (sums)
     mpfr_set_ui(out.v, 1, N);
     for (int64_t k = 0; k < inner; ++k) {
       if (product) {
@@ -496,14 +496,13 @@ std::optional<ExactResult> SolveExact(const at::Tensor& a, std::optional<at::Ten
   const int64_t k = b->size(-1);
   const at::Tensor fa = a.contiguous().reshape({-1, n * n});
   const at::Tensor fb = b->contiguous().reshape({-1, n, k});
-  Sink sink{dtype == DType::kF32};
+  const bool f32 = dtype == DType::kF32;
   std::vector<mpq_t> x(n);
   for (auto& q : x) mpq_init(q);
   Mp v;
   bool singular = false, rounding_free = true;
-  std::vector<std::vector<double>> cols;
   std::vector<double> out(fb.numel());
-  std::vector<float> out_f(sink.f32 ? fb.numel() : 0);
+  std::vector<float> out_f(f32 ? fb.numel() : 0);
   for (int64_t i = 0; i < fa.size(0) && !singular; ++i) {
     ExactLu lu(fa[i].contiguous().data_ptr<double>(), n, dtype);
     if (lu.singular()) {
@@ -517,7 +516,7 @@ std::optional<ExactResult> SolveExact(const at::Tensor& a, std::optional<at::Ten
       for (int64_t r = 0; r < n; ++r) {
         mpfr_set_q(v.v, x[r], N);
         out[(i * n + r) * k + j] = mpfr_get_d(v.v, N);
-        if (sink.f32) out_f[(i * n + r) * k + j] = mpfr_get_flt(v.v, N);
+        if (f32) out_f[(i * n + r) * k + j] = mpfr_get_flt(v.v, N);
       }
     }
   }
