@@ -57,38 +57,47 @@ std::string TargetNames(const std::vector<exec::Target>& targets) {
 constexpr int kCudaFaultExit = 3;
 constexpr int kHangExit = 4;
 
-// Runs the program on every target; true when the last node (the call under
-// test) ran everywhere without raising. A poisoned CUDA context ends the
-// process: the next call could not be trusted.
+// Whether the last node of `p` (the call under test) ran on target `t`
+// without raising and with the inferred result types. Outputs PyTorch leaves
+// to each device (lstsq's rank on CUDA) may differ from inference. A poisoned
+// CUDA context ends the process: the next call could not be trusted.
+bool AcceptedOn(const graph::Program& p, const ops::TypeEnv& types, exec::Target t,
+                std::string* error) {
+  exec::RunResult r = exec::Run(p, types, t);
+  if (!r.setup_error.empty()) {
+    *error = r.setup_error;
+    return false;
+  }
+  if (r.cuda_fatal) {
+    std::cerr << "divfuzz ops: a CUDA fault poisoned the context in " << p.nodes.back().op
+              << "; stopping\n";
+    std::exit(kCudaFaultExit);
+  }
+  if (r.nodes.empty() || r.nodes.back().error) {
+    if (!r.nodes.empty()) *error = r.nodes.back().error->message;
+    return false;
+  }
+  const graph::Node& node = p.nodes.back();
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  const uint32_t device_defined = spec != nullptr ? spec->device_defined_outputs : 0;
+  const std::vector<at::Tensor>& outs = r.nodes.back().outputs;
+  for (size_t i = 0; i < node.results.size() && i < outs.size(); ++i) {
+    if (i < 32 && ((device_defined >> i) & 1u)) continue;
+    const graph::TensorType& want = types.at(node.results[i]);
+    if (!outs[i].defined() || outs[i].scalar_type() != exec::ToScalarType(want.dtype) ||
+        outs[i].sizes().vec() != want.shape) {
+      *error = "the result's type differs from the inferred one";
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when every target accepted the call (the first error in *error).
 bool AcceptedEverywhere(const graph::Program& p, const ops::TypeEnv& types,
                         const std::vector<exec::Target>& targets, std::string* error) {
   for (exec::Target t : targets) {
-    exec::RunResult r = exec::Run(p, types, t);
-    if (!r.setup_error.empty()) {
-      *error = r.setup_error;
-      return false;
-    }
-    if (r.cuda_fatal) {
-      std::cerr << "divfuzz ops: a CUDA fault poisoned the context in " << p.nodes.back().op
-                << "; stopping\n";
-      std::exit(kCudaFaultExit);
-    }
-    if (r.nodes.empty() || r.nodes.back().error) {
-      if (!r.nodes.empty()) *error = r.nodes.back().error->message;
-      return false;
-    }
-    // A call whose results differ from the inferred types would poison every
-    // node after it: it counts as rejected.
-    const graph::Node& node = p.nodes.back();
-    const std::vector<at::Tensor>& outs = r.nodes.back().outputs;
-    for (size_t i = 0; i < node.results.size() && i < outs.size(); ++i) {
-      const graph::TensorType& want = types.at(node.results[i]);
-      if (!outs[i].defined() || outs[i].scalar_type() != exec::ToScalarType(want.dtype) ||
-          outs[i].sizes().vec() != want.shape) {
-        *error = "the result's type differs from the inferred one";
-        return false;
-      }
-    }
+    if (!AcceptedOn(p, types, t, error)) return false;
   }
   return true;
 }
@@ -98,7 +107,9 @@ uint64_t SeedOf(const std::string& op, uint64_t salt) {
          (salt * 0x9e3779b97f4a7c15ull);
 }
 
-// Learns one op: every (dtype, shape form), `tries` calls each.
+// Learns one op: every (dtype, shape form), `tries` calls each, counting
+// acceptance on every target at once and on each alone (a pair one device
+// rejects is a dtype gap or one-sided error worth generating).
 ops::GenericOp LearnOp(const ops::GenericOp& candidate, int tries,
                        const std::vector<exec::Target>& targets) {
   ops::GenericOp op = candidate;
@@ -107,6 +118,7 @@ ops::GenericOp LearnOp(const ops::GenericOp& candidate, int tries,
     bool dtype_missing = false;
     for (int f = 0; f < ops::kNumShapeForms && !dtype_missing; ++f) {
       ops::GenericForm form{dtype, static_cast<ops::ShapeForm>(f)};
+      std::vector<int> accepted_on(targets.size(), 0);
       for (int t = 0; t < tries && !dtype_missing; ++t) {
         // Two misses in a row in inference: the form does not fit this op.
         if (form.tried == 0 && t >= 2) break;
@@ -118,12 +130,24 @@ ops::GenericOp LearnOp(const ops::GenericOp& candidate, int tries,
         if (!builder.AppendGeneric(op, dtype, form.shape)) continue;
         p.outputs = mutators::Leaves(p);
         ++form.tried;
-        std::string error;
-        form.accepted += AcceptedEverywhere(p, types, targets, &error);
-        // The kernel lacks the dtype: no other shape will change that.
-        dtype_missing = error.find(exec::kNotImplementedMessage) != std::string::npos;
+        bool everywhere = true;
+        int missing = 0;
+        for (size_t k = 0; k < targets.size(); ++k) {
+          std::string error;
+          const bool ok = AcceptedOn(p, types, targets[k], &error);
+          accepted_on[k] += ok;
+          everywhere &= ok;
+          missing += error.find(exec::kNotImplementedMessage) != std::string::npos;
+        }
+        form.accepted += everywhere;
+        // No device has a kernel for the dtype: no other shape will change that.
+        dtype_missing = missing == static_cast<int>(targets.size());
       }
-      if (form.tried > 0) op.forms.push_back(form);
+      if (form.tried == 0) continue;
+      for (size_t k = 0; k < targets.size(); ++k) {
+        form.per_device.emplace_back(std::string(exec::TargetName(targets[k])), accepted_on[k]);
+      }
+      op.forms.push_back(form);
     }
   }
   return op;
@@ -419,10 +443,15 @@ int RunOps(const std::vector<std::string>&) {
     for (DType d : graph::kAllDTypes) {
       if (ops::Has(s.dtypes, d)) dtypes.emplace_back(std::string(graph::DTypeName(d)));
     }
+    std::vector<std::string> one_sided;
+    for (DType d : graph::kAllDTypes) {
+      if (ops::Has(s.one_sided_dtypes, d)) one_sided.emplace_back(std::string(graph::DTypeName(d)));
+    }
     nlohmann::json entry = {{"op", name},
                             {"source", source},
                             {"family", std::string(s.family)},
                             {"dtypes", dtypes},
+                            {"one_sided_dtypes", one_sided},
                             {"acceptance", nullptr},
                             {"generated", 0},
                             {"executions", 0},
@@ -430,8 +459,8 @@ int RunOps(const std::vector<std::string>&) {
     if (s.rule == ops::Rule::kGeneric) {
       std::vector<std::string> forms;
       for (const ops::GenericForm& f : s.generic->forms) {
-        forms.push_back(
-            absl::StrCat(graph::Sv(graph::DTypeName(f.dtype)), ":", ops::ShapeFormName(f.shape)));
+        forms.push_back(absl::StrCat(graph::Sv(graph::DTypeName(f.dtype)), ":",
+                                     ops::ShapeFormName(f.shape), f.one_sided ? ":one_sided" : ""));
       }
       entry["forms"] = forms;
     }
@@ -470,7 +499,10 @@ int RunOps(const std::vector<std::string>&) {
               : absl::StrFormat("%.0f%%", 100 * entry["acceptance"].get<double>());
       std::cout << absl::StrFormat("%-40s %-8s %-13s %-8s %-7d %-40s %s\n", name, source, s.family,
                                    rate, entry["executions"].get<int64_t>(),
-                                   absl::StrJoin(dtypes, " "), absl::StrJoin(div, " "));
+                                   absl::StrCat(absl::StrJoin(dtypes, " "),
+                                                one_sided.empty() ? "" : " one-sided: ",
+                                                absl::StrJoin(one_sided, " ")),
+                                   absl::StrJoin(div, " "));
     }
   }
   if (json) {

@@ -238,6 +238,24 @@ std::vector<double> LimitValues(DType dtype) {
                      2 / eps + 2, -2 / eps}) {
       out.push_back(RoundToDType(part, v));
     }
+    // sinh and cosh stay finite up to log(2 max): between log(max) and there,
+    // an exp(x)/2 computed naively overflows though the result fits.
+    const double log2max = std::log(max) + std::log(2.0);
+    for (double v : {std::log(max) + 0.5, Nudge(part, RoundToDType(part, log2max), -1),
+                     RoundToDType(part, log2max), -std::log(max) - 0.5,
+                     // a divisor below 1/max makes the quotient overflow
+                     1 / max, Nudge(part, RoundToDType(part, 1 / max), -1)}) {
+      out.push_back(RoundToDType(part, v));
+    }
+    // The narrower dtypes' thresholds: kernels that compute in them inside.
+    for (DType narrow : {DType::kF32, DType::kF16}) {
+      if (ElementBytes(narrow) >= ElementBytes(part)) continue;
+      const double nmax = MaxFinite(narrow);
+      for (double v : {std::log(nmax), std::log(nmax) + 0.5, std::log(nmax) + std::log(2.0), nmax,
+                       SmallestNormal(narrow)}) {
+        out.push_back(RoundToDType(part, v));
+      }
+    }
     return out;
   }
   if (part == DType::kBool) return out;

@@ -12,6 +12,7 @@
 #include "mutators/input_mutations.h"
 #include "mutators/node_builder.h"
 #include "ops/catalogue.h"
+#include "ops/generic.h"
 #include "ops/infer.h"
 
 namespace divfuzz::mutators {
@@ -37,10 +38,10 @@ void ForEachRef(const graph::Literal& l, const F& f) {
   for (const Literal& item : l.list) ForEachRef(item, f);
 }
 
-std::vector<const ops::OpSpec*> OpsFor(DType dtype) {
+std::vector<const ops::OpSpec*> OpsFor(DType dtype, bool one_sided = false) {
   std::vector<const ops::OpSpec*> out;
   for (const ops::OpSpec& s : ops::Catalogue()) {
-    if (ops::Has(s.dtypes, dtype)) out.push_back(&s);
+    if (one_sided ? ops::OneSided(s, dtype) : ops::Has(s.dtypes, dtype)) out.push_back(&s);
   }
   return out;
 }
@@ -58,7 +59,14 @@ bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random,
       std::advance(it, random.Below(types.size()));
       dtype = it->second.dtype;
     }
-    std::vector<const ops::OpSpec*> candidates = OpsFor(dtype);
+    // Now and then a pair some device rejects (a dtype gap, a one-sided
+    // error): findings of their own, kept rare so they do not crowd out the rest.
+    const bool one_sided = family.empty() && random.Chance(ops::kOneSidedShare);
+    std::vector<const ops::OpSpec*> candidates = OpsFor(dtype, one_sided);
+    if (one_sided) {
+      if (!candidates.empty() && builder.Append(*random.Pick(candidates), dtype, true)) return true;
+      continue;
+    }
     if (!family.empty()) {
       candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                       [&](const ops::OpSpec* s) { return s->family != family; }),

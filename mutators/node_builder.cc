@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "ops/kernel_classes.h"
 #include "ops/catalogue.h"
 
@@ -206,11 +207,23 @@ void NodeBuilder::RegenerateAttributes(const ops::OpSpec& spec, graph::Node& nod
     default:
       break;
   }
+  if (spec.device_argument != nullptr && random_.Chance(0.3)) {
+    node.args.push_back(
+        {std::string(spec.device_argument->name), DeviceArgumentValue(*spec.device_argument)});
+  }
 }
 
-bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype) {
-  if (!ops::Has(spec.dtypes, dtype)) return false;
-  if (spec.rule == Rule::kGeneric) return AppendGenericOp(spec, dtype);
+Literal NodeBuilder::DeviceArgumentValue(const ops::DeviceArgument& da) {
+  std::vector<std::string> values = absl::StrSplit(da.cpu, ',', absl::SkipEmpty());
+  for (absl::string_view v : absl::StrSplit(da.cuda, ',', absl::SkipEmpty())) {
+    if (std::find(values.begin(), values.end(), v) == values.end()) values.emplace_back(v);
+  }
+  return Literal::String(random_.Pick(values));
+}
+
+bool NodeBuilder::Append(const ops::OpSpec& spec, DType dtype, bool one_sided) {
+  if (one_sided ? !ops::OneSided(spec, dtype) : !ops::Has(spec.dtypes, dtype)) return false;
+  if (spec.rule == Rule::kGeneric) return AppendGenericOp(spec, dtype, one_sided);
   const graph::Program saved_program = program_;
   const ops::TypeEnv saved_types = types_;
   const ops::Domain domain = spec.domain;
@@ -488,6 +501,10 @@ std::optional<Literal> NodeBuilder::GenericLiteral(const ops::GenericOp& op, con
     case GenericArg::Kind::kScalarType:
       return Literal::OfDType(primary.dtype);
     case GenericArg::Kind::kString:
+      if (const ops::DeviceArgument* da = ops::DeviceArgumentOf(op.Qualified());
+          da != nullptr && name == da->name) {
+        return DeviceArgumentValue(*da);
+      }
       if (name == "reduce") {
         const std::vector<std::string> modes = {"sum", "prod", "mean", "amax", "amin"};
         return Literal::String(random_.Pick(modes));
@@ -640,9 +657,11 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
     const GenericArg& a = op.args[i];
     if (a.has_default) {
       // Vary the common reduction attributes now and then; otherwise the default.
+      const ops::DeviceArgument* da = ops::DeviceArgumentOf(op.Qualified());
       const bool vary = (a.name == "keepdim" && a.kind == GenericArg::Kind::kBool) ||
                         (a.name == "dim" && (a.kind == GenericArg::Kind::kInt ||
-                                             a.kind == GenericArg::Kind::kIntList));
+                                             a.kind == GenericArg::Kind::kIntList)) ||
+                        (da != nullptr && a.name == da->name);
       if (vary && random_.Chance(0.3)) {
         std::optional<Literal> l = GenericLiteral(op, a, primary);
         if (l) node.args.push_back({a.name, *l});
@@ -678,10 +697,9 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
     const Shape& w = types_.at(node.args[1].value.s).shape;
     if (w.size() >= 3) node.args[2].value = Literal::List(Ints(Shape(w.begin() + 2, w.end())));
   }
-  const ops::OpSpec* spec = ops::FindOp(op.Qualified());
-  absl::StatusOr<std::vector<TensorType>> out = spec != nullptr && spec->rule == Rule::kGeneric
-                                                    ? ops::InferNode(*spec, node, types_)
-                                                    : ops::InferGeneric(node, types_);
+  // Not InferNode: its check of the learned dtypes would keep the learner
+  // from ever learning a dtype the current table lacks.
+  absl::StatusOr<std::vector<TensorType>> out = ops::InferGeneric(node, types_);
   bool ok = out.ok() && static_cast<int>(out->size()) == op.num_returns;
   if (ok) {
     for (const TensorType& t : *out) ok = ok && t.Numel() <= 16 * kMaxGeneratedNumel;
@@ -746,10 +764,10 @@ bool NodeBuilder::Rebind(const ops::OpSpec& spec, graph::Node& node) {
   return true;
 }
 
-bool NodeBuilder::AppendGenericOp(const ops::OpSpec& spec, DType dtype) {
+bool NodeBuilder::AppendGenericOp(const ops::OpSpec& spec, DType dtype, bool one_sided) {
   std::vector<const ops::GenericForm*> forms;
   for (const ops::GenericForm& f : spec.generic->forms) {
-    if (f.dtype == dtype) forms.push_back(&f);
+    if (f.dtype == dtype && f.one_sided == one_sided) forms.push_back(&f);
   }
   for (int attempt = 0; attempt < 5 && !forms.empty(); ++attempt) {
     if (AppendGeneric(*spec.generic, dtype, random_.Pick(forms)->shape)) return true;

@@ -27,7 +27,8 @@ class NodeBuilder {
 
   // Appends a node of `spec` (and any helper nodes/inputs it needs); returns
   // false, leaving the program unchanged, when no valid node could be made.
-  bool Append(const ops::OpSpec& spec, graph::DType dtype);
+  // one_sided: a dtype some device rejects (ops::OneSided), not a kept one.
+  bool Append(const ops::OpSpec& spec, graph::DType dtype, bool one_sided = false);
 
   // A node of a generic op (ops/generic.h) with the arguments synthesized from
   // its schema in one shape form; false, leaving the program unchanged, when
@@ -49,10 +50,12 @@ class NodeBuilder {
 
  private:
   std::string FreshName(const char* prefix);
-  bool AppendGenericOp(const ops::OpSpec& spec, graph::DType dtype);
+  bool AppendGenericOp(const ops::OpSpec& spec, graph::DType dtype, bool one_sided);
   void RegenerateGeneric(const ops::GenericOp& op, graph::Node& node);
   // A literal for a non-tensor schema argument, given the first tensor's type;
   // nullopt when the generator cannot make one.
+  // One of the values either device takes for a per-device argument.
+  graph::Literal DeviceArgumentValue(const ops::DeviceArgument& da);
   std::optional<graph::Literal> GenericLiteral(const ops::GenericOp& op, const ops::GenericArg& a,
                                                const graph::TensorType& primary);
   // A pool value of this dtype satisfying pred, or empty.

@@ -109,8 +109,9 @@ std::vector<OpSpec> Build() {
       Op("aten::sub", "Tensor", Rule::kBinary, kFloat | kSignedInt, "arith"),
       Op("aten::mul", "Tensor", Rule::kBinary, kNum, "arith"),
       Op("aten::div", "Tensor", Rule::kBinary, kFloat, "division"),
-      Op("aten::remainder", "Tensor", Rule::kBinary, kFloat, "division"),
-      Op("aten::fmod", "Tensor", Rule::kBinary, kFloat, "division"),
+      // Integer division by zero raises on the CPU; CUDA has no such check.
+      Op("aten::remainder", "Tensor", Rule::kBinary, kFloat | kInt, "division"),
+      Op("aten::fmod", "Tensor", Rule::kBinary, kFloat | kInt, "division"),
       Op("aten::pow", "Tensor_Tensor", Rule::kBinary, kFloat, "exp_log"),
       Op("aten::atan2", "", Rule::kBinary, kFloat, "trig"),
       Op("aten::hypot", "", Rule::kBinary, kFloat, "arith"),
@@ -248,7 +249,7 @@ std::vector<OpSpec> Build() {
       Scalar("aten::hardshrink", "", kFloat, "activation", 0.0, 1.0),
       // More binary arithmetic, integer arithmetic and logic.
       Op("aten::true_divide", "Tensor", Rule::kBinary, kFloat, "division"),
-      Op("aten::floor_divide", "", Rule::kBinary, kFloat, "division"),
+      Op("aten::floor_divide", "", Rule::kBinary, kFloat | kInt, "division"),
       Op("aten::nextafter", "", Rule::kBinary, kF32F64, "arith"),
       Op("aten::ldexp", "Tensor", Rule::kBinary, kF32F64, "exp_log"),
       Op("aten::igamma", "", Rule::kBinary, kF32F64, "special", Domain::kPositive),

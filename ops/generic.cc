@@ -141,9 +141,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::vector<GenericForm>>>> Pa
     };
     std::vector<GenericForm> forms;
     for (size_t i = 1; i < fields.size(); ++i) {
-      // dtype:form:accepted/tried
-      std::vector<std::string> parts = absl::StrSplit(fields[i], absl::ByAnyChar(":/"));
-      if (parts.size() != 4) return bad("dtype:form:accepted/tried");
+      // dtype:form:accepted/tried[:device=accepted...]
+      std::vector<std::string> parts = absl::StrSplit(fields[i], ':');
+      if (parts.size() < 3) return bad("dtype:form:accepted/tried[:device=accepted...]");
       std::optional<graph::DType> dtype = graph::ParseDType(parts[0]);
       if (!dtype) return bad("a dtype (f32, i64, ...)");
       int form = -1;
@@ -152,9 +152,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::vector<GenericForm>>>> Pa
       }
       if (form < 0) return bad("a shape form (same1, same2, ...)");
       GenericForm g{*dtype, static_cast<ShapeForm>(form)};
-      if (!absl::SimpleAtoi(parts[2], &g.accepted) || !absl::SimpleAtoi(parts[3], &g.tried) ||
-          g.accepted < 0 || g.tried < g.accepted) {
+      std::vector<std::string> counts = absl::StrSplit(parts[2], '/');
+      if (counts.size() != 2 || !absl::SimpleAtoi(counts[0], &g.accepted) ||
+          !absl::SimpleAtoi(counts[1], &g.tried) || g.accepted < 0 || g.tried < g.accepted) {
         return bad("counts accepted/tried");
+      }
+      for (size_t k = 3; k < parts.size(); ++k) {
+        std::vector<std::string> kv = absl::StrSplit(parts[k], '=');
+        int n = 0;
+        if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtoi(kv[1], &n) || n < g.accepted ||
+            n > g.tried) {
+          return bad("device=accepted, with accepted <= it <= tried");
+        }
+        g.per_device.emplace_back(kv[0], n);
       }
       forms.push_back(g);
     }
@@ -173,6 +183,7 @@ std::string FormatGenericTable(const std::vector<GenericOp>& ops, absl::string_v
     for (const GenericForm& f : op.forms) {
       absl::StrAppend(&out, " ", graph::Sv(graph::DTypeName(f.dtype)), ":", ShapeFormName(f.shape),
                       ":", f.accepted, "/", f.tried);
+      for (const auto& [device, n] : f.per_device) absl::StrAppend(&out, ":", device, "=", n);
     }
     out += "\n";
   }
@@ -197,16 +208,28 @@ const std::vector<GenericOp>& GenericOps() {
       auto it = by_name.find(candidate.Qualified());
       if (it == by_name.end()) continue;
       GenericOp op = candidate;
-      for (const GenericForm& f : it->second) {
-        if (f.tried >= kKeepFormMinTried && f.accepted >= kKeepFormRate * f.tried) {
-          op.forms.push_back(f);
-        }
+      for (GenericForm f : it->second) {
+        const FormUse use = UseOf(f);
+        if (use == FormUse::kDropped) continue;
+        f.one_sided = use == FormUse::kOneSided;
+        op.forms.push_back(f);
       }
       if (!op.forms.empty()) out->push_back(std::move(op));
     }
     return out;
   }();
   return *ops;
+}
+
+FormUse UseOf(const GenericForm& f) {
+  if (f.tried < kKeepFormMinTried) return FormUse::kDropped;
+  if (f.accepted >= kKeepFormRate * f.tried) return FormUse::kKept;
+  bool some = false, rejected = false;
+  for (const auto& [device, n] : f.per_device) {
+    some |= n >= kKeepFormRate * f.tried;
+    rejected |= n == 0;
+  }
+  return some && rejected ? FormUse::kOneSided : FormUse::kDropped;
 }
 
 const GenericOp* FindGeneric(absl::string_view qualified) {
@@ -216,9 +239,23 @@ const GenericOp* FindGeneric(absl::string_view qualified) {
   return nullptr;
 }
 
+bool OneSided(const OpSpec& spec, graph::DType dtype) {
+  if (Has(spec.one_sided_dtypes, dtype)) return true;
+  if (spec.generic == nullptr) return false;
+  for (const GenericForm& f : spec.generic->forms) {
+    if (f.one_sided && f.dtype == dtype) return true;
+  }
+  return false;
+}
+
 OpSpec GenericSpec(const GenericOp& op) {
   OpSpec s{op.name, op.overload, Rule::kGeneric, 0};
-  for (const GenericForm& f : op.forms) s.dtypes |= Mask(f.dtype);
+  for (const GenericForm& f : op.forms) {
+    if (!f.one_sided) s.dtypes |= Mask(f.dtype);
+  }
+  for (const GenericForm& f : op.forms) {
+    if (f.one_sided && !Has(s.dtypes, f.dtype)) s.one_sided_dtypes |= Mask(f.dtype);
+  }
   s.family = op.family;
   s.generic = &op;
   // Policy hints where the oracle's rules hold for any op of the kind: the

@@ -58,12 +58,19 @@ enum class ShapeForm {
 inline constexpr int kNumShapeForms = 7;
 absl::string_view ShapeFormName(ShapeForm form);
 
-// One learned argument form and how often the real kernels accepted it.
+// One learned argument form and how often the real kernels accepted it: on
+// every device at once (accepted), and on each device alone (per_device, in
+// the table's device order; empty in a table learned before devices were
+// counted apart).
 struct GenericForm {
   graph::DType dtype;
   ShapeForm shape;
   int accepted = 0;
   int tried = 0;
+  std::vector<std::pair<std::string, int>> per_device;
+  // Kept although some device rejects it: the pair is a dtype gap or a
+  // one-sided error, a finding in itself, generated at kOneSidedShare.
+  bool one_sided = false;
 };
 
 struct GenericOp {
@@ -91,9 +98,10 @@ absl::StatusOr<std::vector<graph::TensorType>> InferGeneric(const graph::Node& n
                                                             const TypeEnv& env);
 
 // The learned table. Text, one op a line:
-//   aten::name[.overload] dtype:form:accepted/tried ...
-// '#' starts a comment; the first comment line names the devices it was
-// learned on. The built-in table is ops/generic_table.txt.
+//   aten::name[.overload] dtype:form:accepted/tried[:device=accepted...] ...
+// accepted counts the calls every device ran; device=accepted the calls that
+// device ran. '#' starts a comment; the first comment line names the devices
+// it was learned on. The built-in table is ops/generic_table.txt.
 absl::string_view BuiltinGenericTable();
 // Parses a table: qualified name -> forms. Errors name the line.
 absl::StatusOr<std::vector<std::pair<std::string, std::vector<GenericForm>>>> ParseGenericTable(
@@ -104,11 +112,20 @@ std::string FormatGenericTable(const std::vector<GenericOp>& ops, absl::string_v
 // of at least this many generated calls (one lucky call proves little).
 inline constexpr double kKeepFormRate = 0.9;
 inline constexpr int kKeepFormMinTried = 2;
+// A form that one device accepts at that rate and another rejects is kept as
+// one-sided: generation picks such pairs for this share of the ops it appends
+// (each is a dtype_gap or error_split finding; more would crowd out the rest).
+inline constexpr double kOneSidedShare = 0.05;
+// Which of a table's forms generation keeps, and whether as one-sided.
+enum class FormUse { kDropped, kKept, kOneSided };
+FormUse UseOf(const GenericForm& form);
 
 // The generic ops that generation uses: candidates with at least one kept
 // form in the built-in table (or the one named by $DIVFUZZ_OP_TABLE).
 const std::vector<GenericOp>& GenericOps();
 const GenericOp* FindGeneric(absl::string_view qualified);
+// Whether `spec` has a one-sided form (a pair some device rejects) in dtype.
+bool OneSided(const OpSpec& spec, graph::DType dtype);
 // The OpSpec of a generic op (rule kGeneric), for the catalogue.
 OpSpec GenericSpec(const GenericOp& op);
 

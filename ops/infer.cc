@@ -259,7 +259,7 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
       auto it = env.find(l.s);
       if (it == env.end())
         return absl::InvalidArgumentError(absl::StrCat("undefined value %", l.s));
-      if (!Has(spec.dtypes, it->second.dtype)) {
+      if (!Has(spec.dtypes | spec.one_sided_dtypes, it->second.dtype)) {
         return absl::InvalidArgumentError(
             absl::StrCat(spec.Qualified(), " was not learned to take ",
                          std::string(graph::DTypeName(it->second.dtype))));

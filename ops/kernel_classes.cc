@@ -1,6 +1,7 @@
 #include "ops/kernel_classes.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
@@ -88,6 +89,8 @@ constexpr ClassFact kClasses[] = {
     {Match::kBase, "remainder", kCorrectlyRounded, "exact in IEEE arithmetic"},
     // Spectra: a backward-stable algorithm moves them by c n eps ||A||_2.
     {Match::kBase, "linalg_svdvals", kNormwiseSpectrum, "singular values (Weyl)"},
+    {Match::kBase, "matrix_exp", kMatrixFunction, "scaling and squaring (Higham)"},
+    {Match::kBase, "linalg_matrix_exp", kMatrixFunction, "scaling and squaring (Higham)"},
     {Match::kBase, "svdvals", kNormwiseSpectrum, "singular values (Weyl)"},
     {Match::kBase, "linalg_eigvalsh", kNormwiseSpectrum, "symmetric eigenvalues (Weyl)"},
     {Match::kBase, "cumulative_trapezoid", kPrefixSums, "sums trapezoids up to each point"},
@@ -292,6 +295,20 @@ constexpr DeviceDefinedFact kDeviceDefined[] = {
      "statistics are kept in the accumulate dtype, which differs per device"},
 };
 
+// Arguments whose accepted values differ per device, as documented.
+constexpr DeviceArgument kDeviceArguments[] = {
+    {"driver", "gelsy,gelsd,gelss,gels", "gels",
+     "torch.linalg.lstsq: CUDA implements only the 'gels' driver"},
+    {"driver", "", "gesvd,gesvdj,gesvda",
+     "torch.linalg.svd: driver= is only supported on CUDA inputs (cuSOLVER)"},
+};
+constexpr std::pair<absl::string_view, int> kDeviceArgumentOps[] = {
+    {"aten::linalg_lstsq", 0},
+    {"aten::linalg_svd", 1},
+    {"aten::linalg_svdvals", 1},
+    {"aten::_linalg_svd", 1},
+};
+
 bool Matches(const ClassFact& f, absl::string_view base) {
   switch (f.match) {
     case Match::kBase:
@@ -313,7 +330,16 @@ UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name) {
   return UncheckedPrecondition::kNone;
 }
 
+const DeviceArgument* DeviceArgumentOf(absl::string_view qualified) {
+  const absl::string_view name = qualified.substr(0, qualified.find('.'));
+  for (const auto& [op, index] : kDeviceArgumentOps) {
+    if (name == op) return &kDeviceArguments[index];
+  }
+  return nullptr;
+}
+
 void ApplyKernelClasses(OpSpec& spec) {
+  spec.device_argument = DeviceArgumentOf(spec.name);
   absl::string_view base = spec.name;
   absl::ConsumePrefix(&base, "aten::");
   // In-place and private variants do what their functional op does.

@@ -19,4 +19,8 @@ void ApplyKernelClasses(OpSpec& spec);
 // for ops the catalogue does not fuzz (the executor may still meet them).
 UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name);
 
+// The argument of `qualified` ("aten::linalg_lstsq") whose values PyTorch
+// documents per device, or null.
+const DeviceArgument* DeviceArgumentOf(absl::string_view qualified);
+
 }  // namespace divfuzz::ops

@@ -95,6 +95,8 @@ enum Hint : uint32_t {
                                 // bounded by ||E||_2 (Weyl), so the error is normwise
   kPrefixSums = 1 << 24,        // with kSumsInside: output k sums the terms up to k along
                                 // dim_pos (cumulative_trapezoid)
+  kMatrixFunction = 1 << 25,    // a matrix function by scaling and squaring (matrix_exp):
+                                // its error is normwise, about ||A|| eps ||f(A)|| (Higham)
 };
 
 // Preconditions PyTorch does not check, so inputs that break them read out of
@@ -124,6 +126,16 @@ constexpr DTypeMask Mask(std::initializer_list<graph::DType> ds) {
 }
 inline bool Has(DTypeMask m, graph::DType d) { return (m & Mask(d)) != 0; }
 
+// An argument whose accepted values PyTorch documents per device (lstsq's and
+// svd's driver). The generator draws the values of both devices; a side that
+// raises on a value its device does not take is expected (device_argument).
+struct DeviceArgument {
+  absl::string_view name;
+  absl::string_view cpu;   // the values the CPU takes, comma-separated ("": only None)
+  absl::string_view cuda;  // the values CUDA takes
+  absl::string_view why;
+};
+
 struct GenericOp;
 
 struct OpSpec {
@@ -131,6 +143,9 @@ struct OpSpec {
   absl::string_view overload;  // "Scalar"; empty for the default overload
   Rule rule;
   DTypeMask dtypes;
+  // Dtypes some device accepts and another rejects (a dtype gap, a one-sided
+  // error): replay takes them; generation picks them at kOneSidedShare.
+  DTypeMask one_sided_dtypes = 0;
   Domain domain = Domain::kAny;
   absl::string_view family;  // "exp_log", "trig", "linalg", ... for reports
   // kUnaryScalar: the range the scalar argument is drawn from.
@@ -153,6 +168,7 @@ struct OpSpec {
   // With kInternalIntCast: the argument position that is cast to int64.
   int int_cast_arg = -1;
   UncheckedPrecondition unchecked = UncheckedPrecondition::kNone;
+  const DeviceArgument* device_argument = nullptr;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };

@@ -27,11 +27,13 @@
 #include <ATen/ops/eq.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <set>
 
+#include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -285,7 +287,8 @@ std::optional<RuleMatch> FloatToIntCast(const Context& c) {
 // relative to each element.
 std::optional<RuleMatch> NormwiseBackwardError(const Context& c) {
   const bool decomposition = c.spec.hints & ops::kDecomposition;
-  if ((!decomposition && !(c.spec.hints & ops::kNormwiseSpectrum)) ||
+  const bool function = c.spec.hints & ops::kMatrixFunction;
+  if ((!decomposition && !function && !(c.spec.hints & ops::kNormwiseSpectrum)) ||
       c.d.cls != DivergenceClass::kTolerance) {
     return std::nullopt;
   }
@@ -303,7 +306,24 @@ std::optional<RuleMatch> NormwiseBackwardError(const Context& c) {
     return std::nullopt;
   }
   const double n = static_cast<double>(std::max(x.size(-1), x.size(-2)));
-  const double bound = 8 * n * graph::Epsilon(dt) * norm2;
+  double bound = 8 * n * graph::Epsilon(dt) * norm2;
+  // A matrix function's forward error is its condition (>= ||A||) times eps
+  // times ||f(A)||: the bound scales with the larger side's result.
+  double result_norm = 0;
+  if (function) {
+    const at::Tensor ya = c.OutA(), yb = c.OutB();
+    if (!ya.defined() || !yb.defined() || !at::all(at::isfinite(ya)).item<bool>() ||
+        !at::all(at::isfinite(yb)).item<bool>()) {
+      return std::nullopt;
+    }
+    try {
+      result_norm = std::max(at::linalg_svdvals(ya).max().item<double>(),
+                             at::linalg_svdvals(yb).max().item<double>());
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    bound = 8 * n * graph::Epsilon(dt) * std::max(norm2, 1.0) * result_norm;
+  }
   const std::vector<at::Tensor> ia =
       Comparable(&c.spec, c.a.nodes[c.d.node_index].outputs);
   const std::vector<at::Tensor> ib =
@@ -320,6 +340,15 @@ std::optional<RuleMatch> NormwiseBackwardError(const Context& c) {
     diff = std::max(diff, F64(ia[o]).sub(F64(ib[o])).abs().max().item<double>());
   }
   if (!(diff <= bound)) return std::nullopt;
+  if (function) {
+    return RuleMatch{
+        "normwise_backward_error",
+        absl::StrCat("max |A - B| ", graph::FormatFloat(diff), " <= 8 n eps(",
+                     std::string(graph::DTypeName(dt)), ") max(||X||_2, 1) ||f(X)||_2 = ",
+                     graph::FormatFloat(bound), " (n = ", static_cast<int64_t>(n), ", ||X||_2 ",
+                     graph::FormatFloat(norm2), ", ||f(X)||_2 ", graph::FormatFloat(result_norm),
+                     "): a matrix function's forward error is normwise (Higham)")};
+  }
   return RuleMatch{
       "normwise_backward_error",
       absl::StrCat("max |A - B| ", graph::FormatFloat(diff), " <= 8 n eps(",
@@ -790,6 +819,31 @@ std::optional<RuleMatch> UnspecifiedStrides(const Context& c) {
                    "device); reshape() is the portable spelling"};
 }
 
+// An argument value documented as unsupported on the raising side's device
+// (ops/kernel_classes.cc: lstsq's driver on CUDA, svd's driver on the CPU).
+std::optional<RuleMatch> DeviceArgumentRule(const Context& c) {
+  if (c.d.cls != DivergenceClass::kErrorSplit || c.spec.device_argument == nullptr ||
+      c.d.node_index < 0) {
+    return std::nullopt;
+  }
+  const ops::DeviceArgument& da = *c.spec.device_argument;
+  const Literal* value = ops::FindArg(c.node, 1000, da.name);
+  if (value == nullptr || value->kind != Literal::Kind::kString) return std::nullopt;
+  auto raised = [&](const exec::RunResult& r) {
+    return static_cast<size_t>(c.d.node_index) < r.nodes.size() &&
+           r.nodes[c.d.node_index].error.has_value();
+  };
+  const exec::RunResult* side = raised(c.a) ? &c.a : raised(c.b) ? &c.b : nullptr;
+  if (side == nullptr) return std::nullopt;
+  const bool cuda = side->target == exec::Target::kCuda || side->target == exec::Target::kCudaF64;
+  const std::vector<absl::string_view> takes = absl::StrSplit(cuda ? da.cuda : da.cpu, ',',
+                                                              absl::SkipEmpty());
+  if (std::find(takes.begin(), takes.end(), value->s) != takes.end()) return std::nullopt;
+  return RuleMatch{"device_argument",
+                   absl::StrCat(da.name, "='", value->s, "' is not supported on ",
+                                exec::TargetName(side->target), ": ", da.why)};
+}
+
 // Normalizations divide by statistics they compute: an error d in the mean
 // (at most 2 n eps max|x| in any summation order) moves the output by
 // d |w| / sigma, and sigma >= sqrt(eps_arg).
@@ -982,6 +1036,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.unspecified_strides) {
       if (auto m = UnspecifiedStrides(c)) return m;
+    }
+    if (r.device_argument) {
+      if (auto m = DeviceArgumentRule(c)) return m;
     }
     if (r.tf32) {
       if (auto m = Tf32(c)) return m;
