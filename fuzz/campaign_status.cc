@@ -103,6 +103,11 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
       << totals.value("moved_by_rules", 0) << "\nprograms skipped: quarantined ops "
       << totals.value("quarantined", 0) << ", over the memory budget "
       << totals.value("over_budget", 0) << "\n";
+  const int64_t one_sided = totals.value("one_sided", int64_t{0});
+  out << absl::StrFormat(
+      "programs with a pair only some device accepts (dtype gaps, one-sided errors): %d (%.1f%% "
+      "of executions)\n",
+      one_sided, executions > 0 ? 100.0 * one_sided / executions : 0.0);
   // Root-cause groups first: one mechanism often files many buckets.
   std::vector<report::Bucket> buckets;
   for (const nlohmann::json& e : index) {

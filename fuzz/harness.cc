@@ -28,6 +28,7 @@
 #include "minimize/emit_python.h"
 #include "mutators/mutator.h"
 #include "nlohmann/json.hpp"
+#include "ops/catalogue.h"
 #include "ops/infer.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
@@ -52,6 +53,21 @@ int SizeBucket(const oracles::Divergence& d) {
 
 }  // namespace
 
+// Whether a node runs an (op, dtype) pair that only some device accepts.
+bool UsesOneSidedPair(const graph::Program& program, const ops::TypeEnv& types) {
+  for (const graph::Node& n : program.nodes) {
+    const ops::OpSpec* spec = ops::FindOp(n.QualifiedName());
+    if (spec == nullptr || spec->one_sided_dtypes == 0) continue;
+    for (const graph::Argument& a : n.args) {
+      if (a.value.kind != graph::Literal::Kind::kValue) continue;
+      auto it = types.find(a.value.s);
+      if (it != types.end() && ops::Has(spec->one_sided_dtypes, it->second.dtype)) return true;
+      break;  // the first tensor decides, as in inference
+    }
+  }
+  return false;
+}
+
 struct Harness::State {
   std::unique_ptr<store::FindingsStore> store;
   int64_t executions = 0, parsed = 0, generated = 0, diverged = 0, new_findings = 0;
@@ -59,6 +75,7 @@ struct Harness::State {
   int64_t moved_by_rules = 0;  // roots a side was blamed for that a policy rule explains
   int64_t quarantined = 0;     // programs skipped for a quarantined op
   int64_t over_budget = 0;     // programs skipped for their memory footprint
+  int64_t one_sided = 0;       // programs with a pair some device rejects (ops/generic.h)
   // Signatures already in the store: their repeat hits are counted here and
   // added to the index every few seconds in one rewrite (and before exit),
   // since rewriting it for each hit cost more than running the program.
@@ -71,7 +88,7 @@ struct Harness::State {
             {"generated", generated},           {"diverged", diverged},
             {"new_findings", new_findings},     {"roots_by_tier", roots_by_tier},
             {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
-            {"over_budget", over_budget}};
+            {"over_budget", over_budget},       {"one_sided", one_sided}};
   }
   std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
   double mean_seconds = 0;  // running mean of a program's run time (both sides)
@@ -215,6 +232,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
   if (!types.ok() || !WithinMemoryBudget(program, *types)) return outcome;
   const BothSides run = RunBothSides(program, *types);
+  if (UsesOneSidedPair(program, *types)) ++state_->one_sided;
   outcome.verdict = Judge(program, *types, run);
 
   // The signal is the verdict alone (FeedBackRoot): a root divergence's (op,

@@ -26,7 +26,7 @@ grep -h "killed the last learner" "$work"/log_*.txt || true
 {
   grep -h "^# devices" "$work/shard_0.txt" | head -1
   echo "# Learned by scripts/learn_ops.sh (divfuzz ops --learn=$tries): per op, every (dtype, shape"
-  echo "# form) tried, with how many calls the real kernels accepted on all devices."
+  echo "# form) tried: accepted/tried on all devices at once, then device=accepted per device."
   cat "$work"/shard_*.txt | grep -v "^#" | sort
 } >ops/generic_table.txt
 echo "wrote ops/generic_table.txt ($(grep -vc '^#' ops/generic_table.txt) ops); logs in $work"

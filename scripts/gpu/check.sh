@@ -12,6 +12,7 @@
 #   bash scripts/gpu/check.sh resume LIMIT            # continue it for at most LIMIT s
 #   bash scripts/gpu/check.sh verify                  # minimize leftovers, run every repro
 #   bash scripts/gpu/check.sh probe [N]               # divfuzz ops --probe=N on cpu and cuda
+#   bash scripts/gpu/check.sh learn [LIMIT]           # relearn ops/generic_table.txt, rebuild
 #   bash scripts/gpu/check.sh feedback on|off SECONDS # one arm of the feedback benchmark
 #   bash scripts/gpu/check.sh feedback both SECONDS   # both arms at once (same load on each)
 #   bash scripts/gpu/check.sh seed                    # replay the seed case and write its repro
@@ -89,6 +90,13 @@ for l in open('findings/index.jsonl'):
       --json "$OUT/verify.json" >"$OUT/verify.log" 2>&1 || true
     grep -A12 '== summary' "$OUT/verify.log"
     cp campaign/report.html campaign/stats.csv "$OUT/" ;;
+  learn)
+    # Relearn ops/generic_table.txt on this host's targets (per-device
+    # acceptance), keep a copy in $OUT, and rebuild with it.
+    (cd "$SRC" && time DIVFUZZ=$D bash scripts/learn_ops.sh "$(nproc)" 3 "${1:-400}") >"$OUT/learn.log" 2>&1
+    tail -5 "$OUT/learn.log"
+    cp "$SRC/ops/generic_table.txt" "$OUT/generic_table.txt"
+    ninja -C "$B/bin" fuzz/divfuzz >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; } ;;
   probe)
     "$D" ops --probe="${1:-50}" --op_stats="$OUT/op_stats.json" >"$OUT/ops-probe.txt" 2>&1
     tail -30 "$OUT/ops-probe.txt" ;;
