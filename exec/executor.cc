@@ -29,6 +29,15 @@ const char* const kCudaFaultMessages[5] = {"illegal memory access", "device-side
                                            "unspecified launch failure", "misaligned address",
                                            "illegal instruction"};
 const char kNotImplementedMessage[] = "not implemented for";
+const char* const kDtypeGapMessages[3] = {kNotImplementedMessage, "HalfTensor is not supported",
+                                          "BFloat16Tensor is not supported"};
+
+bool SaysDtypeGap(absl::string_view message) {
+  for (const char* m : kDtypeGapMessages) {
+    if (absl::StrContains(message, m)) return true;
+  }
+  return false;
+}
 
 namespace {
 
@@ -50,7 +59,7 @@ NodeError Classify(std::string message) {
   if (size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
   if (IsCudaFatal(message)) {
     e.kind = NodeError::Kind::kCudaFatal;
-  } else if (absl::StrContains(message, kNotImplementedMessage)) {
+  } else if (SaysDtypeGap(message)) {
     e.kind = NodeError::Kind::kNotImplemented;
   }
   e.message = std::move(message);

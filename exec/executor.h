@@ -21,6 +21,11 @@ extern const char* const kCudaFaultMessages[5];
 
 // What ATen says when a kernel does not take a dtype (a dtype gap).
 extern const char kNotImplementedMessage[];
+// Everything ATen says when a kernel lacks the dtype (a dtype_gap, not an
+// error_split): the dispatcher's "not implemented for", and kernels' own
+// refusals (CUDA histc: "HalfTensor is not supported").
+extern const char* const kDtypeGapMessages[3];
+bool SaysDtypeGap(absl::string_view message);
 // Visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
 int CudaDeviceCount();
 

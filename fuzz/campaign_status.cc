@@ -96,9 +96,10 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
   out << "\n  by class:";
   for (const auto& [cls, n] : by_class) out << " " << cls << "=" << n;
   out << "\nroot divergence hits by tier:";
-  for (const auto& [tier, n] : totals.value("roots_by_tier", nlohmann::json::object()).items()) {
-    out << " " << tier << "=" << n;
-  }
+  // A named copy: items() of the temporary value() returns would dangle (the
+  // campaign died of SIGSEGV here on GPU hosts).
+  const nlohmann::json roots = totals.value("roots_by_tier", nlohmann::json::object());
+  for (const auto& [tier, n] : roots.items()) out << " " << tier << "=" << n;
   out << "\nhits a side was blamed for that a policy rule explains (moved to expected): "
       << totals.value("moved_by_rules", 0) << "\nprograms skipped: quarantined ops "
       << totals.value("quarantined", 0) << ", over the memory budget "

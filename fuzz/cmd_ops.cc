@@ -137,7 +137,7 @@ ops::GenericOp LearnOp(const ops::GenericOp& candidate, int tries,
           const bool ok = AcceptedOn(p, types, targets[k], &error);
           accepted_on[k] += ok;
           everywhere &= ok;
-          missing += error.find(exec::kNotImplementedMessage) != std::string::npos;
+          missing += exec::SaysDtypeGap(error);
         }
         form.accepted += everywhere;
         // No device has a kernel for the dtype: no other shape will change that.

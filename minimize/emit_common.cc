@@ -124,7 +124,7 @@ HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& 
   for (const char* f : exec::kCudaFaultMessages) c.cuda_faults.emplace_back(f);
   c.perturb_odd = exec::RerunPerturbByte(1);
   c.perturb_even = exec::RerunPerturbByte(2);
-  c.dtype_gap = exec::kNotImplementedMessage;
+  for (const char* m : exec::kDtypeGapMessages) c.dtype_gaps.emplace_back(m);
   c.malloc_cache_off = "DIVFUZZ_MALLOC_CACHE_OFF";
   c.no_malloc_cache = "glibc.malloc.tcache_count=0";
   c.start_seconds = 300;

@@ -53,7 +53,7 @@ struct HarnessConstants {
   std::vector<std::string> cuda_faults;
   int perturb_odd = 0, perturb_even = 0;  // malloc's byte on odd, even runs (exec/)
   // What an error says when a kernel lacks the dtype (dtype_gap, not error_split).
-  std::string dtype_gap;
+  std::vector<std::string> dtype_gaps;
   // The environment flag a repro sets when it restarts itself with glibc's
   // malloc thread cache off, and the tunable that turns the cache off.
   std::string malloc_cache_off, no_malloc_cache;

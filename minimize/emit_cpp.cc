@@ -232,6 +232,8 @@ std::string CppConstants(const HarnessConstants& c) {
   }
   for (const std::string& t : c.targets) targets.push_back(CppStr(t));
   for (const std::string& f : c.cuda_faults) faults.push_back(CppStr(f));
+  std::vector<std::string> gaps;
+  for (const std::string& g : c.dtype_gaps) gaps.push_back(CppStr(g));
   return absl::StrCat(
       "// The policy's (rtol, atol) at the diverging op.\n",
       "const std::vector<DTypeTolerance> kTolerances = {\n", WrapItems(tolerances, "    "),
@@ -242,7 +244,7 @@ std::string CppConstants(const HarnessConstants& c) {
       absl::StrFormat("const int kPerturbBytes[2] = {0x%02x, 0x%02x};  // odd runs, even runs\n",
                       c.perturb_odd, c.perturb_even),
       "// What an error says when a kernel lacks the dtype.\n",
-      "const char* const kDtypeGap = ", CppStr(c.dtype_gap), ";\n",
+      "const std::vector<std::string> kDtypeGaps = {\n", WrapItems(gaps, "    "), "};\n",
       "// Set when restarted with kNoMallocCache.\n",
       "const char* const kMallocCacheOff = ", CppStr(c.malloc_cache_off), ";\n",
       "const char* const kNoMallocCache = ", CppStr(c.no_malloc_cache), ";\n",

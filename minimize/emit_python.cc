@@ -331,6 +331,8 @@ std::string PyConstants(const HarnessConstants& c) {
   std::vector<std::string> targets, faults, bits;
   for (const std::string& t : c.targets) targets.push_back(PyStr(t));
   for (const std::string& f : c.cuda_faults) faults.push_back(PyStr(f));
+  std::vector<std::string> gaps;
+  for (const std::string& g : c.dtype_gaps) gaps.push_back(PyStr(g));
   for (const auto& b : c.float_bits) {
     bits.push_back(absl::StrCat(TorchDType(b.dtype), ": (", b.mantissa, ", ", b.tiny_exponent, ")"));
   }
@@ -341,8 +343,8 @@ std::string PyConstants(const HarnessConstants& c) {
                   "CUDA_FAULTS = (\n", WrapItems(faults, "    "), ")\n",
                   "PERTURB_BYTES = (", absl::StrFormat("0x%02x, 0x%02x", c.perturb_odd, c.perturb_even),
                   ")  # malloc's perturb byte on odd, even runs\n",
-                  "DTYPE_GAP = ", PyStr(c.dtype_gap),
-                  "  # what an error says when a kernel lacks the dtype\n",
+                  "# What an error says when a kernel lacks the dtype.\n",
+                  "DTYPE_GAPS = (\n", WrapItems(gaps, "    "), ")\n",
                   "MALLOC_CACHE_OFF = ", PyStr(c.malloc_cache_off),
                   "  # set when restarted with NO_MALLOC_CACHE\n",
                   "NO_MALLOC_CACHE = ", PyStr(c.no_malloc_cache), "\n",

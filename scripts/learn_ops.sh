@@ -27,6 +27,13 @@ grep -h "killed the last learner" "$work"/log_*.txt || true
   grep -h "^# devices" "$work/shard_0.txt" | head -1
   echo "# Learned by scripts/learn_ops.sh (divfuzz ops --learn=$tries): per op, every (dtype, shape"
   echo "# form) tried: accepted/tried on all devices at once, then device=accepted per device."
-  cat "$work"/shard_*.txt | grep -v "^#" | sort
-} >ops/generic_table.txt
+  # An op that killed its learner (a kernel crash or hang on some input) keeps
+  # the forms the previous table had: one bad input does not make it unusable.
+  cat "$work"/shard_*.txt | grep -v "^#" | sort |
+    awk 'NR == FNR { if (!/^#/ && NF > 1) old[$1] = $0; next }
+         NF == 1 && ($1 in old) { print old[$1]; kept++; next } { print }
+         END { if (kept) print kept " op(s) kept their previous forms" > "/dev/stderr" }' \
+      ops/generic_table.txt -
+} >"$work/table.txt"
+mv "$work/table.txt" ops/generic_table.txt
 echo "wrote ops/generic_table.txt ($(grep -vc '^#' ops/generic_table.txt) ops); logs in $work"

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -25,6 +26,10 @@ TEST(Campaign, ShortCampaignWritesFindingsAndASummary) {
   const std::string& out = run.output;
   EXPECT_EQ(run.exit_code, 0) << out;
   EXPECT_NE(out.find("divfuzz campaign summary"), std::string::npos) << out;
+  // The hits per tier are listed (they once came from a dangling reference).
+  EXPECT_TRUE(std::regex_search(out, std::regex("root divergence hits by tier:( [a-z_]+=[0-9]+)+")))
+      << out;
+  EXPECT_NE(out.find("programs with a pair only some device accepts"), std::string::npos) << out;
   auto store = store::FindingsStore::Open(dir + "/findings");
   ASSERT_TRUE(store.ok());
   auto index = (*store)->Load();

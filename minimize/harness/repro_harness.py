@@ -61,7 +61,7 @@ TARGETS = ()
 FLOAT_BITS = {}  # dtype: (mantissa bits, exponent of the smallest subnormal)
 CUDA_FAULTS = ()
 PERTURB_BYTES = (0, 0)
-DTYPE_GAP = ''
+DTYPE_GAPS = ()
 MALLOC_CACHE_OFF = 'STAND_IN'
 NO_MALLOC_CACHE = ''
 START_SECONDS = 0
@@ -345,7 +345,7 @@ def compare(a, b, name_a, name_b):
         return None, 'both targets raised', None
     if fa or fb:
         side, f = (name_a, a) if fa else (name_b, b)
-        cls = 'dtype_gap' if DTYPE_GAP in f.message else 'error_split'
+        cls = 'dtype_gap' if any(g in f.message for g in DTYPE_GAPS) else 'error_split'
         return cls, 'only %s raised: %s' % (side, f.message), None
     if a.shape != b.shape or a.dtype != b.dtype:
         return 'meta_split', '%s: %s %s, %s: %s %s' % (name_a, a.dtype, list(a.shape), name_b,

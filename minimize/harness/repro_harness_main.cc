@@ -88,7 +88,7 @@ const std::vector<FloatBits> kFloatBits = {};
 const std::vector<std::string> kTargets = {};
 const std::vector<std::string> kCudaFaults = {};
 const int kPerturbBytes[2] = {0, 0};  // odd runs, even runs
-const char* const kDtypeGap = "";
+const std::vector<std::string> kDtypeGaps = {};
 const char* const kMallocCacheOff = "STAND_IN";
 const char* const kNoMallocCache = "";
 const int kStartSeconds = 0;
@@ -614,7 +614,8 @@ Verdict Compare(const Result& a, const Result& b, const std::string& na, const s
   if (a.failure || b.failure) {
     const std::string& side = a.failure ? na : nb;
     const std::string& msg = a.failure ? a.failure->message : b.failure->message;
-    const bool gap = msg.find(kDtypeGap) != std::string::npos;
+    bool gap = false;
+    for (const std::string& g : kDtypeGaps) gap = gap || msg.find(g) != std::string::npos;
     return {gap ? "dtype_gap" : "error_split", "only " + side + " raised: " + msg, -1};
   }
   if (a.values.size() != b.values.size()) return {"meta_split", "different numbers of outputs", -1};
