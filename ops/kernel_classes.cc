@@ -309,6 +309,15 @@ constexpr std::pair<absl::string_view, int> kDeviceArgumentOps[] = {
     {"aten::_linalg_svd", 1},
 };
 
+// Ops whose conditioning lies in another input than the first, or in a part
+// of it (the oracle's ill_conditioned rule reads the matrix they solve with).
+constexpr std::pair<absl::string_view, ConditionedMatrix> kConditionedMatrices[] = {
+    {"cholesky_solve", {1, ConditionedAs::kCholeskyFactor, 2, false}},
+    {"cholesky_inverse", {0, ConditionedAs::kCholeskyFactor, 1, false}},
+    {"triangular_solve", {1, ConditionedAs::kTriangle, 2, true}},
+    {"linalg_solve_triangular", {0, ConditionedAs::kTriangle, -1, false}},
+};
+
 bool Matches(const ClassFact& f, absl::string_view base) {
   switch (f.match) {
     case Match::kBase:
@@ -346,6 +355,9 @@ void ApplyKernelClasses(OpSpec& spec) {
   std::string plain(base);
   if (!plain.empty() && plain.back() == '_') plain.pop_back();
   if (!plain.empty() && plain.front() == '_') plain.erase(0, 1);
+  for (const auto& [name, matrix] : kConditionedMatrices) {
+    if (plain == name) spec.conditioned = matrix;
+  }
   for (const ClassFact& f : kClasses) {
     if (Matches(f, plain)) spec.hints |= f.hints;
   }

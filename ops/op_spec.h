@@ -136,6 +136,18 @@ struct DeviceArgument {
   absl::string_view why;
 };
 
+// Which input's condition number bounds a linear-algebra op (kConditioned),
+// and how the op reads it: whole, one triangle, or as a Cholesky factor L of
+// the system L L^T (cholesky_solve). `upper_pos` is where the op's `upper`
+// argument sits (-1: keyword-only), `upper_default` its default.
+enum class ConditionedAs { kWhole, kTriangle, kCholeskyFactor };
+struct ConditionedMatrix {
+  int arg = 0;
+  ConditionedAs as = ConditionedAs::kWhole;
+  int upper_pos = -1;
+  bool upper_default = false;
+};
+
 struct GenericOp;
 
 struct OpSpec {
@@ -169,6 +181,7 @@ struct OpSpec {
   int int_cast_arg = -1;
   UncheckedPrecondition unchecked = UncheckedPrecondition::kNone;
   const DeviceArgument* device_argument = nullptr;
+  ConditionedMatrix conditioned;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };

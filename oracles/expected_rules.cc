@@ -15,6 +15,11 @@
 #include <ATen/ops/log2.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_or.h>
+#include <ATen/ops/logical_xor.h>
+#include <ATen/ops/any.h>
+#include <ATen/ops/tril.h>
+#include <ATen/ops/triu.h>
+#include <ATen/ops/matmul.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
@@ -362,8 +367,18 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
   // Elimination without any rounding (the exact witness checked every
   // intermediate): conditioning cannot excuse a difference.
   if (c.d.rounding_free) return std::nullopt;
-  const at::Tensor x = c.Input(0);
+  const ops::ConditionedMatrix& cm = c.spec.conditioned;
+  at::Tensor x = c.Input(static_cast<size_t>(cm.arg));
   if (!x.defined() || x.dim() < 2) return std::nullopt;
+  if (cm.as != ops::ConditionedAs::kWhole) {
+    // The op reads one triangle (and cholesky_solve solves with L L^T).
+    const Literal* u = ops::FindArg(c.node, cm.upper_pos < 0 ? 1000 : cm.upper_pos, "upper");
+    const bool upper = u != nullptr && u->kind == Literal::Kind::kBool ? u->b : cm.upper_default;
+    x = upper ? at::triu(x) : at::tril(x);
+    if (cm.as == ops::ConditionedAs::kCholeskyFactor) {
+      x = upper ? at::matmul(x.mT(), x) : at::matmul(x, x.mT());
+    }
+  }
   if (!at::all(at::isfinite(x)).item<bool>()) {
     return RuleMatch{"ill_conditioned", "the matrix has non-finite entries: no condition number"};
   }
@@ -743,7 +758,8 @@ std::optional<RuleMatch> InternalIntCast(const Context& c) {
 // FFTs: the error is normwise, about c log2(N) eps ||X||_2 (Higham 24.1),
 // so one element may be far off relatively where the output is small.
 std::optional<RuleMatch> TransformNormwise(const Context& c) {
-  if (!(c.spec.hints & ops::kTransform) || c.d.cls != DivergenceClass::kTolerance) {
+  if (!(c.spec.hints & ops::kTransform) || (c.d.cls != DivergenceClass::kTolerance &&
+                                            c.d.cls != DivergenceClass::kClassSplit)) {
     return std::nullopt;
   }
   auto real = [](at::Tensor t) {
@@ -751,6 +767,23 @@ std::optional<RuleMatch> TransformNormwise(const Context& c) {
     if (t.is_complex()) t = at::view_as_real(t.contiguous());
     return F64(t);
   };
+  if (c.d.cls == DivergenceClass::kClassSplit) {
+    // An output's terms may add up past the dtype's range inside the
+    // butterflies (then inf - inf is NaN) whenever sum|x| does, although the
+    // exact output fits: PyTorch's "extremal values" note.
+    const at::Tensor x = real(c.Input(0));
+    const DType part = c.dtype == DType::kC64    ? DType::kF32
+                       : c.dtype == DType::kC128 ? DType::kF64
+                                                 : c.dtype;
+    if (!x.defined() || !at::all(at::isfinite(x)).item<bool>()) return std::nullopt;
+    const double l1 = x.abs().sum().item<double>();
+    if (!(l1 > graph::MaxFinite(part))) return std::nullopt;
+    return RuleMatch{"transform_normwise",
+                     absl::StrCat("sum|x| = ", graph::FormatFloat(l1), " exceeds ",
+                                  std::string(graph::DTypeName(part)),
+                                  "'s largest value: a transform's intermediate sums may overflow "
+                                  "(then inf - inf is NaN) though the exact output fits")};
+  }
   const at::Tensor ya = real(Context::Output(c.a, c.d.node_index, c.d.output_index));
   const at::Tensor yb = real(Context::Output(c.b, c.d.node_index, c.d.output_index));
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.numel() == 0) {
@@ -778,7 +811,8 @@ std::optional<RuleMatch> TransformNormwise(const Context& c) {
 // A scan that carries its running value in the dtype: position k may be off
 // by about k eps relative to |y| + 1 where the other side carries it wider.
 std::optional<RuleMatch> ScanCarry(const Context& c) {
-  if (!(c.spec.hints & ops::kScanCarry) || c.d.cls != DivergenceClass::kTolerance) {
+  if (!(c.spec.hints & ops::kScanCarry) || (c.d.cls != DivergenceClass::kTolerance &&
+                                            c.d.cls != DivergenceClass::kClassSplit)) {
     return std::nullopt;
   }
   const at::Tensor ya = c.OutA(), yb = c.OutB();
@@ -786,11 +820,38 @@ std::optional<RuleMatch> ScanCarry(const Context& c) {
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || !x.defined()) {
     return std::nullopt;
   }
-  int64_t dim = IntArgOr(c.node, 1, "dim", 0);
-  const int64_t n = x.dim() == 0 ? 1 : x.size(dim < 0 ? dim + x.dim() : dim);
+  // The scan's length: at most the output's largest dim (vander's N columns
+  // are not a dim argument of its input).
+  int64_t n = 1;
+  for (int64_t s : ya.sizes()) n = std::max(n, s);
   const at::Tensor bound = yb.abs().add(1).mul(2.0 * n * graph::Epsilon(c.dtype));
-  const at::Tensor ok = at::logical_or(ya.sub(yb).abs().le(bound), at::isfinite(ya.sub(yb)).logical_not());
+  const at::Tensor both_finite = at::logical_and(at::isfinite(ya), at::isfinite(yb));
+  at::Tensor ok = at::logical_or(ya.sub(yb).abs().le(bound), both_finite.logical_not());
+  if (c.d.cls == DivergenceClass::kClassSplit) {
+    // inf on one side, finite on the other: expected only where the finite
+    // value is within the carry's bound of the dtype's largest value (the
+    // exact result sits at the overflow threshold; rounding decides the side).
+    const at::Tensor fa = at::isfinite(ya), fb = at::isfinite(yb);
+    const at::Tensor one_inf = at::logical_xor(fa, fb).logical_and(
+        at::logical_or(at::isinf(ya), at::isinf(yb)));
+    const at::Tensor finite = at::where(fa, ya, yb).abs();
+    const at::Tensor near_max =
+        finite.add(finite.add(1).mul(2.0 * n * graph::Epsilon(c.dtype))).ge(graph::MaxFinite(c.dtype));
+    const at::Tensor nan_split = at::logical_xor(at::isnan(ya), at::isnan(yb));
+    if (at::any(nan_split).item<bool>() ||
+        !at::all(at::logical_or(one_inf.logical_not(), near_max)).item<bool>()) {
+      return std::nullopt;
+    }
+    ok = at::logical_or(ok, one_inf);
+  }
   if (!at::all(ok).item<bool>()) return std::nullopt;
+  if (c.d.cls == DivergenceClass::kClassSplit) {
+    return RuleMatch{"scan_carry",
+                     absl::StrCat("inf against a finite value within 2 n eps (|y| + 1) of ",
+                                  std::string(graph::DTypeName(c.dtype)), "'s largest value (n = ",
+                                  n, "): a running value carried in the dtype decides which side "
+                                  "of the overflow threshold it lands")};
+  }
   return RuleMatch{"scan_carry", absl::StrCat("|A - B| <= 2 n eps (|B| + 1) (n = ", n,
                                               "): one side carries the running value in ",
                                               std::string(graph::DTypeName(c.dtype)))};

@@ -62,6 +62,52 @@ exec::RunResult NanPolynomialRun(const graph::Program& program, const ops::TypeE
   return r;
 }
 
+exec::RunResult OneSidedErrorRun(const graph::Program& program, const ops::TypeEnv& types,
+                                 exec::Target target, const std::string& op,
+                                 const std::string& message) {
+  exec::RunResult r = exec::Run(program, types, exec::Target::kCpu);
+  r.target = target;
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    if (program.nodes[i].QualifiedName() != op) continue;
+    exec::NodeError e;
+    e.kind = exec::SaysDtypeGap(message) ? exec::NodeError::Kind::kNotImplemented
+                                         : exec::NodeError::Kind::kRaised;
+    e.message = message;
+    r.nodes[i].error = e;
+    r.nodes[i].outputs.clear();
+  }
+  return r;
+}
+
+exec::RunResult ScaledOpRun(const graph::Program& program, const ops::TypeEnv& types,
+                            exec::Target target, const std::string& op, double factor) {
+  exec::RunResult r = exec::Run(program, types, exec::Target::kCpu);
+  r.target = target;
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    if (program.nodes[i].QualifiedName() != op) continue;
+    for (at::Tensor& t : r.nodes[i].outputs) {
+      if (t.defined() && (at::isFloatingType(t.scalar_type()) || t.is_complex())) {
+        t = t.mul(1 + factor);
+      }
+    }
+  }
+  return r;
+}
+
+exec::RunResult ReplaceElementRun(const graph::Program& program, const ops::TypeEnv& types,
+                                  exec::Target target, const std::string& op, int64_t element,
+                                  double value) {
+  exec::RunResult r = exec::Run(program, types, exec::Target::kCpu);
+  r.target = target;
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    if (program.nodes[i].QualifiedName() != op || r.nodes[i].outputs.empty()) continue;
+    at::Tensor t = r.nodes[i].outputs[0].clone(at::MemoryFormat::Contiguous);
+    t.reshape({-1})[element].fill_(value);
+    r.nodes[i].outputs[0] = t;
+  }
+  return r;
+}
+
 exec::RunResult RacingOpRun(const graph::Program& program, const ops::TypeEnv& types,
                             exec::Target target, const std::string& op) {
   static int calls = 0;  // a new amount on every call, so two runs always differ

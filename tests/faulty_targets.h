@@ -33,4 +33,22 @@ exec::RunResult RacingOpRun(const graph::Program& program, const ops::TypeEnv& t
 exec::RunResult NanPolynomialRun(const graph::Program& program, const ops::TypeEnv& types,
                                  exec::Target target, bool uninitialized);
 
+// Deliberately faulty: a device that lacks `op` in some way. Runs on the CPU,
+// labelled `target`; every node of `op` raises `message` instead (classified
+// as the executor classifies it: a dtype gap when the message says so).
+exec::RunResult OneSidedErrorRun(const graph::Program& program, const ops::TypeEnv& types,
+                                 exec::Target target, const std::string& op,
+                                 const std::string& message);
+
+// Deliberately faulty: `op`'s floating outputs scaled by (1 + factor), as a
+// kernel with a different rounding (or a real error) would return them.
+exec::RunResult ScaledOpRun(const graph::Program& program, const ops::TypeEnv& types,
+                            exec::Target target, const std::string& op, double factor);
+
+// Deliberately faulty: element `element` (flat) of `op`'s first output set to
+// `value`, as a kernel rounding that one element differently would leave it.
+exec::RunResult ReplaceElementRun(const graph::Program& program, const ops::TypeEnv& types,
+                                  exec::Target target, const std::string& op, int64_t element,
+                                  double value);
+
 }  // namespace divfuzz::testing
