@@ -80,6 +80,9 @@ TEST(GenericOps, GeneratedCallsAreAcceptedOnCpu) {
     for (graph::DType d : graph::kAllDTypes) {
       if (ops::Has(spec.dtypes, d)) dtypes.push_back(d);
     }
+    // An op whose every pair is one-sided (a CPU-only op) is generated only
+    // as such: this test samples the pairs every device runs.
+    if (dtypes.empty()) continue;
     int generated = 0, accepted = 0;
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       mutators::Random random(seed * 7919 + i);
