@@ -10,7 +10,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 BUILD_DIR=${BUILD_DIR:-build}
 
 echo "test: GoogleTest suites"
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j3 --timeout 600
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -170,18 +170,24 @@ TEST(OneSided, GenerationPicksOneSidedPairsNowAndThen) {
   EXPECT_LT(one_sided, nodes * 3 * ops::kOneSidedShare) << "of " << nodes;
 }
 
-fuzz::Outcome RunWithOneSidedError(const std::string& name, const std::string& program,
-                                   const std::string& op, const std::string& message) {
+fuzz::Outcome RunAgainst(const std::string& name, const std::string& program,
+                         fuzz::Runner runner_b) {
   fuzz::HarnessConfig config;
   config.target_a = exec::Target::kCpu;
   config.target_b = exec::Target::kCpuScalar;
   config.findings_dir = testing::TempDir(name);
-  config.runner_b = [op, message](const graph::Program& p, const ops::TypeEnv& t,
-                                  exec::Target target) {
-    return testing::OneSidedErrorRun(p, t, target, op, message);
-  };
+  config.runner_b = std::move(runner_b);
   fuzz::Harness harness(config);
   return harness.RunProgram(MustParse(program));
+}
+
+fuzz::Outcome RunWithOneSidedError(const std::string& name, const std::string& program,
+                                   const std::string& op, const std::string& message) {
+  return RunAgainst(name, program,
+                    [op, message](const graph::Program& p, const ops::TypeEnv& t,
+                                  exec::Target target) {
+                      return testing::OneSidedErrorRun(p, t, target, op, message);
+                    });
 }
 
 TEST(OneSided, AOneSidedErrorOfAFaultyTargetIsADtypeGapOrAnErrorSplitOnItsSide) {
@@ -242,19 +248,13 @@ TEST(OneSided, ADriverTheRaisingDeviceDoesNotTakeIsExpected) {
 // 8 n eps ||A|| ||exp(A)|| is expected, a gross one is not.
 TEST(OneSided, MatrixExpIsJudgedNormwise) {
   for (const double factor : {2e-6, 1e-2}) {
-    fuzz::HarnessConfig config;
-    config.target_a = exec::Target::kCpu;
-    config.target_b = exec::Target::kCpuScalar;
-    config.findings_dir = testing::TempDir("matrix_exp");
-    config.runner_b = [factor](const graph::Program& p, const ops::TypeEnv& t,
-                               exec::Target target) {
-      return testing::ScaledOpRun(p, t, target, "aten::matrix_exp", factor);
-    };
-    fuzz::Harness harness(config);
-    fuzz::Outcome o = harness.RunProgram(
-        MustParse("divfuzz v1\ninput %a: f32[4,4] = values(1.5, 2.0, -1.0, 0.5, 0.25, 1.0, 3.0, "
-                  "-2.0, 1.0, -0.5, 2.5, 1.0, 0.5, 1.5, -1.0, 2.0)\n"
-                  "%e = aten::matrix_exp(%a)\noutput %e\n"));
+    fuzz::Outcome o = RunAgainst(
+        "matrix_exp",
+        "divfuzz v1\ninput %a: f32[4,4] = values(1.5, 2.0, -1.0, 0.5, 0.25, 1.0, 3.0, -2.0, 1.0, "
+        "-0.5, 2.5, 1.0, 0.5, 1.5, -1.0, 2.0)\n%e = aten::matrix_exp(%a)\noutput %e\n",
+        [factor](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+          return testing::ScaledOpRun(p, t, target, "aten::matrix_exp", factor);
+        });
     ASSERT_EQ(o.verdict.Roots().size(), 1u) << factor;
     const oracles::Divergence& d = *o.verdict.Roots()[0];
     if (factor < 1e-3) {
@@ -264,17 +264,6 @@ TEST(OneSided, MatrixExpIsJudgedNormwise) {
       EXPECT_EQ(d.tier, "bug") << d.reason;
     }
   }
-}
-
-fuzz::Outcome RunAgainst(const std::string& name, const std::string& program,
-                         fuzz::Runner runner_b) {
-  fuzz::HarnessConfig config;
-  config.target_a = exec::Target::kCpu;
-  config.target_b = exec::Target::kCpuScalar;
-  config.findings_dir = testing::TempDir(name);
-  config.runner_b = std::move(runner_b);
-  fuzz::Harness harness(config);
-  return harness.RunProgram(MustParse(program));
 }
 
 // vander carries x^k in the dtype on CUDA: where the exact power sits at f16's
