@@ -6,6 +6,9 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
+#include <c10/util/Backtrace.h>
+#include <c10/util/Lazy.h>
+#include <c10/util/Logging.h>
 #include <torch/cuda.h>
 
 #include <functional>
@@ -45,6 +48,17 @@ using graph::DType;
 
 // Any binary that executes programs can also type and generate generic ops.
 const bool kGenericOpsInstalled = (InstallGenericOps(), true);
+
+// c10 captures a C++ backtrace for every error an op raises and symbolizes it
+// (backtrace_symbols, then dladdr per frame) when what() is read: a third of a
+// CPU worker's time went there (divfuzz bench under perf), for text that
+// Classify drops (it keeps the message's first line).
+const bool kBacktracesOff = (c10::SetStackTraceFetcher([] {
+                               return c10::Backtrace(
+                                   std::make_shared<c10::PrecomputedLazyValue<std::string>>(
+                                       std::string()));
+                             }),
+                             true);
 
 bool IsCudaFatal(absl::string_view msg) {
   for (const char* fault : kCudaFaultMessages) {
