@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
@@ -348,6 +349,47 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
   };
   return ExecuteNode(
       node, lookup, types, target, [](const std::string&, const at::Tensor&) {}, nullptr);
+}
+
+std::optional<MetaCall> CallOnMeta(const graph::Node& node,
+                                   const std::map<std::string, at::Tensor>& values, bool upcast) {
+  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle.has_value()) return std::nullopt;
+  std::map<std::string, at::Tensor> meta;
+  try {
+    for (const auto& [name, t] : values) {
+      if (!t.defined()) continue;
+      at::ScalarType dtype = t.scalar_type();
+      if (upcast && at::isComplexType(dtype)) dtype = at::kComplexDouble;
+      if (upcast && at::isFloatingType(dtype)) dtype = at::kDouble;
+      meta[name] = at::empty_strided(t.sizes(), t.strides(),
+                                     at::TensorOptions().dtype(dtype).device(at::kMeta));
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const ValueLookup lookup = [&meta](const std::string& name) {
+    auto it = meta.find(name);
+    return it == meta.end() ? at::Tensor() : it->second;
+  };
+  absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle->schema(), node, lookup);
+  if (!stack.ok()) return std::nullopt;
+  MetaCall call;
+  try {
+    handle->callBoxed(&*stack);
+    for (const c10::IValue& v : *stack) {
+      if (v.isTensor() && v.toTensor().defined()) {
+        const at::Tensor& t = v.toTensor();
+        call.outputs.emplace_back(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
+                                  t.scalar_type());
+      } else {
+        call.outputs.emplace_back(std::vector<int64_t>{}, at::ScalarType::Undefined);
+      }
+    }
+  } catch (const std::exception& e) {
+    call.error = Classify(e.what()).message;
+  }
+  return call;
 }
 
 }  // namespace divfuzz::exec

@@ -4,6 +4,9 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -52,6 +55,18 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
 // upcast as the target needs): the oracle's per-node reference.
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                    const ops::TypeEnv& types, Target target);
+
+// What the meta kernel says of one node's call: the error it raises, or its
+// outputs' shapes and dtypes. `values` give each %ref's shape, strides and
+// dtype (their data is never read); with `upcast`, floating ones are float64
+// (complex: complex128), as the float64 reference's call has them. nullopt
+// when the node cannot be called here (an unknown op, bad arguments).
+struct MetaCall {
+  std::optional<std::string> error;
+  std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> outputs;
+};
+std::optional<MetaCall> CallOnMeta(const graph::Node& node,
+                                   const std::map<std::string, at::Tensor>& values, bool upcast);
 
 // CUDA math modes that trade accuracy for speed. Off by default in divfuzz,
 // so CUDA runs full float32 precision unless a campaign asks otherwise.

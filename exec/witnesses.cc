@@ -5,7 +5,11 @@
 #include <ATen/ops/scalar_tensor.h>
 
 #include <chrono>
+#include <set>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exec/dtype_convert.h"
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
@@ -161,6 +165,56 @@ std::vector<Witness> NodeWitnesses(const graph::Node& node,
                    Since(t0)});
   }
   return out;
+}
+
+std::optional<std::string> UpcastChangesCall(const graph::Node& node,
+                                             const std::map<std::string, at::Tensor>& inputs,
+                                             bool error_split,
+                                             const std::optional<std::string>& f64_error) {
+  bool narrow = false;  // an input the upcast changes
+  std::set<at::ScalarType> floating;
+  for (const auto& [name, t] : inputs) {
+    if (!t.defined() || !(at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))) {
+      continue;
+    }
+    floating.insert(t.scalar_type());
+    narrow = narrow || (t.scalar_type() != at::kDouble && t.scalar_type() != at::kComplexDouble);
+  }
+  if (!narrow) return std::nullopt;
+  // ATen's type checks name the dtype they refuse; a value's failure (a
+  // singular matrix, an index out of range) does not. Some of these checks
+  // run only in the CPU kernel, not in the meta kernel (norm's dtype=).
+  if (f64_error && (absl::StrContains(*f64_error, "Double") ||
+                    absl::StrContains(*f64_error, "float64"))) {
+    return absl::StrCat("the float64 call raises on its own dtype (", *f64_error, ")");
+  }
+  if (error_split && floating.size() > 1) {
+    std::vector<std::string> names;
+    for (at::ScalarType t : floating) names.push_back(c10::toString(t));
+    return absl::StrCat("the call mixes floating dtypes (", absl::StrJoin(names, ", "),
+                        ") that the float64 upcast unifies, and one side raised");
+  }
+  const std::optional<MetaCall> own = CallOnMeta(node, inputs, /*upcast=*/false);
+  const std::optional<MetaCall> up = CallOnMeta(node, inputs, /*upcast=*/true);
+  if (!own || !up) return std::nullopt;
+  if (own->error && !up->error) {
+    return absl::StrCat("the meta kernel rejects the call in the program's dtypes (", *own->error,
+                        ") and accepts it upcast to float64");
+  }
+  if (!own->error && up->error) {
+    return absl::StrCat("the meta kernel accepts the call in the program's dtypes and rejects it "
+                        "upcast to float64 (",
+                        *up->error, ")");
+  }
+  if (own->error) return std::nullopt;
+  for (size_t i = 0; i < own->outputs.size() && i < up->outputs.size(); ++i) {
+    if (own->outputs[i].first != up->outputs[i].first) {
+      return absl::StrCat("upcast to float64, the call's output ", i, " has shape [",
+                          absl::StrJoin(up->outputs[i].first, ", "), "] instead of [",
+                          absl::StrJoin(own->outputs[i].first, ", "), "] (meta kernel)");
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace divfuzz::exec

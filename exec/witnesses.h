@@ -59,6 +59,22 @@ std::vector<Witness> NodeWitnesses(const graph::Node& node,
                                    const ops::TypeEnv& types, graph::DType dtype,
                                    const WitnessPlan& plan);
 
+// Whether the float64 upcast changes the call itself, by the meta kernel
+// (shapes, strides and dtypes only): the call as `inputs` have it and the
+// same call upcast differ in whether they raise (mixed dtypes that float64
+// unifies, a dtype= argument float64 cannot narrow to) or in their outputs'
+// shapes (view(dtype=) reinterpreting a wider element). With `error_split`
+// (one side raised), also where the call mixes floating dtypes that float64
+// unifies: many kernels refuse mixed dtypes where their meta kernel does not
+// check (cross, heaviside, masked_scatter). Then no float64 run is the same
+// call, and it judges nothing. Likewise where the float64 call raised
+// (`f64_error`) naming float64 itself: a type check, not the values. The
+// reason, or nullopt.
+std::optional<std::string> UpcastChangesCall(const graph::Node& node,
+                                             const std::map<std::string, at::Tensor>& inputs,
+                                             bool error_split,
+                                             const std::optional<std::string>& f64_error);
+
 // Witnesses of the size of an error rather than of a value; the rules'
 // bounds are computed here so the oracle only compares.
 

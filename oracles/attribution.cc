@@ -218,6 +218,16 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
   c.ref_value = value_of(judge);
   if (exact != nullptr) c.rounding_free = exact->rounding_free;
   if (exact == nullptr) {
+    if (std::optional<std::string> changed = exec::UpcastChangesCall(
+            node, inputs, d.cls == DivergenceClass::kErrorSplit,
+            f64 != nullptr && f64->result.error && !got.error
+                ? std::optional<std::string>(f64->result.error->message)
+                : std::nullopt)) {
+      c.undecidable = true;
+      c.why = absl::StrCat(*changed, ": the float64 reference is not the same call, so it cannot "
+                           "judge ", side);
+      return c;
+    }
     // Without the exact witness, float64 decides only where it is
     // independent of both kernels and its implementations agree.
     if (std::optional<std::string> shared = SharesCpuAlgorithm(spec, dtype, inputs)) {

@@ -905,6 +905,25 @@ std::optional<RuleMatch> DeviceArgumentRule(const Context& c) {
                                 exec::TargetName(side->target), ": ", da.why)};
 }
 
+// The float64 reference target is a side here, and its upcast changed the
+// call (exec::UpcastChangesCall): the sides did not run the same call.
+std::optional<RuleMatch> ReferenceUpcast(const Context& c) {
+  auto upcasts = [](exec::Target t) {
+    return t == exec::Target::kCpuF64 || t == exec::Target::kCudaF64;
+  };
+  if (upcasts(c.a.target) == upcasts(c.b.target) || c.d.node_index < 0) return std::nullopt;
+  const exec::RunResult& other = upcasts(c.a.target) ? c.b : c.a;
+  const exec::RunResult& reference = upcasts(c.a.target) ? c.a : c.b;
+  const auto& raised = reference.nodes[c.d.node_index].error;
+  std::optional<std::string> why = exec::UpcastChangesCall(
+      c.node, NodeInputs(c.program, c.d.node_index, other),
+      c.d.cls == DivergenceClass::kErrorSplit,
+      raised ? std::optional<std::string>(raised->message) : std::nullopt);
+  if (!why) return std::nullopt;
+  return RuleMatch{"reference_upcast",
+                   absl::StrCat(*why, ": the float64 reference side did not make the same call")};
+}
+
 // Normalizations divide by statistics they compute: an error d in the mean
 // (at most 2 n eps max|x| in any summation order) moves the output by
 // d |w| / sigma, and sigma >= sqrt(eps_arg).
@@ -1100,6 +1119,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.device_argument) {
       if (auto m = DeviceArgumentRule(c)) return m;
+    }
+    if (r.reference_upcast) {
+      if (auto m = ReferenceUpcast(c)) return m;
     }
     if (r.tf32) {
       if (auto m = Tf32(c)) return m;

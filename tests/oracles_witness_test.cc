@@ -788,5 +788,69 @@ TEST(ValidPrograms, AnErrorSplitOnACudaFaultIsNotAVerdict) {
   EXPECT_EQ(j.root.wrong_side, "undecided");
 }
 
+// The float64 reference target is a side on the CPU pair: where its upcast
+// changes the call (a type check of float64 itself, mixed dtypes it unifies,
+// view(dtype=) of a wider element), the sides did not make the same call.
+// Found in a 60 s cpu vs cpu-f64 campaign: 16 of its 72 bug-tier buckets.
+TEST(ReferenceUpcast, ACallTheUpcastChangesLeavesTheBugTier) {
+  const std::string head = "divfuzz v1\ninput %x: bf16[4,4] = normal(seed=1, mean=0.0, std=1.0)\n";
+  const std::vector<std::string> programs = {
+      // linalg_vector_norm refuses to narrow float64 to bf16 (a CPU-kernel check).
+      head + "%n = aten::norm.ScalarOpt_dtype(%x, 2, dtype=bf16)\noutput %n\n",
+      // Reinterpreting a float64 element as two bf16 ones doubles the last dim.
+      head + "%v = aten::view.dtype(%x, bf16)\noutput %v\n",
+      // heaviside refuses mixed dtypes; float64 unifies them.
+      head + "input %y: f32[4,4] = normal(seed=2, mean=0.0, std=1.0)\n"
+             "%h = aten::heaviside(%y, %x)\noutput %h\n",
+  };
+  for (const std::string& text : programs) {
+    Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+    ASSERT_TRUE(j.diverged) << text;
+    EXPECT_EQ(j.root.tier, "expected") << text << j.root.reason;
+    EXPECT_EQ(j.root.expected_rule, "reference_upcast") << text << j.root.reason;
+  }
+}
+
+TEST(ReferenceUpcast, AnErrorOnTheSameCallStaysABug) {
+  // Deliberately faulty: the CPU side raises a value error on a call the
+  // upcast does not change; the float64 witness computes it: cpu is wrong.
+  const std::string text = Fill32("sinh", "0.5", "f32", 4);
+  Plant raise = [](exec::RunResult& r) {
+    r.nodes[0].outputs.clear();
+    r.nodes[0].error = exec::NodeError{exec::NodeError::Kind::kRaised, "planted: kernel failed"};
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, raise);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  // And a mixed-dtype call is still judged on its values: add(f32, bf16)
+  // planted wrong by 1% is a bug (its exact witness decides).
+  Judged v = Judge(
+      "divfuzz v1\ninput %x: f32[8] = fill(1.5)\ninput %y: bf16[8] = fill(0.25)\n"
+      "%z = aten::add.Tensor(%x, %y)\noutput %z\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.01));
+  ASSERT_TRUE(v.diverged);
+  EXPECT_EQ(v.root.tier, "bug") << v.root.reason;
+  EXPECT_EQ(v.root.wrong_side, "cpu") << v.root.reason;
+}
+
+TEST(ReferenceUpcast, TheMetaKernelSaysWhenTheUpcastChangesTheCall) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[] = fill(1.0)\ninput %y: f32[2,4] = fill(1.0)\n"
+      "%a = aten::view.dtype(%x, f32)\n%b = aten::view.dtype(%y, f32)\n"
+      "%c = aten::sinh(%y)\noutput %a, %b, %c\n");
+  const at::Tensor scalar = at::full({}, 1.0f), matrix = at::full({2, 4}, 1.0f);
+  // A 0-dim float64 cannot be viewed as f32; a [2,4] one becomes [2,8].
+  EXPECT_TRUE(exec::UpcastChangesCall(p.nodes[0], {{"x", scalar}}, false, std::nullopt));
+  std::optional<std::string> shape =
+      exec::UpcastChangesCall(p.nodes[1], {{"y", matrix}}, false, std::nullopt);
+  ASSERT_TRUE(shape);
+  EXPECT_TRUE(absl::StrContains(*shape, "[2, 8]")) << *shape;
+  EXPECT_FALSE(exec::UpcastChangesCall(p.nodes[2], {{"y", matrix}}, true, std::nullopt));
+  // A float64 call whose error names a value, not float64, says nothing.
+  EXPECT_FALSE(exec::UpcastChangesCall(p.nodes[2], {{"y", matrix}}, true,
+                                       std::string("linalg.inv: The diagonal element 2 is zero")));
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
