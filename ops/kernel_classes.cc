@@ -125,6 +125,19 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "_polynomial_", kInternalIntCast, "casts n to int64"},
 };
 
+// Constants a kernel multiplies an input by before its result comes back to
+// scale (OpSpec::inside_scale), by base name.
+struct InsideScaleFact {
+  absl::string_view base;
+  double scale;
+  absl::string_view why;
+};
+constexpr InsideScaleFact kInsideScales[] = {
+    {"hardswish", 6, "x * min(max(x + 3, 0), 6) / 6: the product reaches 6x"},
+    {"sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
+    {"special_sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
+};
+
 // The exact references (exec/exact_reference.cc evaluates them), by qualified
 // name: elementwise math with MPFR, small matrices with exact rationals.
 struct ExactFact {
@@ -368,7 +381,14 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   // torch.round's docs: with decimals "this algorithm is fast but inexact and
   // it can easily overflow for low precision dtypes".
-  if (plain == "round" && spec.overload == "decimals") spec.hints |= kInexactInLowPrecision;
+  if (plain == "round" && spec.overload == "decimals") {
+    spec.hints |= kInexactInLowPrecision;
+    spec.inside_scale_pow10_arg = 1;  // round(x, decimals=d) rounds x·10^d, then divides
+    spec.inside_scale = 1;
+  }
+  for (const InsideScaleFact& f : kInsideScales) {
+    if (plain == f.base) spec.inside_scale = f.scale;
+  }
   if (spec.hints & kPrefixSums) spec.dim_pos = 2;  // cumulative_trapezoid(y, x|dx, dim)
   // A scan's own bound (scan_carry) is tighter than any summation's.
   if (spec.hints & kScanCarry) spec.hints &= ~kSumsInside;

@@ -182,6 +182,13 @@ struct OpSpec {
   UncheckedPrecondition unchecked = UncheckedPrecondition::kNone;
   const DeviceArgument* device_argument = nullptr;
   ConditionedMatrix conditioned;
+  // A constant the kernel multiplies an input by on the way to a result that
+  // may be much smaller (hardswish's x·relu6(x + 3) is 6·x, sinc's sin(πx)/(πx)
+  // takes π·x): beyond max/scale the intermediate overflows though the result
+  // fits. 0: none. With `inside_scale_pow10_arg` >= 0 the constant is
+  // 10^d for the integer argument d there (round(decimals=d): x·10^d).
+  double inside_scale = 0;
+  int inside_scale_pow10_arg = -1;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };

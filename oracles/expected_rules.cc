@@ -368,28 +368,48 @@ std::optional<RuleMatch> IllConditioned(const Context& c) {
   // intermediate): conditioning cannot excuse a difference.
   if (c.d.rounding_free) return std::nullopt;
   const ops::ConditionedMatrix& cm = c.spec.conditioned;
-  at::Tensor x = c.Input(static_cast<size_t>(cm.arg));
-  if (!x.defined() || x.dim() < 2) return std::nullopt;
-  if (cm.as != ops::ConditionedAs::kWhole) {
-    // The op reads one triangle (and cholesky_solve solves with L L^T).
-    const Literal* u = ops::FindArg(c.node, cm.upper_pos < 0 ? 1000 : cm.upper_pos, "upper");
-    const bool upper = u != nullptr && u->kind == Literal::Kind::kBool ? u->b : cm.upper_default;
-    x = upper ? at::triu(x) : at::tril(x);
-    if (cm.as == ops::ConditionedAs::kCholeskyFactor) {
-      x = upper ? at::matmul(x.mT(), x) : at::matmul(x, x.mT());
+  const Literal& arg = c.node.args.size() > static_cast<size_t>(cm.arg)
+                           ? c.node.args[static_cast<size_t>(cm.arg)].value
+                           : c.node.args[0].value;
+  // The matrix as each side had it: a side that inherited other values (a
+  // float64 side's upstream ops) solved another, maybe worse, problem.
+  auto matrix_of = [&](const exec::RunResult& run) {
+    at::Tensor x;
+    if (arg.kind != Literal::Kind::kValue) return x;
+    const std::map<std::string, at::Tensor> in = NodeInputs(c.program, c.d.node_index, run);
+    auto found = in.find(arg.s);
+    if (found == in.end() || !found->second.defined()) return x;
+    x = F64(found->second);
+    if (x.dim() < 2) return at::Tensor();
+    if (cm.as != ops::ConditionedAs::kWhole) {
+      // The op reads one triangle (and cholesky_solve solves with L L^T).
+      const Literal* u = ops::FindArg(c.node, cm.upper_pos < 0 ? 1000 : cm.upper_pos, "upper");
+      const bool upper = u != nullptr && u->kind == Literal::Kind::kBool ? u->b : cm.upper_default;
+      x = upper ? at::triu(x) : at::tril(x);
+      if (cm.as == ops::ConditionedAs::kCholeskyFactor) {
+        x = upper ? at::matmul(x.mT(), x) : at::matmul(x, x.mT());
+      }
     }
-  }
-  if (!at::all(at::isfinite(x)).item<bool>()) {
-    return RuleMatch{"ill_conditioned", "the matrix has non-finite entries: no condition number"};
+    return x;
+  };
+  const at::Tensor x = matrix_of(c.a);
+  if (!x.defined()) return std::nullopt;
+  const at::Tensor xb = matrix_of(c.b);
+  for (const at::Tensor& m : {x, xb}) {
+    if (m.defined() && !at::all(at::isfinite(m)).item<bool>()) {
+      return RuleMatch{"ill_conditioned", "the matrix has non-finite entries: no condition number"};
+    }
   }
   const auto it = c.types.find(c.node.args[0].value.s);
   const DType dt = it == c.types.end() ? c.dtype : it->second.dtype;
   double worst = 0;
   try {
-    const at::Tensor s = at::linalg_svdvals(x);  // descending along the last dim
-    const at::Tensor smax = s.select(-1, 0), smin = s.select(-1, s.size(-1) - 1);
-    const at::Tensor cond = smax.div(smin);
-    worst = cond.max().item<double>();
+    for (const at::Tensor& m : {x, xb}) {
+      if (!m.defined() || m.sizes() != x.sizes()) continue;
+      const at::Tensor s = at::linalg_svdvals(m);  // descending along the last dim
+      const at::Tensor smax = s.select(-1, 0), smin = s.select(-1, s.size(-1) - 1);
+      worst = std::max(worst, smax.div(smin).max().item<double>());
+    }
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -493,8 +513,16 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
     // Where sum|terms| exceeds the dtype's range, whether a partial sum
     // overflows (inf, or inf - inf = nan) depends on the order of summation.
     // (A NaN term makes every order NaN: that is no excuse.)
-    const bool overflow_possible =
+    bool overflow_possible =
         at::logical_or(sum_abs.gt(graph::MaxFinite(c.dtype)), at::isinf(sum_abs)).any().item<bool>();
+    // A mean, an average or a trapezoid sums its raw inputs before it scales
+    // them: their sum|x| bounds that intermediate, though sum|terms| (terms
+    // already scaled) fits.
+    for (const auto& [name, t] : c.inputs) {
+      if (overflow_possible || !t.defined() || !at::isFloatingType(t.scalar_type())) continue;
+      const at::Tensor a = t.abs();
+      overflow_possible = a.masked_select(at::isfinite(a)).sum().item<double>() > graph::MaxFinite(c.dtype);
+    }
     if (!overflow_possible) return std::nullopt;
     return RuleMatch{
         "cancelling_reductions",
@@ -695,8 +723,31 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
                        ((c.spec.hints & ops::kComplexSquares) && graph::IsComplex(c.dtype));
   const bool linalg = (c.spec.hints & (ops::kConditioned | ops::kDecomposition)) ||
                       c.spec.family == "linalg" || c.spec.family == "decomposition";
-  if (!squares && !linalg) return std::nullopt;
-  double big = 0;
+  // Ops that multiply two of their inputs inside (matrix products,
+  // convolutions, attention's q·k, an RNN cell's x·W): two or more floating
+  // tensor arguments.
+  int floating_args = 0;
+  for (const graph::Argument& arg : c.node.args) {
+    auto count = [&](const Literal& l) {
+      if (l.kind != Literal::Kind::kValue) return;
+      auto it = c.types.find(l.s);
+      if (it != c.types.end() && (graph::IsFloating(it->second.dtype) || graph::IsComplex(it->second.dtype))) {
+        ++floating_args;
+      }
+    };
+    count(arg.value);
+    for (const Literal& item : arg.value.list) count(item);
+  }
+  const bool products =
+      (c.spec.hints & (ops::kSumsInside | ops::kCancellingMatmul)) && floating_args >= 2;
+  double scale = c.spec.inside_scale;
+  if (scale > 0 && c.spec.inside_scale_pow10_arg >= 0) {
+    const Literal* d = ops::FindArg(c.node, c.spec.inside_scale_pow10_arg, "decimals");
+    scale = d != nullptr && d->kind == Literal::Kind::kInt ? std::pow(10.0, std::abs(static_cast<double>(d->i)))
+                                                           : 0;
+  }
+  if (!squares && !linalg && !products && scale <= 0) return std::nullopt;
+  double big = 0, second = 0;  // the two largest inputs' largest finite |x|
   int64_t n = 1;
   for (const auto& [name, t] : c.inputs) {
     if (!t.defined() || t.numel() == 0) continue;
@@ -705,12 +756,28 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
     const at::Tensor a = v.abs();
     const at::Tensor finite = a.masked_select(at::isfinite(a));
     if (finite.numel() == 0) continue;
-    big = std::max(big, finite.max().item<double>());
+    const double m = finite.max().item<double>();
+    second = std::max(second, std::min(big, m));
+    big = std::max(big, m);
     n = std::max<int64_t>(n, t.dim() > 0 ? t.size(-1) : 1);
   }
+  // One tensor passed twice (matmul(x, x)) multiplies by itself.
+  if (products && second == 0) second = big;
   const bool f64 = c.dtype == DType::kF64 || c.dtype == DType::kC128;
   const double acc_max = f64 ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
   const char* acc = f64 ? "float64" : "float32";
+  if (scale > 0 && c.d.cls == DivergenceClass::kClassSplit && big * scale > acc_max) {
+    return RuleMatch{"extremal_values",
+                     absl::StrCat("max|x| = ", graph::FormatFloat(big), ": the kernel's ",
+                                  graph::FormatFloat(scale), "·x overflows ", acc,
+                                  " inside the op though the result may fit")};
+  }
+  if (products && big * second > acc_max) {
+    return RuleMatch{"extremal_values",
+                     absl::StrCat("max|x| = ", graph::FormatFloat(big), " and ",
+                                  graph::FormatFloat(second), " in two inputs: their product "
+                                  "overflows ", acc, " inside the op though the result may fit")};
+  }
   if (squares && big * big > acc_max) {
     return RuleMatch{"extremal_values",
                      absl::StrCat("max|x| = ", graph::FormatFloat(big), ": its square overflows ",
@@ -1024,8 +1091,26 @@ std::optional<RuleMatch> DocumentedInexact(const Context& c) {
 // last-dim path keeps its sum in Half) moves the result by about eps
 // relative to |B| + 1, where the other side carries it in float32.
 std::optional<RuleMatch> ReducedPrecisionIntermediate(const Context& c) {
+  // The narrowest floating dtype the op meets: a composite computes some
+  // intermediates in an input's dtype before promoting (kl_div's
+  // target·log(target), trapezoid's dx = diff(x) in a bf16 x).
+  DType narrow = c.dtype;
+  auto consider = [&](const Literal& l) {
+    if (l.kind != Literal::Kind::kValue) return;
+    auto it = c.types.find(l.s);
+    if (it == c.types.end()) return;
+    const DType d = it->second.dtype;
+    if ((d == DType::kF16 || d == DType::kBF16) && graph::IsFloating(c.dtype) &&
+        graph::Epsilon(d) > graph::Epsilon(narrow)) {
+      narrow = d;
+    }
+  };
+  for (const graph::Argument& arg : c.node.args) {
+    consider(arg.value);
+    for (const Literal& item : arg.value.list) consider(item);
+  }
   if (!(c.spec.hints & (ops::kSumsInside | ops::kNormalizes)) ||
-      (c.dtype != DType::kF16 && c.dtype != DType::kBF16) ||
+      (narrow != DType::kF16 && narrow != DType::kBF16) ||
       c.d.cls != DivergenceClass::kTolerance) {
     return std::nullopt;
   }
@@ -1033,13 +1118,15 @@ std::optional<RuleMatch> ReducedPrecisionIntermediate(const Context& c) {
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.is_complex()) {
     return std::nullopt;
   }
-  const at::Tensor bound = yb.abs().add(1).mul(2.0 * graph::Epsilon(c.dtype));
+  const at::Tensor bound = yb.abs().add(1).mul(2.0 * graph::Epsilon(narrow));
   const at::Tensor ok =
       at::logical_or(ya.sub(yb).abs().le(bound), at::isfinite(ya.sub(yb)).logical_not());
   if (!at::all(ok).item<bool>()) return std::nullopt;
+  const std::string in(graph::DTypeName(narrow));
   return RuleMatch{"reduced_precision_intermediate",
-                   absl::StrCat("|A - B| <= 2 eps (|B| + 1) in ", c.d.dtype,
-                                ": one intermediate rounded to the dtype on one side")};
+                   absl::StrCat("|A - B| <= 2 eps (|B| + 1) in ", in,
+                                narrow == c.dtype ? "" : " (an input's dtype)",
+                                ": one intermediate rounded to ", in, " on one side")};
 }
 
 std::optional<RuleMatch> Tf32(const Context& c) {

@@ -852,5 +852,61 @@ TEST(ReferenceUpcast, TheMetaKernelSaysWhenTheUpcastChangesTheCall) {
                                        std::string("linalg.inv: The diagonal element 2 is zero")));
 }
 
+// Extremal values inside the kernel (PyTorch's numerical-accuracy notes):
+// hardswish's 6·x, sinc's π·x, round's x·10^d, a mean's raw sum and a matrix
+// product of near-maximum inputs overflow though the result fits. Found in
+// the judged cpu vs cpu-f64 campaign (13 bug-tier buckets); the same ops on
+// ordinary inputs, with a planted wrong value, stay bugs.
+TEST(ExtremalValues, IntermediatesOfNearMaximumInputsLeaveTheBugTier) {
+  const std::vector<std::string> programs = {
+      Fill32("hardswish", "3e+38"),
+      Fill32("sinc", "3e+38"),
+      "divfuzz v1\ninput %x: f32[32] = fill(3e+38)\n%y = aten::round.decimals(%x, decimals=1)\n"
+      "output %y\n",
+      "divfuzz v1\ninput %x: f32[2,2] = fill(3e+38)\n%y = aten::mean.dim(%x, [1])\noutput %y\n",
+      // 3e38·2 - 3e38·2: the products overflow float32, the exact result is 0.
+      "divfuzz v1\ninput %x: f32[1,2] = values(3e+38, 3e+38)\ninput %w: f32[2,1] = values(2.0, "
+      "-2.0)\n%y = aten::mm(%x, %w)\noutput %y\n",
+  };
+  for (const std::string& text : programs) {
+    Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+    ASSERT_TRUE(j.diverged) << text;
+    EXPECT_NE(j.root.tier, "bug") << text << j.root.reason;
+    EXPECT_EQ(j.root.expected_rule,
+              absl::StrContains(text, "mean") ? "cancelling_reductions" : "extremal_values")
+        << text << j.root.reason;
+  }
+  // Deliberately faulty: inf from the same ops on ordinary inputs is a bug.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const std::string& text :
+       {Fill32("hardswish", "2.5"), Fill32("sinc", "0.25"),
+        std::string("divfuzz v1\ninput %x: f32[2,2] = fill(3e+37)\n%y = aten::mean.dim(%x, [1])\n"
+                    "output %y\n"),
+        std::string("divfuzz v1\ninput %x: f32[2,2] = fill(1.5)\n%y = aten::mm(%x, %x)\n"
+                    "output %y\n")}) {
+    Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, inf));
+    ASSERT_TRUE(j.diverged) << text;
+    EXPECT_EQ(j.root.tier, "bug") << text << j.root.reason;
+    EXPECT_EQ(j.root.wrong_side, "cpu") << text << j.root.reason;
+  }
+}
+
+// A composite computes some intermediates in a narrower input's dtype before
+// promoting: trapezoid's dx = diff(x) of a bf16 x. One bf16 rounding of it is
+// expected in an f32 result; 5% is not.
+TEST(ReducedPrecision, AnIntermediateInANarrowerInputsDtype) {
+  const std::string text =
+      "divfuzz v1\ninput %y: f32[2] = values(1.0, 1.0)\ninput %x: bf16[2] = values(1.0, "
+      "2.640625)\n%t = aten::trapezoid.x(%y, %x)\noutput %t\n";
+  Judged plain = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                       PlantScale(0, 1.0 / 256));
+  ASSERT_TRUE(plain.diverged);
+  EXPECT_EQ(plain.root.tier, "expected") << plain.root.reason;
+  EXPECT_EQ(plain.root.expected_rule, "reduced_precision_intermediate") << plain.root.reason;
+  Judged wrong = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.05));
+  ASSERT_TRUE(wrong.diverged);
+  EXPECT_EQ(wrong.root.tier, "bug") << wrong.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
