@@ -1,5 +1,6 @@
 #include "exec/witnesses.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -14,6 +15,7 @@
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "exec/scalar_helper.h"
+#include "ops/catalogue.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -181,6 +183,22 @@ std::optional<std::string> UpcastChangesCall(const graph::Node& node,
     narrow = narrow || (t.scalar_type() != at::kDouble && t.scalar_type() != at::kComplexDouble);
   }
   if (!narrow) return std::nullopt;
+  if (const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+      spec != nullptr && !spec->dtype_default_arg.empty()) {
+    // Positional or by name: the schema says where it sits.
+    size_t position = 1000;
+    if (auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload})) {
+      const auto& params = handle->schema().arguments();
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (params[i].name() == spec->dtype_default_arg) position = i;
+      }
+    }
+    const graph::Literal* given = ops::FindArg(node, position, spec->dtype_default_arg);
+    if (given == nullptr || given->kind == graph::Literal::Kind::kNone) {
+      return absl::StrCat("the default of ", spec->dtype_default_arg,
+                          " depends on the input's dtype, so upcast it is another value");
+    }
+  }
   // ATen's type checks name the dtype they refuse; a value's failure (a
   // singular matrix, an index out of range) does not. Some of these checks
   // run only in the CPU kernel, not in the meta kernel (norm's dtype=).

@@ -138,6 +138,38 @@ constexpr InsideScaleFact kInsideScales[] = {
     {"special_sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
 };
 
+// Arguments whose None default depends on the input's dtype, by base name.
+struct DtypeDefaultFact {
+  absl::string_view base;
+  absl::string_view arg;
+  absl::string_view why;
+};
+constexpr DtypeDefaultFact kDtypeDefaults[] = {
+    {"rms_norm", "eps", "eps=None means torch.finfo(input.dtype).eps"},
+    {"linalg_matrix_rank", "rtol", "rtol=None means eps(dtype)·max(m, n)"},
+    {"linalg_pinv", "rtol", "rtol=None means eps(dtype)·max(m, n)"},
+    {"linalg_lstsq", "rcond", "rcond=None means the machine precision of the dtype"},
+};
+
+// Oscillatory kernels that form a phase in the dtype (OpSpec::Phase), by
+// what the name contains.
+struct PhaseFact {
+  absl::string_view contains;
+  OpSpec::Phase phase;
+  absl::string_view why;
+};
+constexpr PhaseFact kPhases[] = {
+    {"_polynomial_", {1, 3.141592653589793, 1, 1, 0},
+     "cos((n + c)·acos(x)) for large n: the phase is up to pi·n, the polynomial up to 1 "
+     "inside [-1, 1]"},
+    {"bessel_j", {0, 1, 1, 0.7978845608028654, -0.5},
+     "x - k·pi/4 in the asymptotic form, amplitude sqrt(2/(pi x))"},
+    {"bessel_y", {0, 1, 1, 0.7978845608028654, -0.5},
+     "x - k·pi/4 in the asymptotic form, amplitude sqrt(2/(pi x))"},
+    {"airy_ai", {0, 0.6666666666666666, 1.5, 0.5641895835477563, -0.25},
+     "(2/3)|x|^1.5 + pi/4 for large negative x, amplitude |x|^-1/4 / sqrt(pi)"},
+};
+
 // The exact references (exec/exact_reference.cc evaluates them), by qualified
 // name: elementwise math with MPFR, small matrices with exact rationals.
 struct ExactFact {
@@ -385,6 +417,13 @@ void ApplyKernelClasses(OpSpec& spec) {
     spec.hints |= kInexactInLowPrecision;
     spec.inside_scale_pow10_arg = 1;  // round(x, decimals=d) rounds x·10^d, then divides
     spec.inside_scale = 1;
+  }
+  for (const DtypeDefaultFact& f : kDtypeDefaults) {
+    if (plain == f.base) spec.dtype_default_arg = f.arg;
+  }
+  for (const PhaseFact& f : kPhases) {
+    // Not the modified Bessel functions (i, k): they grow or decay, not oscillate.
+    if (absl::StrContains(plain, f.contains)) spec.phase = f.phase;
   }
   for (const InsideScaleFact& f : kInsideScales) {
     if (plain == f.base) spec.inside_scale = f.scale;

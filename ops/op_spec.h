@@ -189,6 +189,20 @@ struct OpSpec {
   // 10^d for the integer argument d there (round(decimals=d): x·10^d).
   double inside_scale = 0;
   int inside_scale_pow10_arg = -1;
+  // An oscillatory kernel that forms its phase in the dtype: phase =
+  // scale·|v|^power for the argument v at position `arg` (-1: none); its
+  // amplitude is at least amplitude·|v|^amplitude_power. The orthogonal
+  // polynomials' (n + 1/2)·acos(x), Bessel functions' x - k·pi/4, Airy's
+  // (2/3)|x|^1.5: a rounding of eps·phase moves the result by that times the
+  // amplitude, and a phase beyond the dtype's range gives NaN.
+  // An argument whose default (None) depends on the input's dtype
+  // (rms_norm's eps = finfo(dtype).eps, matrix_rank's and pinv's rtol =
+  // eps·max(m, n), lstsq's rcond): upcast, the call means another thing.
+  absl::string_view dtype_default_arg;
+  struct Phase {
+    int arg = -1;
+    double scale = 1, power = 1, amplitude = 0, amplitude_power = 0;
+  } phase;
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };

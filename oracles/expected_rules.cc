@@ -972,6 +972,61 @@ std::optional<RuleMatch> DeviceArgumentRule(const Context& c) {
                                 exec::TargetName(side->target), ": ", da.why)};
 }
 
+// An oscillatory kernel forms its phase in the dtype: a relative rounding
+// of eps there is an absolute error of eps·phase in the argument of its
+// cos/sin, which the result carries times its amplitude.
+std::optional<RuleMatch> PhaseRounding(const Context& c) {
+  const ops::OpSpec::Phase& ph = c.spec.phase;
+  if (ph.arg < 0 || static_cast<size_t>(ph.arg) >= c.node.args.size() ||
+      (c.d.cls != DivergenceClass::kTolerance && c.d.cls != DivergenceClass::kClassSplit) ||
+      !graph::IsFloating(c.dtype)) {
+    return std::nullopt;
+  }
+  const Literal& l = c.node.args[static_cast<size_t>(ph.arg)].value;
+  double v = -1;
+  if (l.kind == Literal::Kind::kValue) {
+    const at::Tensor t = c.Input(static_cast<size_t>(ph.arg));
+    if (!t.defined() || t.numel() == 0) return std::nullopt;
+    const at::Tensor a = F64(t).abs();
+    const at::Tensor finite = a.masked_select(at::isfinite(a));
+    if (finite.numel() == 0) return std::nullopt;
+    v = finite.max().item<double>();
+  } else if (l.kind == Literal::Kind::kFloat) {
+    v = std::fabs(l.f);
+  } else if (l.kind == Literal::Kind::kInt) {
+    v = std::fabs(static_cast<double>(l.i));
+  }
+  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
+  const double phase = ph.scale * std::pow(v, ph.power);
+  const bool f64 = c.dtype == DType::kF64;
+  const double acc_max = f64 ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
+  if (c.d.cls == DivergenceClass::kClassSplit) {
+    if (!(phase > acc_max)) return std::nullopt;
+    return RuleMatch{"phase_rounding",
+                     absl::StrCat("the kernel's phase ", graph::FormatFloat(phase),
+                                  " exceeds the dtype's range: its cos/sin is NaN")};
+  }
+  const at::Tensor ya = c.OutA(), yb = c.OutB();
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.is_complex()) {
+    return std::nullopt;
+  }
+  // The kernels compute f16/bf16 in float32.
+  const double eps = graph::Epsilon(f64 ? DType::kF64 : DType::kF32);
+  const double floor = ph.amplitude * std::pow(v, ph.amplitude_power);
+  const at::Tensor amplitude = at::maximum(ya.abs(), yb.abs()).clamp_min(floor);
+  const at::Tensor bound = amplitude.mul(2 * eps * phase);
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  const at::Tensor diff = ya.sub(yb).abs();
+  if (!at::all(at::logical_or(diff.le(bound.add(tol.atol)), at::isfinite(diff).logical_not()))
+           .item<bool>()) {
+    return std::nullopt;
+  }
+  return RuleMatch{"phase_rounding",
+                   absl::StrCat("|A - B| is within 2 eps·phase·amplitude: the kernel forms a phase "
+                                "up to ", graph::FormatFloat(phase),
+                                " in the dtype, and its rounding moves the result that much")};
+}
+
 // The float64 reference target is a side here, and its upcast changed the
 // call (exec::UpcastChangesCall): the sides did not run the same call.
 std::optional<RuleMatch> ReferenceUpcast(const Context& c) {
@@ -1206,6 +1261,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.device_argument) {
       if (auto m = DeviceArgumentRule(c)) return m;
+    }
+    if (r.phase_rounding) {
+      if (auto m = PhaseRounding(c)) return m;
     }
     if (r.reference_upcast) {
       if (auto m = ReferenceUpcast(c)) return m;

@@ -908,5 +908,45 @@ TEST(ReducedPrecision, AnIntermediateInANarrowerInputsDtype) {
   EXPECT_EQ(wrong.root.tier, "bug") << wrong.root.reason;
 }
 
+// An oscillatory kernel forms its phase in the dtype: W_n(0) for n = 2e7
+// in float32 takes (n + 1/2)·acos(0) with an error near 1 rad (judged
+// campaign: 7 buckets of polynomials of large degree, Bessel j1 at 1e8, Airy
+// at a phase beyond float32). A 10% error at degree 3 stays a bug.
+TEST(PhaseRounding, LargePhasesLeaveTheBugTierSmallOnesDoNot) {
+  Judged big = Judge(
+      "divfuzz v1\ninput %x: f32[] = fill(0.0)\ninput %n: f32[] = fill(2e+07)\n"
+      "%w = aten::special_chebyshev_polynomial_w(%x, %n)\noutput %w\n",
+      exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(big.diverged);
+  EXPECT_EQ(big.root.expected_rule, "phase_rounding") << big.root.reason;
+  Judged small = Judge(
+      "divfuzz v1\ninput %x: f32[4] = fill(0.3)\ninput %n: f32[4] = fill(3.0)\n"
+      "%w = aten::special_chebyshev_polynomial_w(%x, %n)\noutput %w\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.1));
+  ASSERT_TRUE(small.diverged);
+  EXPECT_EQ(small.root.tier, "bug") << small.root.reason;
+  EXPECT_EQ(small.root.wrong_side, "cpu") << small.root.reason;
+}
+
+// rms_norm's eps=None is finfo(dtype).eps: 1.2e-7 in float32, 2.2e-16
+// upcast. With |x| near 1e-6 the two are different functions, so the float64
+// reference judges nothing; an explicit eps makes the same call, and a
+// planted 10% error is a bug.
+TEST(ReferenceUpcast, ADefaultThatDependsOnTheDtypeChangesTheCall) {
+  Judged none = Judge(
+      "divfuzz v1\ninput %x: f32[2,4] = values(1e-06, -2e-06, 3e-06, 1e-06, 2e-06, 1e-06, "
+      "-1e-06, 4e-06)\n%y = aten::rms_norm(%x, [4])\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(none.diverged);
+  EXPECT_EQ(none.root.tier, "expected") << none.root.reason;
+  EXPECT_EQ(none.root.expected_rule, "reference_upcast") << none.root.reason;
+  Judged given = Judge(
+      "divfuzz v1\ninput %x: f32[2,4] = values(1.0, -2.0, 3.0, 1.0, 2.0, 1.0, -1.0, 4.0)\n"
+      "%y = aten::rms_norm(%x, [4], None, 1e-06)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.1));
+  ASSERT_TRUE(given.diverged);
+  EXPECT_EQ(given.root.tier, "bug") << given.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
