@@ -119,6 +119,7 @@ constexpr ClassFact kClasses[] = {
     {Match::kBase, "vander", kScanCarry, "a cumulative product of x"},
     {Match::kBase, "linalg_vander", kScanCarry, "a cumulative product of x"},
     // histc scales (x - min) by nbins before casting to a bin index.
+    {Match::kBase, "histc", kBinning, "its bin position is computed in the dtype"},
     {Match::kBase, "histc", kSquaresInside | kInternalIntCast,
      "(x - min) * nbins overflows for values near the maximum; the bin is an int64 cast"},
     // Orthogonal polynomials cast n to int64 (undefined for inf, nan, |n| >= 2^63).

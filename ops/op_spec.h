@@ -97,6 +97,8 @@ enum Hint : uint32_t {
                                 // dim_pos (cumulative_trapezoid)
   kMatrixFunction = 1 << 25,    // a matrix function by scaling and squaring (matrix_exp):
                                 // its error is normwise, about ||A|| eps ||f(A)|| (Higham)
+  kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
+                                // the dtype (histc): an x at an edge may land either side
 };
 
 // Preconditions PyTorch does not check, so inputs that break them read out of

@@ -948,5 +948,20 @@ TEST(ReferenceUpcast, ADefaultThatDependsOnTheDtypeChangesTheCall) {
   EXPECT_EQ(given.root.tier, "bug") << given.root.reason;
 }
 
+// histc computes an element's bin position in the dtype: a bf16 element at
+// an edge lands in either bin (judged campaign: 2 buckets, f16 and bf16).
+// Counts that lose an element are a bug.
+TEST(ReducedPrecision, HistcElementsAtABinEdgeMayLandEitherSide) {
+  const std::string text =
+      "divfuzz v1\ninput %w: bf16[] = fill(-0.30078125)\n%h = aten::histc(%w)\noutput %h\n";
+  Judged edge = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(edge.diverged);
+  EXPECT_EQ(edge.root.tier, "expected") << edge.root.reason;
+  EXPECT_EQ(edge.root.expected_rule, "reduced_precision_intermediate") << edge.root.reason;
+  Judged lost = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 0.0));
+  ASSERT_TRUE(lost.diverged);
+  EXPECT_EQ(lost.root.tier, "bug") << lost.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
