@@ -273,6 +273,42 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
   return er;
 }
 
+// polygamma(n, x) at its poles, the non-positive integers: +inf for odd n
+// (every term of (-1)^(n+1) n! sum 1/(x+k)^(n+1) is positive), undefined
+// (NaN) for even n, whose sign flips across the pole. Known exactly only
+// there (MPFR has no polygamma): nullopt when a wanted element is no pole.
+// The float64 reference runs the same reflection formula and returns
+// rounding residue of pi^2/sin^2(pi x) there (pytorch#55357).
+std::optional<ExactResult> PolygammaPoles(const graph::Node& node,
+                                          const std::map<std::string, at::Tensor>& values,
+                                          DType dtype, const ExactOptions& options) {
+  const Literal* order = ops::FindArg(node, 0, "n");
+  if (order == nullptr || order->kind != Literal::Kind::kInt || order->i < 1) return std::nullopt;
+  bool literal = false;
+  std::optional<at::Tensor> x = Operand(node, 1, "self", values, std::nullopt, &literal);
+  if (!x) return std::nullopt;
+  const at::Tensor xs = x->contiguous();
+  const int64_t n = xs.numel();
+  if (n > kMaxElements) return std::nullopt;
+  const bool masked = options.only.defined() && options.only.numel() == n;
+  const at::Tensor only = masked ? options.only.to(at::kBool).contiguous() : at::Tensor();
+  const bool* wanted = masked ? only.data_ptr<bool>() : nullptr;
+  const double* px = xs.data_ptr<double>();
+  const double pole = order->i % 2 == 1 ? std::numeric_limits<double>::infinity()
+                                        : std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> exact(n, std::numeric_limits<double>::quiet_NaN());
+  std::vector<float> as_float(dtype == DType::kF32 ? n : 0, std::numeric_limits<float>::quiet_NaN());
+  for (int64_t i = 0; i < n; ++i) {
+    if (wanted != nullptr && !wanted[i]) continue;
+    if (!(std::isfinite(px[i]) && px[i] <= 0 && px[i] == std::floor(px[i]))) return std::nullopt;
+    exact[i] = pole;
+    if (!as_float.empty()) as_float[i] = static_cast<float>(pole);
+  }
+  ExactResult er;
+  er.result = Finish(xs.sizes().vec(), exact, as_float, dtype);
+  return er;
+}
+
 }  // namespace
 
 namespace exact_internal {
@@ -374,7 +410,19 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
       return exact_internal::RunExactLinear(f, node, values, dtype);
     }
     if (graph::IsComplex(dtype)) return std::nullopt;
-    return Elementwise(f, node, values, dtype, options);
+    // PyTorch casts an elementwise op's tensor operands to the result dtype
+    // first (an f32 0-dim tensor beside a bf16 one is rounded to bf16): an
+    // operand whose program dtype is wider is rounded to it here too.
+    std::map<std::string, at::Tensor> promoted = values;
+    for (auto& [name, t] : promoted) {
+      auto type = types.find(name);
+      if (t.defined() && type != types.end() && graph::IsFloating(type->second.dtype) &&
+          graph::Epsilon(type->second.dtype) < graph::Epsilon(dtype)) {
+        t = t.to(ToScalarType(dtype)).to(t.scalar_type());
+      }
+    }
+    if (f == "polygamma_pole") return PolygammaPoles(node, promoted, dtype, options);
+    return Elementwise(f, node, promoted, dtype, options);
   } catch (const std::exception&) {
     return std::nullopt;  // inputs the reference cannot take (shapes that do not broadcast)
   }

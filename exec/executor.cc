@@ -26,6 +26,7 @@
 #include "exec/index_precheck.h"
 #include "exec/scalar_helper.h"
 #include "graph/materialize.h"
+#include "ops/catalogue.h"
 
 namespace divfuzz::exec {
 
@@ -174,7 +175,29 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
                          absl::StrCat("no ATen operator named ", node.QualifiedName())};
     return nr;
   }
-  absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle->schema(), node, lookup);
+  // The float64 targets hold every value in float64, but PyTorch casts an
+  // elementwise op's tensor operands to the result dtype first (an f32 0-dim
+  // tensor beside a bf16 one is rounded to bf16): so do they.
+  ValueLookup promoted = lookup;
+  if (target == Target::kCpuF64 || target == Target::kCudaF64) {
+    const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+    auto result = node.results.empty() ? types.end() : types.find(node.results[0]);
+    if (spec != nullptr && result != types.end() && graph::IsFloating(result->second.dtype) &&
+        (spec->rule == ops::Rule::kUnary || spec->rule == ops::Rule::kBinary ||
+         spec->rule == ops::Rule::kUnaryScalar)) {
+      const graph::DType to = result->second.dtype;
+      promoted = [&lookup, &types, to](const std::string& name) {
+        at::Tensor t = lookup(name);
+        auto it = types.find(name);
+        if (t.defined() && it != types.end() && graph::IsFloating(it->second.dtype) &&
+            graph::Epsilon(it->second.dtype) < graph::Epsilon(to)) {
+          t = t.to(ToScalarType(to)).to(t.scalar_type());
+        }
+        return t;
+      };
+    }
+  }
+  absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle->schema(), node, promoted);
   if (!stack.ok()) {
     nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
     return nr;

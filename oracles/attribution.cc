@@ -88,6 +88,7 @@ struct SideCheck {
   bool reference_failed = false;
   bool scalar_rounding = false;  // wrong by the witness, right with scalars rounded
   bool rounding_free = false;
+  bool class_miss = false;  // wrong by a finite/inf/NaN class against the witness
   std::string witness = "none";
   std::string why;
   std::optional<double> ref_value;  // the deciding witness at the element
@@ -288,6 +289,7 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
       return c;
     }
     c.wrong = true;
+    c.class_miss = miss->cls == DivergenceClass::kClassSplit;
     c.why = absl::StrCat(side, " misses the ", judge_name, " computed from its own inputs: ",
                          miss->detail);
     return c;
@@ -378,8 +380,9 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   d.witness = ca.is_reference ? cb.witness : ca.witness;
   if (ca.scalar_rounding || cb.scalar_rounding) d.scalar_rounding = true;
   if (ca.wrong && cb.wrong) {
-    // Both beyond tolerance of their references: only a split blames both.
-    d.wrong_side = tolerance ? "undecided" : "both";
+    // Both beyond tolerance of their references: only a split blames both
+    // (also two finite values against an infinite witness: a pole).
+    d.wrong_side = tolerance && !(ca.class_miss && cb.class_miss) ? "undecided" : "both";
     d.reason = reasons;
   } else if (ca.wrong || cb.wrong) {
     d.wrong_side = SideLabel(ca.wrong ? a.target : b.target);

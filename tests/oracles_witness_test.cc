@@ -963,5 +963,46 @@ TEST(ReducedPrecision, HistcElementsAtABinEdgeMayLandEitherSide) {
   EXPECT_EQ(lost.root.tier, "bug") << lost.root.reason;
 }
 
+// polygamma's poles: the float64 reference runs the same reflection formula
+// and returns residue of pi^2/sin^2(pi x) there, so it "proved" the f32 side
+// wrong (judged: 8 of 50 bug-tier buckets). The exact value at x = -1 is
+// +inf for n = 1: both sides are wrong (pytorch#55357).
+TEST(ExactWitness, PolygammaAtAPoleBlamesBothSides) {
+  Judged j = Judge(
+      "divfuzz v1\ninput %x: f32[4] = fill(-1.0)\n%y = aten::polygamma(1, %x)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "both") << j.root.reason;
+  // Off the poles it has no exact witness: polygamma(1, 0.5) = pi^2/2 is
+  // judged by float64 as before.
+  Judged off = Judge(
+      "divfuzz v1\ninput %x: f32[4] = fill(0.5)\n%y = aten::polygamma(1, %x)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.01));
+  ASSERT_TRUE(off.diverged);
+  EXPECT_EQ(off.root.witness, "cpu-f64") << off.root.reason;
+  EXPECT_EQ(off.root.wrong_side, "cpu") << off.root.reason;
+}
+
+// PyTorch casts an elementwise op's operands to the result dtype first: a
+// 0-dim f32 89.41598 beside a bf16 tensor is 89.5, and remainder(89.5, 1) =
+// 0.5. The float64 reference and the exact witness do the same (judged: 3
+// buckets blamed a correct cpu).
+TEST(ScalarSemantics, AZeroDimOperandIsRoundedToTheResultDtypeFirst) {
+  Judged j = Judge(
+      "divfuzz v1\ninput %a: f32[] = fill(89.41598)\ninput %b: bf16[4] = fill(1.0)\n"
+      "%r = aten::remainder.Tensor(%a, %b)\noutput %r\n",
+      exec::Target::kCpu, exec::Target::kCpuF64);
+  EXPECT_FALSE(j.diverged) << j.root.reason;
+  Judged wrong = Judge(
+      "divfuzz v1\ninput %a: f32[] = fill(89.41598)\ninput %b: bf16[4] = fill(1.0)\n"
+      "%r = aten::remainder.Tensor(%a, %b)\noutput %r\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 0.25));
+  ASSERT_TRUE(wrong.diverged);
+  EXPECT_EQ(wrong.root.tier, "bug") << wrong.root.reason;
+  EXPECT_EQ(wrong.root.wrong_side, "cpu") << wrong.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
