@@ -144,6 +144,18 @@ constexpr InsideScaleFact kInsideScales[] = {
     {"special_sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
 };
 
+// Documented domains outside which PyTorch calls the behaviour undefined.
+struct DomainFact {
+  absl::string_view base;
+  OpSpec::DocumentedDomain domain;
+  absl::string_view why;
+};
+constexpr DomainFact kDomains[] = {
+    {"mvlgamma", {1, 0.5, -0.5}, "torch.mvlgamma: all elements must be greater than (p-1)/2"},
+    {"special_multigammaln", {1, 0.5, -0.5},
+     "torch.special.multigammaln: all elements must be greater than (p-1)/2"},
+};
+
 // Arguments whose None default depends on the input's dtype, by base name.
 struct DtypeDefaultFact {
   absl::string_view base;
@@ -425,6 +437,9 @@ void ApplyKernelClasses(OpSpec& spec) {
     spec.hints |= kInexactInLowPrecision;
     spec.inside_scale_pow10_arg = 1;  // round(x, decimals=d) rounds x·10^d, then divides
     spec.inside_scale = 1;
+  }
+  for (const DomainFact& f : kDomains) {
+    if (plain == f.base) spec.documented_domain = f.domain;
   }
   for (const DtypeDefaultFact& f : kDtypeDefaults) {
     if (plain == f.base) spec.dtype_default_arg = f.arg;

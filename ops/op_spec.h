@@ -197,6 +197,13 @@ struct OpSpec {
   // polynomials' (n + 1/2)·acos(x), Bessel functions' x - k·pi/4, Airy's
   // (2/3)|x|^1.5: a rounding of eps·phase moves the result by that times the
   // amplitude, and a phase beyond the dtype's range gives NaN.
+  // A documented domain outside which the behaviour is undefined: input 0
+  // must exceed scale·arg + offset for the int argument at `arg` (mvlgamma:
+  // x > (p - 1)/2). arg < 0: none.
+  struct DocumentedDomain {
+    int arg = -1;
+    double scale = 0, offset = 0;
+  } documented_domain;
   // An argument whose default (None) depends on the input's dtype
   // (rms_norm's eps = finfo(dtype).eps, matrix_rank's and pinv's rtol =
   // eps·max(m, n), lstsq's rcond): upcast, the call means another thing.

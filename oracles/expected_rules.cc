@@ -501,8 +501,13 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
     for (const auto& [name, t] : c.inputs) {
       if (t.defined()) terms = std::max<int64_t>(terms, t.numel());
     }
-  } else if (matmul) {
+  } else if (matmul && x0.defined()) {
     terms = x0.dim() == 0 ? 1 : x0.size(-1) + (c.spec.rule == ops::Rule::kLinear ? 1 : 0);
+  } else if (matmul) {
+    // A tensor list (chain_matmul, multi_dot): at most the largest input's size.
+    for (const auto& [name, t] : c.inputs) {
+      if (t.defined()) terms = std::max<int64_t>(terms, t.numel());
+    }
   } else if (c.spec.rule == ops::Rule::kDimwise) {
     const int64_t dim = IntArgOr(c.node, 1, "dim", 0);
     terms = x0.dim() == 0 ? 1 : x0.size(dim < 0 ? dim + x0.dim() : dim);
@@ -778,10 +783,23 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
                                   graph::FormatFloat(second), " in two inputs: their product "
                                   "overflows ", acc, " inside the op though the result may fit")};
   }
-  if (squares && big * big > acc_max) {
+  // A p-norm (renorm, norm(p=3)) raises |x| to p, not 2.
+  double power = 2;
+  if (squares) {
+    for (const char* name : {"p", "ord"}) {
+      const Literal* l = ops::FindArg(c.node, 1, name);
+      const double v = l == nullptr ? 0
+                       : l->kind == Literal::Kind::kFloat ? l->f
+                       : l->kind == Literal::Kind::kInt   ? static_cast<double>(l->i)
+                                                          : 0;
+      if (std::isfinite(v) && v > power) power = v;
+    }
+  }
+  if (squares && big > 0 && power * std::log(big) > std::log(acc_max)) {
     return RuleMatch{"extremal_values",
-                     absl::StrCat("max|x| = ", graph::FormatFloat(big), ": its square overflows ",
-                                  acc, " inside the op though the result may fit")};
+                     absl::StrCat("max|x| = ", graph::FormatFloat(big), ": its ",
+                                  power == 2 ? std::string("square") : absl::StrCat("power ", power),
+                                  " overflows ", acc, " inside the op though the result may fit")};
   }
   if (squares && big > 0 && big * big < graph::SmallestNormal(f64 ? DType::kF64 : DType::kF32)) {
     return RuleMatch{"extremal_values",
@@ -970,6 +988,23 @@ std::optional<RuleMatch> DeviceArgumentRule(const Context& c) {
   return RuleMatch{"device_argument",
                    absl::StrCat(da.name, "='", value->s, "' is not supported on ",
                                 exec::TargetName(side->target), ": ", da.why)};
+}
+
+// Outside its documented domain an op's behaviour is undefined by PyTorch's
+// own documentation (torch.mvlgamma: "otherwise the behavior is undefined").
+std::optional<RuleMatch> DocumentedDomain(const Context& c) {
+  const ops::OpSpec::DocumentedDomain& dom = c.spec.documented_domain;
+  if (dom.arg < 0) return std::nullopt;
+  const Literal* p = ops::FindArg(c.node, static_cast<size_t>(dom.arg), "p");
+  const at::Tensor x = c.Input(0);
+  if (p == nullptr || p->kind != Literal::Kind::kInt || !x.defined()) return std::nullopt;
+  const double bound = dom.scale * static_cast<double>(p->i) + dom.offset;
+  const int64_t outside = F64(x).gt(bound).logical_not().sum().item<int64_t>();
+  if (outside == 0) return std::nullopt;
+  return RuleMatch{"documented_domain",
+                   absl::StrCat(outside, " input value(s) are not greater than ",
+                                graph::FormatFloat(bound), ", outside the domain PyTorch documents "
+                                "for ", c.node.op, ": the behaviour is undefined there")};
 }
 
 // An oscillatory kernel forms its phase in the dtype: a relative rounding
@@ -1315,6 +1350,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
     }
     if (r.device_argument) {
       if (auto m = DeviceArgumentRule(c)) return m;
+    }
+    if (r.documented_domain) {
+      if (auto m = DocumentedDomain(c)) return m;
     }
     if (r.phase_rounding) {
       if (auto m = PhaseRounding(c)) return m;

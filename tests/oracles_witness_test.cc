@@ -1004,5 +1004,44 @@ TEST(ScalarSemantics, AZeroDimOperandIsRoundedToTheResultDtypeFirst) {
   EXPECT_EQ(wrong.root.wrong_side, "cpu") << wrong.root.reason;
 }
 
+// torch.mvlgamma: "all elements must be greater than (p-1)/2, otherwise the
+// behavior is undefined" (judged: 3 buckets at x near -0.5 and -1.5 in bf16).
+// Inside the domain a planted 10% error is a bug.
+TEST(DocumentedDomain, OutsideItTheBehaviourIsUndefined) {
+  Judged outside = Judge(
+      "divfuzz v1\ninput %x: bf16[4] = fill(-0.50390625)\n%y = aten::mvlgamma(%x, 2)\n"
+      "output %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.1));
+  ASSERT_TRUE(outside.diverged);
+  EXPECT_EQ(outside.root.expected_rule, "documented_domain") << outside.root.reason;
+  Judged inside = Judge(
+      "divfuzz v1\ninput %x: f32[4] = fill(2.5)\n%y = aten::mvlgamma(%x, 2)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.1));
+  ASSERT_TRUE(inside.diverged);
+  EXPECT_EQ(inside.root.tier, "bug") << inside.root.reason;
+}
+
+// Judged in the second campaign: renorm with p = 3 cubes |x| = 1.8e19 past
+// float32 (its square fits), and chain_matmul's list of matrices sums like
+// mm. Both are expected; a gross planted error in chain_matmul is a bug.
+TEST(ExtremalValues, APNormRaisesToPAndAMatrixListSumsLikeMm) {
+  Judged renorm = Judge(
+      "divfuzz v1\ninput %s: f32[1,2] = values(0x0p+0, 0x1.f399b2p+63)\n"
+      "%d = aten::renorm(%s, 3.0, 0, 1.0)\noutput %d\n",
+      exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(renorm.diverged);
+  EXPECT_EQ(renorm.root.expected_rule, "extremal_values") << renorm.root.reason;
+  const std::string chain =
+      "divfuzz v1\ninput %e: f32[1,4] = values(0x1.08p+5, 0x1.6p+5, 0x1.58p+5, -0x1.cp+3)\n"
+      "input %n: f32[4,1] = values(-0x1.f9999ap+4, -0x1.573334p+5, 0x1.3ap+6, 0x1.126666p+5)\n"
+      "%v = aten::chain_matmul([%e, %n])\noutput %v\n";
+  Judged summed = Judge(chain, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 2e-6));
+  ASSERT_TRUE(summed.diverged);
+  EXPECT_EQ(summed.root.expected_rule, "cancelling_reductions") << summed.root.reason;
+  Judged gross = Judge(chain, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.05));
+  ASSERT_TRUE(gross.diverged);
+  EXPECT_EQ(gross.root.tier, "bug") << gross.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
