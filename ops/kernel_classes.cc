@@ -125,6 +125,8 @@ constexpr ClassFact kClasses[] = {
     {Match::kBase, "linalg_vander", kScanCarry, "a cumulative product of x"},
     // histc scales (x - min) by nbins before casting to a bin index.
     {Match::kBase, "histc", kBinning, "its bin position is computed in the dtype"},
+    {Match::kBase, "polygamma", kPolesAtNonPositiveIntegers, "poles at 0, -1, -2 ..."},
+    {Match::kBase, "special_polygamma", kPolesAtNonPositiveIntegers, "poles at 0, -1, -2 ..."},
     {Match::kBase, "histc", kSquaresInside | kInternalIntCast,
      "(x - min) * nbins overflows for values near the maximum; the bin is an int64 cast"},
     // Orthogonal polynomials cast n to int64 (undefined for inf, nan, |n| >= 2^63).

@@ -97,6 +97,7 @@ enum Hint : uint32_t {
                                 // dim_pos (cumulative_trapezoid)
   kMatrixFunction = 1 << 25,    // a matrix function by scaling and squaring (matrix_exp):
                                 // its error is normwise, about ||A|| eps ||f(A)|| (Higham)
+  kPolesAtNonPositiveIntegers = 1 << 27,  // input `self` has poles at 0, -1, -2 ... (polygamma)
   kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
                                 // the dtype (histc): an x at an edge may land either side
 };

@@ -229,6 +229,26 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
                            "judge ", side);
       return c;
     }
+    // At a pole the float64 kernel runs the same reflection formula and
+    // returns its rounding residue (the exact witness knows the pole's value
+    // only where every differing element is one).
+    if (spec != nullptr && (spec->hints & ops::kPolesAtNonPositiveIntegers) && local.only.defined()) {
+      const graph::Literal* self = ops::FindArg(node, 1, "self");
+      auto it = self != nullptr && self->kind == graph::Literal::Kind::kValue ? inputs.find(self->s)
+                                                                       : inputs.end();
+      if (it != inputs.end() && it->second.defined() &&
+          it->second.numel() == local.only.numel()) {
+        const at::Tensor x = it->second.to(at::kDouble).reshape({-1});
+        const at::Tensor pole = x.le(0).logical_and(x.eq(x.floor()));
+        if (pole.logical_and(local.only.reshape({-1}).to(at::kBool)).any().item<bool>()) {
+          c.undecidable = true;
+          c.why = absl::StrCat("some differing elements sit on a pole of ", node.QualifiedName(),
+                               ", where the float64 reference returns the residue of the same "
+                               "formula: it cannot judge ", side);
+          return c;
+        }
+      }
+    }
     // Without the exact witness, float64 decides only where it is
     // independent of both kernels and its implementations agree.
     if (std::optional<std::string> shared = SharesCpuAlgorithm(spec, dtype, inputs)) {

@@ -975,6 +975,14 @@ TEST(ExactWitness, PolygammaAtAPoleBlamesBothSides) {
   EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
   EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
   EXPECT_EQ(j.root.wrong_side, "both") << j.root.reason;
+  // Poles among other differing elements: no exact witness, and float64 is
+  // no witness at the poles either: undecided, never cpu alone.
+  Judged mixed = Judge(
+      "divfuzz v1\ninput %x: f32[4] = values(-1.0, 0.5, -3.0, 0.25)\n"
+      "%y = aten::polygamma(1, %x)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.01));
+  ASSERT_TRUE(mixed.diverged);
+  EXPECT_EQ(mixed.root.wrong_side, "undecided") << mixed.root.reason;
   // Off the poles it has no exact witness: polygamma(1, 0.5) = pi^2/2 is
   // judged by float64 as before.
   Judged off = Judge(
