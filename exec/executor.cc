@@ -12,6 +12,7 @@
 #include <c10/util/Logging.h>
 #include <torch/cuda.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -167,7 +168,7 @@ namespace {
 NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
                        const ops::TypeEnv& types, Target target,
                        const std::function<void(const std::string&, const at::Tensor&)>& define,
-                       bool* cuda_fatal) {
+                       bool* cuda_fatal, double* transfer_seconds = nullptr) {
   NodeResult nr;
   auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
   if (!handle.has_value()) {
@@ -235,7 +236,12 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     for (size_t i = 0; i < stack->size(); ++i) {
       const c10::IValue& v = (*stack)[i];
       if (v.isTensor()) define(node.results[i], v.toTensor());
+      const auto copy_start = std::chrono::steady_clock::now();
       at::Tensor snap = Snapshot(v);
+      if (transfer_seconds != nullptr) {
+        *transfer_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+      }
       if (target == Target::kCpuF64 || target == Target::kCudaF64) {
         nr.exact.push_back(snap);
         auto it = types.find(node.results[i]);
@@ -301,7 +307,10 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
       result.inputs[in.name] = t;
       // The layout comes last, on the target's device and dtype, so that a
       // move or upcast cannot make the tensor contiguous again.
+      const auto copy_start = std::chrono::steady_clock::now();
       env[in.name] = ApplyLayout(Place(t, target), in.layout);
+      result.transfer_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
     }
   } catch (const std::exception& e) {
     result.setup_error = Classify(e.what()).message;
@@ -346,7 +355,8 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
           // Inspection is advisory: a copy that fails leaves the run as it was.
         }
       }
-      nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal);
+      nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal,
+                       &result.transfer_seconds);
     }
     if (nr.error) failed.insert(node.results.begin(), node.results.end());
     result.nodes.push_back(std::move(nr));

@@ -41,6 +41,9 @@ struct RunResult {
   bool cuda_fatal = false;                   // stop using this process's CUDA context
   std::string setup_error;                   // inputs could not be built (nodes then empty)
   std::string cpu_capability;                // ATen's CPU kernel ISA in the process that ran it
+  // Seconds spent moving values: inputs to the target's device and dtype, and
+  // every node's snapshot back to the host (a synchronizing copy on CUDA).
+  double transfer_seconds = 0;
 };
 
 }  // namespace divfuzz::exec

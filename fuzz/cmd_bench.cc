@@ -55,6 +55,9 @@ double Seconds(Clock::time_point since) {
 // The phases, in the order a worker meets them.
 constexpr const char* kPhases[] = {"mutate",    "parse",  "infer",   "materialize",
                                    "run_a",     "run_b",  "compare", "triage"};
+// Shown apart, already counted in run_a and run_b: moving inputs to each
+// target and every node's snapshot back to the host (synchronizing on CUDA).
+constexpr const char* kTransfers = "transfers";
 
 struct Totals {
   std::map<std::string, double> seconds;  // per phase
@@ -127,6 +130,8 @@ void TimePhases(const std::string& text, uint64_t seed, exec::Target a, exec::Ta
   start = Clock::now();
   const exec::RunResult rb = exec::Run(*program, *types, b);
   t.seconds["run_b"] += Seconds(start);
+
+  t.seconds[kTransfers] += ra.transfer_seconds + rb.transfer_seconds;
 
   start = Clock::now();
   oracles::Verdict v = oracles::Compare(*program, *types, ra, rb, policy);
@@ -271,6 +276,7 @@ int RunBench(const std::vector<std::string>& args) {
   if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json phases = nlohmann::json::object();
     for (const char* p : kPhases) phases[p] = t.seconds[p] * per;
+    phases[kTransfers] = t.seconds[kTransfers] * per;
     std::cout << nlohmann::json{{"targets", std::string(exec::TargetName(a)) + "," +
                                                 std::string(exec::TargetName(b))},
                                 {"programs", t.programs},
@@ -297,6 +303,10 @@ int RunBench(const std::vector<std::string>& args) {
     std::cout << absl::StrFormat("%-14s %12.1f %6.1f%%\n", p, t.seconds[p] * per,
                                  phase_total > 0 ? 100 * t.seconds[p] / phase_total : 0.0);
   }
+  std::cout << absl::StrFormat("%-14s %12.1f %6.1f%%   (within run_a and run_b: inputs to the "
+                               "target, snapshots back to the host)\n",
+                               kTransfers, t.seconds[kTransfers] * per,
+                               phase_total > 0 ? 100 * t.seconds[kTransfers] / phase_total : 0.0);
   std::cout << absl::StrFormat("%-14s %12.1f\n", "sum", phase_total * per);
   std::cout << absl::StrFormat(
       "%-14s %12.1f   (the whole harness: the phases without mutate, plus the findings store)\n",

@@ -29,6 +29,10 @@ TEST(Bench, ReportsEveryPhaseTheHarnessAndTheNaiveLoop) {
     EXPECT_GE(j["us_per_program"][phase].get<double>(), 0) << phase;
   }
   EXPECT_GT(j["us_per_program"]["run_a"].get<double>(), 0);
+  // Transfers are part of the runs, never more than they.
+  EXPECT_GT(j["us_per_program"]["transfers"].get<double>(), 0);
+  EXPECT_LE(j["us_per_program"]["transfers"].get<double>(),
+            j["us_per_program"]["run_a"].get<double>() + j["us_per_program"]["run_b"].get<double>());
   EXPECT_GT(j["programs_per_s"].get<double>(), 0);
   EXPECT_GT(j["harness_us_per_program"].get<double>(), 0);
   EXPECT_GT(j["harness_repeat_us_per_program"].get<double>(), 0);
