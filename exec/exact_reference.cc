@@ -201,6 +201,13 @@ bool IsBinary(absl::string_view f) {
          f == "xlog1py" || f == "logaddexp" || f == "logaddexp2";
 }
 
+// ExactOptions::only as a contiguous bool mask over `n` elements, or undefined
+// (every element wanted).
+at::Tensor WantedMask(const ExactOptions& options, int64_t n) {
+  if (!options.only.defined() || options.only.numel() != n) return at::Tensor();
+  return options.only.to(at::kBool).contiguous();
+}
+
 std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& node,
                                        const std::map<std::string, at::Tensor>& values,
                                        DType dtype, const ExactOptions& options) {
@@ -246,9 +253,8 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
   std::vector<float> as_float(dtype == DType::kF32 ? n : 0);
   const double* px = xs.data_ptr<double>();
   const double* py = binary ? ys.data_ptr<double>() : nullptr;
-  const bool masked = options.only.defined() && options.only.numel() == n;
-  const at::Tensor only = masked ? options.only.to(at::kBool).contiguous() : at::Tensor();
-  const bool* wanted = masked ? only.data_ptr<bool>() : nullptr;
+  const at::Tensor only = WantedMask(options, n);
+  const bool* wanted = only.defined() ? only.data_ptr<bool>() : nullptr;
   Mp r, mx, my;
   for (int64_t i = 0; i < n; ++i) {
     if (wanted != nullptr && !wanted[i]) {
@@ -290,9 +296,8 @@ std::optional<ExactResult> PolygammaPoles(const graph::Node& node,
   const at::Tensor xs = x->contiguous();
   const int64_t n = xs.numel();
   if (n > kMaxElements) return std::nullopt;
-  const bool masked = options.only.defined() && options.only.numel() == n;
-  const at::Tensor only = masked ? options.only.to(at::kBool).contiguous() : at::Tensor();
-  const bool* wanted = masked ? only.data_ptr<bool>() : nullptr;
+  const at::Tensor only = WantedMask(options, n);
+  const bool* wanted = only.defined() ? only.data_ptr<bool>() : nullptr;
   const double* px = xs.data_ptr<double>();
   const double pole = order->i % 2 == 1 ? std::numeric_limits<double>::infinity()
                                         : std::numeric_limits<double>::quiet_NaN();

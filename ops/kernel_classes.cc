@@ -438,7 +438,6 @@ void ApplyKernelClasses(OpSpec& spec) {
   if (plain == "round" && spec.overload == "decimals") {
     spec.hints |= kInexactInLowPrecision;
     spec.inside_scale_pow10_arg = 1;  // round(x, decimals=d) rounds x·10^d, then divides
-    spec.inside_scale = 1;
   }
   for (const DomainFact& f : kDomains) {
     if (plain == f.base) spec.documented_domain = f.domain;

@@ -71,6 +71,20 @@ struct Context {
     auto it = inputs.find(node.args[i].value.s);
     return it == inputs.end() ? at::Tensor() : it->second;
   }
+  // The program dtypes of the node's tensor arguments (list items included).
+  std::vector<DType> ArgDTypes() const {
+    std::vector<DType> out;
+    auto add = [&](const Literal& l) {
+      if (l.kind != Literal::Kind::kValue) return;
+      auto it = types.find(l.s);
+      if (it != types.end()) out.push_back(it->second.dtype);
+    };
+    for (const graph::Argument& arg : node.args) {
+      add(arg.value);
+      for (const Literal& item : arg.value.list) add(item);
+    }
+    return out;
+  }
   // The diverging output of side A and of side B, as float64 (or undefined).
   at::Tensor OutA() const { return AsF64(Output(a, d.node_index, d.output_index)); }
   at::Tensor OutB() const { return AsF64(Output(b, d.node_index, d.output_index)); }
@@ -732,21 +746,11 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
   // convolutions, attention's q·k, an RNN cell's x·W): two or more floating
   // tensor arguments.
   int floating_args = 0;
-  for (const graph::Argument& arg : c.node.args) {
-    auto count = [&](const Literal& l) {
-      if (l.kind != Literal::Kind::kValue) return;
-      auto it = c.types.find(l.s);
-      if (it != c.types.end() && (graph::IsFloating(it->second.dtype) || graph::IsComplex(it->second.dtype))) {
-        ++floating_args;
-      }
-    };
-    count(arg.value);
-    for (const Literal& item : arg.value.list) count(item);
-  }
+  for (DType d : c.ArgDTypes()) floating_args += graph::IsFloating(d) || graph::IsComplex(d);
   const bool products =
       (c.spec.hints & (ops::kSumsInside | ops::kCancellingMatmul)) && floating_args >= 2;
   double scale = c.spec.inside_scale;
-  if (scale > 0 && c.spec.inside_scale_pow10_arg >= 0) {
+  if (c.spec.inside_scale_pow10_arg >= 0) {
     const Literal* d = ops::FindArg(c.node, c.spec.inside_scale_pow10_arg, "decimals");
     scale = d != nullptr && d->kind == Literal::Kind::kInt ? std::pow(10.0, std::abs(static_cast<double>(d->i)))
                                                            : 0;
@@ -1186,19 +1190,11 @@ std::optional<RuleMatch> ReducedPrecisionIntermediate(const Context& c) {
   // intermediates in an input's dtype before promoting (kl_div's
   // target·log(target), trapezoid's dx = diff(x) in a bf16 x).
   DType narrow = c.dtype;
-  auto consider = [&](const Literal& l) {
-    if (l.kind != Literal::Kind::kValue) return;
-    auto it = c.types.find(l.s);
-    if (it == c.types.end()) return;
-    const DType d = it->second.dtype;
+  for (DType d : c.ArgDTypes()) {
     if ((d == DType::kF16 || d == DType::kBF16) && graph::IsFloating(c.dtype) &&
         graph::Epsilon(d) > graph::Epsilon(narrow)) {
       narrow = d;
     }
-  };
-  for (const graph::Argument& arg : c.node.args) {
-    consider(arg.value);
-    for (const Literal& item : arg.value.list) consider(item);
   }
   if (!(c.spec.hints & (ops::kSumsInside | ops::kNormalizes)) ||
       (narrow != DType::kF16 && narrow != DType::kBF16) ||
