@@ -90,7 +90,9 @@ struct Harness::State {
             {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
             {"over_budget", over_budget},       {"one_sided", one_sided}};
   }
-  std::chrono::steady_clock::time_point last_stats = std::chrono::steady_clock::now();
+  // Epoch: the first program flushes at once, so a worker that dies early
+  // (a crash in its first second) still leaves its counts.
+  std::chrono::steady_clock::time_point last_stats;
   double mean_seconds = 0;  // running mean of a program's run time (both sides)
 };
 
@@ -395,7 +397,7 @@ void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::
 
 void Harness::FlushPeriodically() {
   auto now = std::chrono::steady_clock::now();
-  if (now - state_->last_stats <= std::chrono::seconds(2)) return;
+  if (now - state_->last_stats <= std::chrono::seconds(1)) return;
   state_->last_stats = now;
   FlushHits();
   if (!config_.stats_path.empty()) {

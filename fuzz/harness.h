@@ -86,7 +86,7 @@ class Harness {
                    size_t max_out_size, unsigned seed);
   const HarnessConfig& config() const { return config_; }
   // Repeat hits of buckets already in the store are batched: they reach the
-  // index's counts every 2 s, here, and when the harness is destroyed.
+  // index's counts every second, here, and when the harness is destroyed.
   void FlushHits();
 
  private:
@@ -118,7 +118,7 @@ class Harness {
                                             const ops::TypeEnv& types,
                                             const oracles::Verdict& verdict,
                                             const exec::RunResult& bad, const std::string& text);
-  // Every 2 s: batched hits to the store, counters to the stats file.
+  // Every second (and at the first program): batched hits to the store, counters to the stats file.
   void FlushPeriodically();
 
   exec::RunResult RunSide(const graph::Program& program, const ops::TypeEnv& types, int side);
