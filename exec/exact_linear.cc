@@ -191,6 +191,71 @@ bool ProductOf(const double* row, int64_t n, mpfr_t out) {
   return true;
 }
 
+// Sorting and order statistics move values without arithmetic: the exact
+// answer is fixed by the order PyTorch documents, NaN above +inf whatever
+// its sign bit (a CUDA radix sort put a NaN with the sign bit first).
+bool NanLast(double a, double b) { return !std::isnan(a) && (std::isnan(b) || a < b); }
+
+// median: the lower median, NaN when the row holds one; nanmedian: of the
+// values that are not NaN (NaN when none is).
+RowFn MedianOf(bool skip_nan) {
+  return [=](const double* row, int64_t n, mpfr_t out) {
+    std::vector<double> v;
+    for (int64_t k = 0; k < n; ++k) {
+      if (!std::isnan(row[k])) {
+        v.push_back(row[k]);
+      } else if (!skip_nan) {
+        mpfr_set_nan(out);
+        return true;
+      }
+    }
+    if (v.empty()) {
+      mpfr_set_nan(out);
+      return true;
+    }
+    const auto mid = v.begin() + static_cast<int64_t>(v.size() - 1) / 2;
+    std::nth_element(v.begin(), mid, v.end(), NanLast);
+    mpfr_set_d(out, *mid, MPFR_RNDN);
+    return true;
+  };
+}
+
+// kthvalue: the k-th smallest (1-based), NaN counting as the largest.
+RowFn KthOf(int64_t k) {
+  return [=](const double* row, int64_t n, mpfr_t out) {
+    if (k < 1 || k > n) return false;
+    std::vector<double> v(row, row + n);
+    std::nth_element(v.begin(), v.begin() + (k - 1), v.end(), NanLast);
+    mpfr_set_d(out, v[k - 1], MPFR_RNDN);
+    return true;
+  };
+}
+
+// sort's values along `dim` (stable: equal values keep their order, which
+// only ±0 could show, and the comparison does not tell those apart).
+std::optional<ExactResult> SortExact(const at::Tensor& x, int64_t dim, bool descending,
+                                     DType dtype) {
+  const int64_t nd = std::max<int64_t>(x.dim(), 1);
+  if (dim < -nd || dim >= nd || x.numel() > kMaxElements) return std::nullopt;
+  if (dim < 0) dim += nd;
+  at::Tensor m = (x.dim() == 0 ? x.reshape({1}) : x).movedim(dim, -1).contiguous();
+  const int64_t n = m.size(-1);
+  double* p = m.data_ptr<double>();
+  for (int64_t r = 0; n > 0 && r < m.numel() / n; ++r) {
+    if (descending) {
+      std::stable_sort(p + r * n, p + (r + 1) * n, [](double a, double b) { return NanLast(b, a); });
+    } else {
+      std::stable_sort(p + r * n, p + (r + 1) * n, NanLast);
+    }
+  }
+  at::Tensor e = m.movedim(-1, dim).contiguous();
+  if (x.dim() == 0) e = e.reshape({});
+  ExactResult er;
+  er.result.exact.push_back(e);
+  er.result.outputs.push_back(e.to(ToScalarType(dtype)));
+  return er;
+}
+
 RowFn VarianceOf(double correction, bool root) {
   return [=](const double* row, int64_t n, mpfr_t out) {
     if (!(n - correction > 0)) return false;  // inf or NaN by PyTorch's max(0, n - c)
@@ -656,7 +721,8 @@ bool IsLinearName(absl::string_view f) {
        {"sum", "sum_dim", "nansum", "mean", "mean_dim", "prod", "prod_dim", "var", "std",
         "vector_norm", "norm_p", "norm_p_dim", "frobenius_dim", "cumsum", "cumprod", "dot",
         "inner", "vecdot", "mv", "mm", "matmul", "addmm", "addmv", "baddbmm", "trace", "det",
-        "logdet", "slogdet", "solve", "inverse", "fft", "ifft", "rfft"}) {
+        "logdet", "slogdet", "solve", "inverse", "fft", "ifft", "rfft", "sort", "sort_stable",
+        "msort", "median", "median_dim", "nanmedian", "nanmedian_dim", "kthvalue"}) {
     if (f == name) return true;
   }
   return false;
@@ -703,6 +769,31 @@ std::optional<ExactResult> RunExactLinear(absl::string_view f, const graph::Node
         f == "norm_p" ? std::vector<int64_t>{} : DimsArg(node, 2, "dim");
     if (!p || !dims) return std::nullopt;
     return Reduce(*x, *dims, f != "norm_p" && bool_arg(3, "keepdim"), dtype, NormOf(*p));
+  }
+  if (f == "sort" || f == "sort_stable" || f == "msort") {
+    // sort(self, dim=-1, descending=False); sort.stable(self, *, stable, dim,
+    // descending); msort(self): along dim 0, ascending.
+    const size_t at = f == "sort_stable" ? 2 : 1;
+    std::optional<double> dim = f == "msort" ? 0.0 : NumberArg(node, at, "dim", -1);
+    if (!dim) return std::nullopt;
+    return SortExact(*x, static_cast<int64_t>(*dim), f != "msort" && bool_arg(at + 1, "descending"),
+                     dtype);
+  }
+  if (f == "median" || f == "nanmedian") {
+    return Reduce(*x, {}, false, dtype, MedianOf(f == "nanmedian"));
+  }
+  if (f == "median_dim" || f == "nanmedian_dim") {  // (self, dim, keepdim): values only
+    std::optional<double> dim = NumberArg(node, 1, "dim", -1);
+    if (!dim) return std::nullopt;
+    return Reduce(*x, {static_cast<int64_t>(*dim)}, bool_arg(2, "keepdim"), dtype,
+                  MedianOf(f == "nanmedian_dim"));
+  }
+  if (f == "kthvalue") {  // kthvalue(self, k, dim=-1, keepdim=False): values only
+    std::optional<double> k = NumberArg(node, 1, "k", 0);
+    std::optional<double> dim = NumberArg(node, 2, "dim", -1);
+    if (!k || !dim) return std::nullopt;
+    return Reduce(*x, {static_cast<int64_t>(*dim)}, bool_arg(3, "keepdim"), dtype,
+                  KthOf(static_cast<int64_t>(*k)));
   }
   if (f == "cumsum" || f == "cumprod") {
     std::optional<double> dim = NumberArg(node, 1, "dim", 0);

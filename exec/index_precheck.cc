@@ -1,5 +1,6 @@
 #include "exec/index_precheck.h"
 
+#include <cmath>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -140,6 +141,54 @@ std::optional<std::string> SourceOfAnotherDType(const std::string& name,
                       "dtype and past its end (divfuzz does not run it)");
 }
 
+// Degrees past this make a node run for minutes on some device (the CPU's
+// Legendre recurrence is O(n) per element; CUDA's n = 2^63 never ends).
+constexpr double kMaxDegree = 65536;
+
+// The largest |value| of a number or tensor argument (inf for NaN).
+std::optional<double> LargestMagnitude(const c10::IValue& v) {
+  if (v.isInt()) return std::fabs(static_cast<double>(v.toInt()));
+  if (v.isDouble()) return std::isnan(v.toDouble()) ? INFINITY : std::fabs(v.toDouble());
+  if (!v.isTensor() || !v.toTensor().defined() || v.toTensor().numel() == 0) return std::nullopt;
+  const at::Tensor t = v.toTensor().detach().cpu().to(at::kDouble).abs().nan_to_num(INFINITY);
+  return t.max().item<double>();
+}
+
+std::optional<std::string> DegreeBeyondBound(const std::string& name,
+                                             const torch::jit::Stack& stack) {
+  if (stack.size() < 2) return std::nullopt;
+  const std::optional<double> n = LargestMagnitude(stack[1]);
+  if (!n || *n <= kMaxDegree) return std::nullopt;
+  return absl::StrCat(name, ": a degree n of magnitude ", *n, " (inf: NaN or inf) beyond ",
+                      kMaxDegree, ": the kernel loops n times for each element, 2^63 times on "
+                      "CUDA where the int64 cast of n is undefined (divfuzz does not run it)");
+}
+
+// The 1-norm of each matrix, computed in the input's dtype as matrix_exp
+// does: where it overflows, the number of squarings is an undefined cast.
+std::optional<std::string> MatrixNormNotFinite(const std::string& name,
+                                               const torch::jit::Stack& stack) {
+  if (stack.empty() || !stack[0].isTensor()) return std::nullopt;
+  const at::Tensor& a = stack[0].toTensor();
+  if (!a.defined() || a.dim() < 2 || a.numel() == 0) return std::nullopt;
+  if (a.detach().cpu().abs().sum(-2).isfinite().all().item<bool>()) return std::nullopt;
+  return absl::StrCat(name, ": a matrix whose 1-norm is not finite in its dtype: the number of "
+                      "squarings is an undefined cast of it, and CUDA loops for minutes (divfuzz "
+                      "does not run it)");
+}
+
+std::optional<std::string> NonFiniteInput(const std::string& name,
+                                          const torch::jit::Stack& stack) {
+  if (stack.empty() || !stack[0].isTensor()) return std::nullopt;
+  const at::Tensor& a = stack[0].toTensor();
+  if (!a.defined() || a.numel() == 0 || a.detach().cpu().isfinite().all().item<bool>()) {
+    return std::nullopt;
+  }
+  return absl::StrCat(name, ": a NaN or inf input: cuSOLVER's SVD iterates without end on it "
+                      "(PyTorch gives no guarantee for non-finite linear-algebra inputs; divfuzz "
+                      "does not run it)");
+}
+
 }  // namespace
 
 std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
@@ -153,6 +202,12 @@ std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
       return WeightSmallerThanKernel(name, stack);
     case ops::UncheckedPrecondition::kSourceOfTheSameDType:
       return SourceOfAnotherDType(name, stack, node, types);
+    case ops::UncheckedPrecondition::kBoundedDegree:
+      return DegreeBeyondBound(name, stack);
+    case ops::UncheckedPrecondition::kFiniteMatrixNorm:
+      return MatrixNormNotFinite(name, stack);
+    case ops::UncheckedPrecondition::kFiniteInput:
+      return NonFiniteInput(name, stack);
     case ops::UncheckedPrecondition::kNone:
       break;
   }

@@ -156,6 +156,14 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   return r;
 }
 
+// The first op of `program` in `quarantine` ("" when none).
+std::string QuarantinedOp(const graph::Program& program, const std::set<std::string>& quarantine) {
+  for (const graph::Node& n : program.nodes) {
+    if (quarantine.count(n.QualifiedName())) return n.QualifiedName();
+  }
+  return "";
+}
+
 }  // namespace
 
 int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
@@ -183,6 +191,14 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     }
     const graph::Program program =
         ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    // Workers that started before an op's quarantine reached them die on its
+    // mutants: a replay of each (a minute for a hang) would tell nothing new.
+    const std::string known = QuarantinedOp(program, *quarantine);
+    if (!known.empty()) {
+      std::cout << "divfuzz campaign: " << path << " uses " << known
+                << ", already quarantined; not replayed\n";
+      continue;
+    }
     const Replay r = Locate(c, path);
     // libFuzzer writes slow-unit-* for an input that took long but returned:
     // only one that hangs or crashes on replay is a finding (on the H100 two
@@ -264,8 +280,9 @@ std::string SaveInflightArtifact(const std::string& record, const std::string& c
 }
 
 void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
-                   const std::string& path) {
+                   const std::set<std::string>& quarantine, const std::string& path) {
   std::string text;
+  for (const std::string& op : quarantine) absl::StrAppend(&text, "op ", op, "\n");
   for (const std::string& name : seen) {
     if (!KillerArtifact(name)) continue;
     const std::optional<std::string> data = ReadBytes(crashes_dir + "/" + name);

@@ -30,10 +30,12 @@ int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* se
 std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
                                  const std::string& prefix);
 
-// Writes the InputHash of every crash-/timeout-/oom- artifact in `seen` to
-// `path` (hex, one a line; the workers' DIVFUZZ_SKIP_INPUTS), so an input
-// that killed a worker is not run again, even where its op stays unnamed.
+// Writes what workers skip to `path` (their DIVFUZZ_SKIP_INPUTS, which they
+// read again when it changes): the InputHash of every crash-/timeout-/oom-
+// artifact in `seen` (hex, one a line), so an input that killed a worker is
+// not run again even where its op stays unnamed, and "op NAME" for each
+// quarantined op.
 void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
-                   const std::string& path);
+                   const std::set<std::string>& quarantine, const std::string& path);
 
 }  // namespace divfuzz::fuzz

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
+#include "fuzz/artifact_triage.h"
 #include "fuzz/artifacts.h"
 #include "fuzz/campaign_state.h"
 #include "fuzz/campaign_status.h"
@@ -137,6 +138,9 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   }
   const int per = absl::GetFlag(FLAGS_workers);
   if (per < 1 || per > 256) return absl::InvalidArgumentError("--workers must be 1 to 256");
+  if (absl::GetFlag(FLAGS_threads) < 0) {
+    return absl::InvalidArgumentError("--threads must be 0 (share the cores) or more");
+  }
   if (absl::StrContains(c.targets, "cuda")) {
     absl::StatusOr<std::vector<std::string>> slots = GpuSlots(per);
     if (!slots.ok()) return slots.status();
@@ -185,7 +189,9 @@ class Supervisor {
         corrupt_lines_before_(CorruptLines()),
         slots_(config_.workers),
         status_(work_, config_.findings),
-        repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()) {}
+        repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()),
+        triage_({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
+                state_.handled_artifacts, state_.quarantine) {}
 
   // Reducers share the cores with the workers: one per 8 cores by default.
   static int ReproJobs() {
@@ -195,6 +201,15 @@ class Supervisor {
   }
 
   int Run() {
+    // Workers, reducers and replays inherit it; OMP_NUM_THREADS set by the
+    // user wins.
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      const int flag = absl::GetFlag(FLAGS_threads);
+      const unsigned threads =
+          flag > 0 ? static_cast<unsigned>(flag) : std::max<unsigned>(1, cores / slots_.size());
+      setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    }
     signal(SIGINT, RequestStop);
     signal(SIGTERM, RequestStop);
     const auto start = Clock::now();
@@ -214,6 +229,7 @@ class Supervisor {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Reap();
       Watch();
+      TakeTriage();
       if (config_.repro_seconds > 0 && !stop_requested) repros_.Poll();
       state_.elapsed_seconds = elapsed();
       if (Clock::now() - last_report >= std::chrono::seconds(5)) {
@@ -242,11 +258,9 @@ class Supervisor {
     const bool cut_short = stop_requested || !store_failure_.empty();
     repros_.Finish(cut_short ? 0 : 30);
     // Programs the reducers hung in (repro --hang_artifacts) become hang findings.
-    if (!cut_short) {
-      RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
-                         &state_.handled_artifacts, &state_.quarantine);
-      WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
-    }
+    if (!cut_short) triage_.Request();
+    triage_.Drain();
+    TakeTriage();
     state_.elapsed_seconds = elapsed();
     Checkpoint();
     if (config_.repro_seconds > 0) {
@@ -310,11 +324,6 @@ class Supervisor {
     env["DIVFUZZ_SKIP_INPUTS"] = work_ + "/skip_inputs.txt";
     env["DIVFUZZ_INFLIGHT"] = InflightPath(i);
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
-    // Workers share the cores instead of each starting one thread per core.
-    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
-      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-      env["OMP_NUM_THREADS"] = std::to_string(std::max<unsigned>(1, cores / slots_.size()));
-    }
     s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true});
     s.sequence = 0;
     s.since = Clock::now();
@@ -367,12 +376,37 @@ class Supervisor {
       std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
                 << " (log: " << s.log << "); starting a new one\n";
       SaveInflight(i, s.wedged ? "timeout-" : "crash-");
-      RecordNewArtifacts({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
-                         &state_.handled_artifacts, &state_.quarantine);
-      // Before the state: a resumed campaign's workers read the list as saved.
-      WriteSkipList(work_ + "/crashes", state_.handled_artifacts, work_ + "/skip_inputs.txt");
-      (void)SaveState(work_, state_);
+      // The replacement starts at once, skipping every input that killed a
+      // worker; the input is replayed in the background (TakeTriage picks up
+      // the ops it quarantines).
+      WriteSkipList(work_ + "/crashes", ArtifactNames(), state_.quarantine,
+                    work_ + "/skip_inputs.txt");
+      triage_.Request();
     }
+  }
+
+  // Every file name in crashes/ (WriteSkipList keeps the inputs that killed).
+  std::set<std::string> ArtifactNames() const {
+    std::set<std::string> names = state_.handled_artifacts;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(work_ + "/crashes", ec)) {
+      names.insert(entry.path().filename().string());
+    }
+    return names;
+  }
+
+  // What the background triage learned since last time: the ops to
+  // quarantine in workers started from now on, and the inputs to skip.
+  void TakeTriage() {
+    const uint64_t passes = triage_.passes();
+    if (passes == triage_passes_) return;
+    triage_passes_ = passes;
+    state_.handled_artifacts = triage_.Seen();
+    state_.quarantine = triage_.Quarantine();
+    // Before the state: a resumed campaign's workers read the list as saved.
+    WriteSkipList(work_ + "/crashes", ArtifactNames(), state_.quarantine,
+                    work_ + "/skip_inputs.txt");
+    (void)SaveState(work_, state_);
   }
 
   // Kills the workers; `overdue`: they ran past the budget, so the input
@@ -498,6 +532,8 @@ class Supervisor {
   std::vector<Slot> slots_;
   StatusReporter status_;
   ReproQueue repros_;
+  ArtifactTriage triage_;
+  uint64_t triage_passes_ = 0;  // triage_.passes() when TakeTriage last looked
 };
 
 }  // namespace

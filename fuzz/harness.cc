@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -94,7 +96,22 @@ struct Harness::State {
   // (a crash in its first second) still leaves its counts.
   std::chrono::steady_clock::time_point last_stats;
   double mean_seconds = 0;  // running mean of a program's run time (both sides)
+  std::filesystem::file_time_type skip_stamp{};  // the skip list as last read
 };
+
+// Adds the skip list's input hashes and "op NAME" lines to `c`.
+void ReadSkipList(const std::string& path, HarnessConfig* c) {
+  if (path.empty()) return;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    uint64_t h = 0;
+    if (absl::StartsWith(line, "op ")) {
+      c->quarantine.insert(line.substr(3));
+    } else if (absl::SimpleHexAtoi(line, &h)) {
+      c->skip_inputs.insert(h);
+    }
+  }
+}
 
 HarnessConfig ConfigFromEnvironment() {
   // The campaign's settings as WorkerEnvironment wrote them (settings.def's
@@ -142,13 +159,8 @@ HarnessConfig ConfigFromEnvironment() {
   for (absl::string_view op : absl::StrSplit(Env("DIVFUZZ_QUARANTINE"), ',', absl::SkipEmpty())) {
     c.quarantine.insert(std::string(op));
   }
-  if (absl::string_view path = Env("DIVFUZZ_SKIP_INPUTS"); !path.empty()) {
-    std::ifstream in{std::string(path)};
-    for (std::string line; std::getline(in, line);) {
-      uint64_t h = 0;
-      if (absl::SimpleHexAtoi(line, &h)) c.skip_inputs.insert(h);
-    }
-  }
+  c.skip_path = std::string(Env("DIVFUZZ_SKIP_INPUTS"));
+  ReadSkipList(c.skip_path, &c);
   c.feedback_cost = settings->feedback_cost;
   if (c.feedback_cost < 0) {
     std::cerr << "divfuzz: DIVFUZZ_FEEDBACK_COST: expected a factor >= 0, got '"
@@ -400,9 +412,19 @@ void Harness::FlushPeriodically() {
   if (now - state_->last_stats <= std::chrono::seconds(1)) return;
   state_->last_stats = now;
   FlushHits();
+  ReloadSkipList();
   if (!config_.stats_path.empty()) {
     (void)store::WriteFileAtomically(config_.stats_path, state_->Json().dump());
   }
+}
+
+void Harness::ReloadSkipList() {
+  if (config_.skip_path.empty()) return;
+  std::error_code ec;
+  const auto stamp = std::filesystem::last_write_time(config_.skip_path, ec);
+  if (ec || stamp == state_->skip_stamp) return;
+  state_->skip_stamp = stamp;
+  ReadSkipList(config_.skip_path, &config_);
 }
 
 exec::RunResult Harness::RunSide(const graph::Program& program, const ops::TypeEnv& types,

@@ -35,6 +35,10 @@ struct HarnessConfig {
   // Inputs (InputHash) that already killed a worker: skipped, so a seed or
   // corpus input that kills every new worker cannot stall a campaign.
   std::set<uint64_t> skip_inputs;
+  // The campaign's skip list (fuzz/artifacts.h WriteSkipList): read again
+  // when it changes, so running workers learn what the supervisor
+  // quarantined after they started.
+  std::string skip_path;
   // Programs whose tensors would need more (see exec/memory_budget.h) are
   // skipped, not run.
   int64_t memory_budget_mb = exec::kDefaultMemoryBudgetMb;
@@ -120,6 +124,7 @@ class Harness {
                                             const exec::RunResult& bad, const std::string& text);
   // Every second (and at the first program): batched hits to the store, counters to the stats file.
   void FlushPeriodically();
+  void ReloadSkipList();
 
   exec::RunResult RunSide(const graph::Program& program, const ops::TypeEnv& types, int side);
   // Reruns both targets when a root divergence would be stored; a target that

@@ -283,6 +283,14 @@ constexpr ExactFact kExact[] = {
     {"aten::fmod.Scalar", "fmod"},
     {"aten::remainder.Tensor", "remainder"},
     {"aten::remainder.Scalar", "remainder"},
+    {"aten::remainder.Scalar_Tensor", "remainder"},
+    {"aten::pow.Scalar", "pow"},
+    {"aten::xlogy.Scalar_Self", "xlogy"},
+    {"aten::xlogy.Scalar_Other", "xlogy"},
+    {"aten::special_xlogy.self_scalar", "xlogy"},
+    {"aten::special_xlogy.other_scalar", "xlogy"},
+    {"aten::special_xlog1py.self_scalar", "xlog1py"},
+    {"aten::special_xlog1py.other_scalar", "xlog1py"},
     {"aten::xlogy.Tensor", "xlogy"},
     {"aten::special_xlogy", "xlogy"},
     {"aten::special_xlog1py", "xlog1py"},
@@ -309,6 +317,15 @@ constexpr ExactFact kExact[] = {
     {"aten::norm.ScalarOpt_dim", "norm_p_dim"},
     {"aten::frobenius_norm.dim", "frobenius_dim"},
     {"aten::cumsum", "cumsum"},
+    // Order: values moved, not computed (NaN sorts above +inf).
+    {"aten::sort", "sort"},
+    {"aten::sort.stable", "sort_stable"},
+    {"aten::msort", "msort"},
+    {"aten::median", "median"},
+    {"aten::median.dim", "median_dim"},
+    {"aten::nanmedian", "nanmedian"},
+    {"aten::nanmedian.dim", "nanmedian_dim"},
+    {"aten::kthvalue", "kthvalue"},
     {"aten::cumprod", "cumprod"},
     {"aten::dot", "dot"},
     {"aten::vdot", "dot"},
@@ -346,6 +363,12 @@ constexpr UncheckedFact kUnchecked[] = {
     {"aten::slow_conv_transpose3d", UncheckedPrecondition::kWeightCoversKernel},
     {"aten::set", UncheckedPrecondition::kSourceOfTheSameDType},
     {"aten::set_", UncheckedPrecondition::kSourceOfTheSameDType},
+    {"aten::matrix_exp", UncheckedPrecondition::kFiniteMatrixNorm},
+    {"aten::linalg_matrix_exp", UncheckedPrecondition::kFiniteMatrixNorm},
+    {"aten::svd", UncheckedPrecondition::kFiniteInput},
+    {"aten::linalg_svd", UncheckedPrecondition::kFiniteInput},
+    {"aten::_linalg_svd", UncheckedPrecondition::kFiniteInput},
+    {"aten::linalg_svdvals", UncheckedPrecondition::kFiniteInput},
 };
 
 // Outputs PyTorch leaves to each device.
@@ -403,6 +426,7 @@ UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name) {
   for (const UncheckedFact& f : kUnchecked) {
     if (name == f.name) return f.unchecked;
   }
+  if (absl::StrContains(name, "_polynomial_")) return UncheckedPrecondition::kBoundedDegree;
   return UncheckedPrecondition::kNone;
 }
 

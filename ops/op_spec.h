@@ -109,6 +109,12 @@ enum class UncheckedPrecondition {
   kCtcLabelsInClasses,     // ctc_loss: every target label < the number of classes
   kWeightCoversKernel,     // slow_conv3d/_transpose: the weight is as large as the kernel
   kSourceOfTheSameDType,   // set_: the source storage has the tensor's dtype
+  // Loops bounded only by a value. Such a node runs for minutes (and on CUDA
+  // holds the GPU every worker shares: on an H100 it cut a campaign to a
+  // tenth), and PyTorch's rules already leave it undefined or expected:
+  kBoundedDegree,          // the orthogonal polynomials loop n times (n cast to int64)
+  kFiniteMatrixNorm,       // matrix_exp: squarings from log2 of the norm (an int cast)
+  kFiniteInput,            // the SVD's iterations on CUDA do not end on NaN/inf
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.

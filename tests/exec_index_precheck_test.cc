@@ -138,5 +138,34 @@ output %y
   EXPECT_TRUE(UncheckedRead(set, same, &p.nodes[0], &types).has_value());
 }
 
+// Seen on the H100 and H200: a polynomial of degree 2^63, a matrix_exp of
+// an infinite norm and an SVD of NaNs each held the shared GPU for minutes
+// (a worker's 20 s timeout, then 2 minutes of replays to confirm the hang),
+// and PyTorch's rules call each undefined or expected. Declined on every
+// target; ordinary arguments run.
+TEST(IndexPrecheck, DeclinesLoopsBoundedOnlyByAValue) {
+  const c10::OperatorHandle legendre = Op("aten::special_legendre_polynomial_p", "");
+  torch::jit::Stack small = {at::full({4}, 0.5), at::full({4}, 7.0)};
+  EXPECT_FALSE(UncheckedRead(legendre, small).has_value());
+  torch::jit::Stack huge = {at::full({4}, 0.5), at::full({4}, 1e30)};
+  std::optional<std::string> why = UncheckedRead(legendre, huge);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("loops n times"), std::string::npos) << *why;
+  torch::jit::Stack nan_degree = {at::full({4}, 0.5), at::full({4}, NAN)};
+  EXPECT_TRUE(UncheckedRead(legendre, nan_degree).has_value());
+  torch::jit::Stack scalar_x = {0.5, at::full({2}, -1e10)};
+  EXPECT_TRUE(
+      UncheckedRead(Op("aten::special_hermite_polynomial_h", "x_scalar"), scalar_x).has_value());
+
+  const c10::OperatorHandle expm = Op("aten::matrix_exp", "");
+  EXPECT_FALSE(UncheckedRead(expm, {at::full({2, 2}, 1e37)}).has_value());  // norm 2e37 fits
+  EXPECT_TRUE(UncheckedRead(expm, {at::full({2, 2}, 3e38)}).has_value());   // overflows f32
+  EXPECT_TRUE(UncheckedRead(expm, {at::full({2, 2}, INFINITY)}).has_value());
+
+  const c10::OperatorHandle svdvals = Op("aten::linalg_svdvals", "");
+  EXPECT_FALSE(UncheckedRead(svdvals, {at::ones({2, 2}), c10::IValue()}).has_value());
+  EXPECT_TRUE(UncheckedRead(svdvals, {at::full({2, 2}, NAN), c10::IValue()}).has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::exec

@@ -5,6 +5,7 @@
 // - corrupt, truncated, unknown-op, absurd-shape and over-budget corpus files
 //   are rejected cleanly;
 // - kill -9 at random moments, then --resume: nothing is lost.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -180,6 +181,42 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
     EXPECT_EQ(r.exit_code, 2) << c.file << ": " << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.file << ": " << r.output;
   }
+}
+
+// Confirming a hang replays it for minutes (at the timeout, at four times
+// it, in the other order): the supervisor does that in the background, so
+// the dead worker's replacement runs and progress is printed meanwhile, and
+// running workers learn the quarantine from the skip list.
+TEST(CampaignReliability, AHangIsConfirmedInTheBackgroundWhileTheCampaignGoesOn) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("background_triage");
+  const std::string seeds = dir + "/seeds";
+  fs::create_directories(seeds);
+  testing::WriteTextFile(seeds + "/hang.dfz", UnaryProgram("aten::exp2"));
+  testing::WriteTextFile(seeds + "/exp.dfz", UnaryProgram("aten::exp"));
+  const testing::CommandRun run = FaultyCampaign(
+      dir, "--seconds=30 --timeout=2 --workers=1 --repro_seconds=0 --targets=cpu,cpu-f64");
+  const std::string& out = run.output;
+  ASSERT_EQ(run.exit_code, 0) << out;
+  const size_t quarantined = out.find("aten::exp2 hangs reproducibly");
+  ASSERT_NE(quarantined, std::string::npos) << out;
+  // A status line with the replacement worker running, before the replay ended.
+  const size_t restarted = out.find("1 workers, 1 restarts");
+  ASSERT_NE(restarted, std::string::npos) << out;
+  EXPECT_LT(restarted, quarantined) << out;
+  const auto hang = Buckets(ReadIndex(dir + "/findings"), "aten::exp2", "hang");
+  ASSERT_EQ(hang.size(), 1u) << out;
+  EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
+  const std::string skip = testing::ReadTextFile(dir + "/campaign/skip_inputs.txt");
+  EXPECT_NE(skip.find("op aten::exp2\n"), std::string::npos) << skip;
+  const nlohmann::json state =
+      nlohmann::json::parse(testing::ReadTextFile(dir + "/campaign/state.json"));
+  const std::vector<std::string> ops = state["quarantine"];
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "aten::exp2"), ops.end()) << out;
+  // The campaign fuzzed on: far more programs than deaths.
+  const size_t total = out.find("executions: ");
+  ASSERT_NE(total, std::string::npos) << out;
+  EXPECT_GT(std::stoll(out.substr(total + 12)), 50 * state["restarts"].get<int64_t>()) << out;
 }
 
 TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {

@@ -3,6 +3,7 @@
 // that must stay there with the right side blamed. Real libtorch on the CPU;
 // where only a GPU would show a fault, a deliberately faulty side is planted
 // into a real run (the `Plant*` helpers below, named as such).
+#include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/linalg_cond.h>
 #include <ATen/ops/full_like.h>
@@ -1049,6 +1050,80 @@ TEST(ExtremalValues, APNormRaisesToPAndAMatrixListSumsLikeMm) {
   Judged gross = Judge(chain, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.05));
   ASSERT_TRUE(gross.diverged);
   EXPECT_EQ(gross.root.tier, "bug") << gross.root.reason;
+}
+
+}  // namespace
+}  // namespace divfuzz::oracles
+
+namespace divfuzz::oracles {
+namespace {
+
+// Sorting moves values without arithmetic: the exact witness is the order
+// PyTorch documents, NaN above +inf whatever its sign bit. (On the H200 the
+// CUDA radix sort put a NaN with the sign bit first, in sort and median;
+// both float64 witnesses ran the same kernels, so the buckets stayed
+// undecided.)
+TEST(ExactWitness, SortAndMediansOrderNanAboveInfinity) {
+  std::optional<exec::ExactResult> s = ExactOf(
+      "divfuzz v1\ninput %x: f32[5] = values(3, -nan, 1, -inf, 2)\n"
+      "%v, %i = aten::sort(%x, 0, true)\noutput %v\n");
+  ASSERT_TRUE(s.has_value());
+  const at::Tensor v = s->result.outputs[0];
+  ASSERT_EQ(s->result.outputs.size(), 1u);  // the indices of ties are not defined
+  EXPECT_TRUE(std::isnan(v[0].item<float>()));
+  EXPECT_EQ(v[1].item<float>(), 3.0f);
+  EXPECT_EQ(v[4].item<float>(), -std::numeric_limits<float>::infinity());
+  std::optional<exec::ExactResult> m = ExactOf(
+      "divfuzz v1\ninput %x: f32[2,3] = values(3, nan, 1, 5, 4, 6)\n"
+      "%v, %i = aten::median.dim(%x, 1, false)\noutput %v\n");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(std::isnan(m->result.outputs[0][0].item<float>()));
+  EXPECT_EQ(m->result.outputs[0][1].item<float>(), 5.0f);
+  std::optional<exec::ExactResult> n = ExactOf(
+      "divfuzz v1\ninput %x: f32[4] = values(3, nan, 1, 2)\n"
+      "%v = aten::nanmedian(%x)\noutput %v\n");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->result.outputs[0].item<float>(), 2.0f);
+}
+
+// Deliberately faulty side (a NaN sorted first, as CUDA's radix sort did):
+// a bug on that side, decided by the exact witness. Indices that differ only
+// among equal keys are no bug.
+TEST(RealBugs, ANanSortedFirstIsABugTiesInIndicesAreNot) {
+  const std::string text =
+      "divfuzz v1\ninput %x: bf16[33] = special(seed=5)\n"
+      "%v, %i = aten::sort(%x, 0, false)\noutput %v, %i\n";
+  auto nan_first = [](exec::RunResult& r) {
+    at::Tensor& v = r.nodes[0].outputs[0];
+    at::Tensor nan = v.isnan();
+    v = at::cat({v.masked_select(nan), v.masked_select(nan.logical_not())});
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, nan_first);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  Judged ties = Judge(
+      "divfuzz v1\ninput %x: f32[6] = values(1, 1, 2, 2, 3, 3)\n"
+      "%v, %i = aten::sort(%x, 0, false)\noutput %v, %i\n",
+      exec::Target::kCpu, exec::Target::kCpuScalar, {}, [](exec::RunResult& r) {
+        r.nodes[0].outputs[1] = r.nodes[0].outputs[1].flip(0).reshape({3, 2}).flip(0).reshape({6});
+      });
+  EXPECT_TRUE(!ties.diverged || ties.root.tier != "bug") << ties.root.reason;
+}
+
+// remainder(1.0, -2^-1074): 1/b overflows in the CPU's vector path (a NaN),
+// the exact remainder is 0; the Scalar_Tensor overload has the witness too.
+TEST(ExactWitness, ScalarFirstOverloadsShareTheirOpsWitness) {
+  std::optional<exec::ExactResult> e = ExactOf(
+      "divfuzz v1\ninput %y: f64[4] = fill(-0x1p-1074)\n"
+      "%r = aten::remainder.Scalar_Tensor(1.0, %y)\noutput %r\n");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->result.outputs[0][0].item<double>(), 0.0);
+  std::optional<exec::ExactResult> p = ExactOf(
+      "divfuzz v1\ninput %y: f32[4] = fill(3)\n%r = aten::pow.Scalar(2.0, %y)\noutput %r\n");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->result.outputs[0][0].item<float>(), 8.0f);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #   bash scripts/gpu/check.sh verify                  # minimize leftovers, run every repro
 #   bash scripts/gpu/check.sh probe [N]               # divfuzz ops --probe=N on cpu and cuda
 #   bash scripts/gpu/check.sh learn [LIMIT]           # relearn ops/generic_table.txt, rebuild
+#   bash scripts/gpu/check.sh sweep SECONDS W...      # a campaign of SECONDS per worker count W:
+#        # programs/s and buckets per tier of each (the workers-per-GPU choice)
 #   bash scripts/gpu/check.sh feedback on|off SECONDS # one arm of the feedback benchmark
 #   bash scripts/gpu/check.sh feedback both SECONDS   # both arms at once (same load on each)
 #   bash scripts/gpu/check.sh seed                    # replay the seed case and write its repro
@@ -100,6 +102,15 @@ for l in open('findings/index.jsonl'):
   probe)
     "$D" ops --probe="${1:-50}" --op_stats="$OUT/op_stats.json" >"$OUT/ops-probe.txt" 2>&1
     tail -30 "$OUT/ops-probe.txt" ;;
+  sweep)
+    seconds=$1; shift
+    for w in "$@"; do
+      rm -rf "$B/sweep-$w"; mkdir -p "$B/sweep-$w"; cd "$B/sweep-$w"
+      "$D" campaign --seconds="$seconds" --workers="$w" ${SEED:+--seed=$SEED} \
+        --corpus="$SRC/corpus/seed,$SRC/corpus/families" >"$OUT/sweep-$w.log" 2>&1 || true
+      echo "== $w worker(s):"; grep -a -A3 'campaign summary' "$OUT/sweep-$w.log" | tail -3
+      grep -a 'exec/s per worker' "$OUT/sweep-$w.log" || true
+    done ;;
   feedback)
     arm=$1 seconds=$2
     if [ "$arm" = both ]; then

@@ -1,0 +1,70 @@
+#include "fuzz/artifact_triage.h"
+
+#include <utility>
+
+namespace divfuzz::fuzz {
+
+ArtifactTriage::ArtifactTriage(ArtifactContext context, std::set<std::string> seen,
+                               std::set<std::string> quarantine)
+    : context_(std::move(context)),
+      seen_(std::move(seen)),
+      quarantine_(std::move(quarantine)),
+      thread_([this] { Loop(); }) {}
+
+ArtifactTriage::~ArtifactTriage() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void ArtifactTriage::Request() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requested_ = true;
+  }
+  cv_.notify_all();
+}
+
+void ArtifactTriage::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !requested_ && !running_; });
+}
+
+uint64_t ArtifactTriage::passes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return passes_;
+}
+
+std::set<std::string> ArtifactTriage::Seen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seen_;
+}
+
+std::set<std::string> ArtifactTriage::Quarantine() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return quarantine_;
+}
+
+void ArtifactTriage::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return requested_ || stop_; });
+    if (!requested_) return;  // stopping, nothing left to do
+    requested_ = false;
+    running_ = true;
+    std::set<std::string> seen = seen_, quarantine = quarantine_;
+    lock.unlock();
+    RecordNewArtifacts(context_, &seen, &quarantine);
+    lock.lock();
+    seen_.insert(seen.begin(), seen.end());
+    quarantine_.insert(quarantine.begin(), quarantine.end());
+    running_ = false;
+    ++passes_;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace divfuzz::fuzz
