@@ -26,8 +26,8 @@ extern const char* const kCudaFaultMessages[5];
 extern const char kNotImplementedMessage[];
 // Everything ATen says when a kernel lacks the dtype (a dtype_gap, not an
 // error_split): the dispatcher's "not implemented for", and kernels' own
-// refusals (CUDA histc: "HalfTensor is not supported").
-extern const char* const kDtypeGapMessages[3];
+// refusals (CUDA histc: "HalfTensor is not supported"; cuDNN on integer convolutions).
+extern const char* const kDtypeGapMessages[4];
 bool SaysDtypeGap(absl::string_view message);
 // Visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
 int CudaDeviceCount();
@@ -75,6 +75,12 @@ struct CudaMathMode {
   bool reduced_precision_reductions = false;  // fp16/bf16 reductions inside cuBLAS
 };
 void SetCudaMathMode(const CudaMathMode& mode);
+
+// Whether Run on a CUDA target queues each node's outputs to the host and
+// synchronizes once per program rather than once per node (the default).
+// Off until a GPU host's `divfuzz bench --deferred_transfers` shows it pays.
+bool DeferredTransfers();
+void SetDeferredTransfers(bool on);
 
 absl::string_view ErrorKindName(NodeError::Kind kind);
 

@@ -196,6 +196,7 @@ int RunBench(const std::vector<std::string>& args) {
       return 2;
     }
   }
+  exec::SetDeferredTransfers(absl::GetFlag(FLAGS_deferred_transfers));
   int from_corpus = 0;
   const std::vector<std::string> texts =
       BenchPrograms(absl::GetFlag(FLAGS_corpus), generated, &from_corpus);
@@ -277,7 +278,8 @@ int RunBench(const std::vector<std::string>& args) {
     nlohmann::json phases = nlohmann::json::object();
     for (const char* p : kPhases) phases[p] = t.seconds[p] * per;
     phases[kTransfers] = t.seconds[kTransfers] * per;
-    std::cout << nlohmann::json{{"targets", std::string(exec::TargetName(a)) + "," +
+    std::cout << nlohmann::json{{"deferred_transfers", exec::DeferredTransfers()},
+                                {"targets", std::string(exec::TargetName(a)) + "," +
                                                 std::string(exec::TargetName(b))},
                                 {"programs", t.programs},
                                 {"from_corpus", from_corpus},

@@ -206,6 +206,11 @@ TEST(OneSided, AOneSidedErrorOfAFaultyTargetIsADtypeGapOrAnErrorSplitOnItsSide) 
                                              "HalfTensor is not supported");
   ASSERT_EQ(histc.verdict.Roots().size(), 1u);
   EXPECT_EQ(histc.verdict.Roots()[0]->tier, "dtype_gap");
+  // So is cuDNN's (an integer convolution on CUDA: 12 divergence buckets on the H100).
+  fuzz::Outcome cudnn = RunWithOneSidedError(
+      "cudnn_gap", program, "aten::exp", "getCudnnDataTypeFromScalarType() not supported for Long");
+  ASSERT_EQ(cudnn.verdict.Roots().size(), 1u);
+  EXPECT_EQ(cudnn.verdict.Roots()[0]->tier, "dtype_gap");
 
   fuzz::Outcome split = RunWithOneSidedError("split", program, "aten::exp",
                                              "divfuzz faulty target: exp refuses this input");

@@ -446,10 +446,15 @@ TEST(KernelClasses, AnInternalIntCastOfInfinityIsUndefined) {
   const std::string text =
       "divfuzz v1\ninput %x: f32[4] = fill(0.5)\ninput %n: f32[4] = fill(inf)\n"
       "%y = aten::special_chebyshev_polynomial_t(%x, %n)\noutput %y\n";
-  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 0.25));
-  ASSERT_TRUE(j.diverged);
-  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
-  EXPECT_EQ(j.root.expected_rule, "float_to_int_casts");
+  // Undefined, and on CUDA a loop of 2^63 steps: no target runs it (the
+  // executor declines it alike on both), so there is nothing to judge.
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  EXPECT_FALSE(j.diverged) << j.root.reason;
+  graph::Program p = MustParse(text);
+  exec::RunResult r = exec::Run(p, MustInfer(p), exec::Target::kCpu);
+  ASSERT_TRUE(r.nodes[0].error.has_value());
+  EXPECT_TRUE(absl::StrContains(r.nodes[0].error->message, "loops n times"))
+      << r.nodes[0].error->message;
 }
 
 // --- Class 6: scans carrying their value in the dtype --------------------
@@ -915,7 +920,7 @@ TEST(ReducedPrecision, AnIntermediateInANarrowerInputsDtype) {
 // at a phase beyond float32). A 10% error at degree 3 stays a bug.
 TEST(PhaseRounding, LargePhasesLeaveTheBugTierSmallOnesDoNot) {
   Judged big = Judge(
-      "divfuzz v1\ninput %x: f32[] = fill(0.0)\ninput %n: f32[] = fill(2e+07)\n"
+      "divfuzz v1\ninput %x: f32[] = fill(0.0)\ninput %n: f32[] = fill(60000)\n"
       "%w = aten::special_chebyshev_polynomial_w(%x, %n)\noutput %w\n",
       exec::Target::kCpu, exec::Target::kCpuF64);
   ASSERT_TRUE(big.diverged);
@@ -1052,11 +1057,6 @@ TEST(ExtremalValues, APNormRaisesToPAndAMatrixListSumsLikeMm) {
   EXPECT_EQ(gross.root.tier, "bug") << gross.root.reason;
 }
 
-}  // namespace
-}  // namespace divfuzz::oracles
-
-namespace divfuzz::oracles {
-namespace {
 
 // Sorting moves values without arithmetic: the exact witness is the order
 // PyTorch documents, NaN above +inf whatever its sign bit. (On the H200 the
@@ -1124,6 +1124,28 @@ TEST(ExactWitness, ScalarFirstOverloadsShareTheirOpsWitness) {
       "divfuzz v1\ninput %y: f32[4] = fill(3)\n%r = aten::pow.Scalar(2.0, %y)\noutput %r\n");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->result.outputs[0][0].item<float>(), 8.0f);
+}
+
+
+// A variance accumulated in float32 where the mean dwarfs the spread (three
+// values near 1e15): CUDA's Welford came back 75% off, within n kappa eps
+// (judged on the H100: filed as a CUDA bug, expected). A variance wrong by
+// the same amount where the data is well conditioned stays a bug.
+TEST(KernelClasses, AnIllConditionedVarianceIsBoundedByKappa) {
+  const std::string ill =
+      "divfuzz v1\ninput %s: f32[3] = values(0x1.c6bf56p+49, 0x1.c6bf56p+49, 0x1.c6bf54p+49)\n"
+      "%v, %m = aten::var_mean.dim(%s, None)\noutput %v\n";
+  Judged j = Judge(ill, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 0.75));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "cancelling_reductions") << j.root.reason;
+  const std::string well =
+      "divfuzz v1\ninput %s: f32[3] = values(1.0, 2.0, 4.0)\n"
+      "%v, %m = aten::var_mean.dim(%s, None)\noutput %v\n";
+  Judged k = Judge(well, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 0.75));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu-scalar") << k.root.reason;
 }
 
 }  // namespace
