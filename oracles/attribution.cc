@@ -320,6 +320,29 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
 
 std::string SideLabel(exec::Target t) { return std::string(exec::TargetName(t)); }
 
+// Whether node `node` read different values on the two sides (compared in
+// float64, so a float64 side's extra digits count; NaNs equal).
+bool InputsDiffer(const graph::Program& program, int node, const exec::RunResult& a,
+                  const exec::RunResult& b) {
+  const std::map<std::string, at::Tensor> ia = NodeInputs(program, node, a);
+  const std::map<std::string, at::Tensor> ib = NodeInputs(program, node, b);
+  const auto wide = [](const at::Tensor& t) {
+    return t.to(t.is_complex() ? at::kComplexDouble : at::kDouble);
+  };
+  for (const auto& [name, raw] : ia) {
+    auto it = ib.find(name);
+    if (it == ib.end() || !raw.defined() || !it->second.defined() ||
+        raw.is_complex() != it->second.is_complex()) {
+      continue;
+    }
+    const at::Tensor ta = wide(raw), tb = wide(it->second);
+    if (ta.sizes() != tb.sizes() || !ta.isnan().equal(tb.isnan())) return true;
+    const at::Tensor both = ta.isnan().logical_not();
+    if (!ta.masked_select(both).equal(tb.masked_select(both))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 double Ulp(DType dtype, double x) {
@@ -410,6 +433,10 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
                         : absl::StrCat(cb.why, "; ", ca.is_reference ? "the other side is the reference" : ca.why);
   } else {
     d.wrong_side = "undecided";
+    // Inherited only where the inputs really differ: with the same inputs,
+    // both "matching" means the witness does not compare that output (an
+    // index among ties).
+    d.inherited = !d.scalar_rounding && InputsDiffer(program, d.node_index, a, b);
     d.reason = d.scalar_rounding
                    ? reasons
                    : absl::StrCat("both sides match witnesses computed from their own inputs: the "

@@ -55,6 +55,7 @@ struct Divergence {
   // int64_range or ordinary (the most unusual one present).
   std::string trigger = "ordinary";
   bool scalar_rounding = false;  // a side matches only with scalars rounded to its dtype
+  bool inherited = false;  // each side matches a witness from its own inputs: right on both
   bool rounding_free = false;    // the exact witness's elimination had no rounding at all
 };
 

@@ -49,7 +49,8 @@ TEST(Harness, RecordsOneBucketPerSignatureWithARepro) {
   const nlohmann::json& e = (*index)[0];
   EXPECT_EQ(e["signature"], "aten::sub.Tensor|f32|tolerance|undecided");
   // sub computed exactly what its (rounded) inputs give: the error is inherited.
-  EXPECT_EQ(e["tier"], "divergence");
+  EXPECT_EQ(e["tier"], "expected");
+  EXPECT_EQ(e["detail"]["expected_rule"], "inherited_difference");
   EXPECT_EQ(e["count"], 3);
   EXPECT_EQ(e["detail"]["a"], "0.0");
   EXPECT_EQ(e["detail"]["b"], "1.0");

@@ -69,9 +69,9 @@ TEST(Attribution, FaultySeedBugIsBlamedOnTheRightSideAndBucketedOnce) {
   EXPECT_FALSE(harness.RunProgram(MustParse(ScaledIdentityLogdet(0.5))).verdict.Diverged());
 }
 
-TEST(Attribution, InheritedRoundingIsUndecidedNotABug) {
+TEST(Attribution, InheritedRoundingIsExpectedNotABug) {
   // sub of the rounded 1e8 + 1 is exact: the divergence comes from add's
-  // rounding, which is within tolerance there.
+  // rounding, which is within tolerance there (rule inherited_difference).
   graph::Program p = MustParse(R"(divfuzz v1
 input %a: f32[1] = fill(100000000.0)
 input %b: f32[1] = fill(1.0)
@@ -86,7 +86,8 @@ output %d
   Triage(p, t, a, b, DefaultPolicy(), v);
   ASSERT_EQ(v.Roots().size(), 1u);
   EXPECT_EQ(v.Roots()[0]->wrong_side, "undecided");
-  EXPECT_EQ(v.Roots()[0]->tier, "divergence");
+  EXPECT_EQ(v.Roots()[0]->tier, "expected");
+  EXPECT_EQ(v.Roots()[0]->expected_rule, "inherited_difference");
   EXPECT_EQ(v.Roots()[0]->reference_a, "0.0");  // sub(1e8, 1e8) on cpu's own inputs
   EXPECT_EQ(v.Roots()[0]->reference_b, "1.0");
 }

@@ -1148,5 +1148,25 @@ TEST(KernelClasses, AnIllConditionedVarianceIsBoundedByKappa) {
   EXPECT_EQ(k.root.wrong_side, "cpu-scalar") << k.root.reason;
 }
 
+// A difference that comes in from upstream, within tolerance there, and is
+// amplified by an op right on both sides (log of 1 + 1e-7 rounded or not)
+// is expected; the same op wrong for its own inputs on one side stays a bug.
+TEST(InheritedDifference, AnOpRightForItsOwnInputsOnBothSidesIsExpected) {
+  const std::string text =
+      "divfuzz v1\ninput %a: f32[4] = fill(1.0)\ninput %b: f32[4] = fill(1e-07)\n"
+      "%c = aten::add.Tensor(%a, %b)\n%d = aten::sub.Tensor(%c, %a)\n%e = aten::log(%d)\n"
+      "output %e\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "inherited_difference") << j.root.reason;
+  // The same inputs on both sides and a planted wrong log: no inheritance.
+  Judged k = Judge(Fill32("log", "0.75"), exec::Target::kCpu, exec::Target::kCpuScalar, {},
+                   PlantScale(0, 1e-3));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_NE(k.root.expected_rule, "inherited_difference");
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
