@@ -64,4 +64,12 @@ at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout) {
   return t;
 }
 
+at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, graph::DType result) {
+  if (!t.defined() || !graph::IsFloating(declared) ||
+      !(graph::Epsilon(declared) < graph::Epsilon(result))) {
+    return t;
+  }
+  return t.to(ToScalarType(result)).to(t.scalar_type());
+}
+
 }  // namespace divfuzz::exec

@@ -20,4 +20,10 @@ std::optional<graph::DType> FromScalarType(c10::ScalarType type);
 // emitters spell out the same steps.
 at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout);
 
+// `t`, a value the program declares as `declared`, as an elementwise op
+// whose result is `result` reads it: PyTorch casts tensor operands to the
+// result dtype first (an f32 0-dim tensor beside a bf16 one is rounded to
+// bf16), so a wider floating one is rounded to it; kept in t's own dtype.
+at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, graph::DType result);
+
 }  // namespace divfuzz::exec

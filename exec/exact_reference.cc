@@ -415,15 +415,11 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
       return exact_internal::RunExactLinear(f, node, values, dtype);
     }
     if (graph::IsComplex(dtype)) return std::nullopt;
-    // PyTorch casts an elementwise op's tensor operands to the result dtype
-    // first (an f32 0-dim tensor beside a bf16 one is rounded to bf16): an
-    // operand whose program dtype is wider is rounded to it here too.
+    // Operands rounded to the result dtype first, as PyTorch casts them.
     std::map<std::string, at::Tensor> promoted = values;
     for (auto& [name, t] : promoted) {
-      auto type = types.find(name);
-      if (t.defined() && type != types.end() && graph::IsFloating(type->second.dtype) &&
-          graph::Epsilon(type->second.dtype) < graph::Epsilon(dtype)) {
-        t = t.to(ToScalarType(dtype)).to(t.scalar_type());
+      if (auto type = types.find(name); type != types.end()) {
+        t = RoundedToResultDType(t, type->second.dtype, dtype);
       }
     }
     if (f == "polygamma_pole") return PolygammaPoles(node, promoted, dtype, options);

@@ -166,9 +166,6 @@ absl::string_view ErrorKindName(NodeError::Kind kind) {
 
 namespace {
 
-// Runs one node whose inputs `lookup` resolves; defines its results through
-// `define`. The snapshots are on the CPU; on cpu-f64 they are rounded back to
-// the program's dtypes, with the float64 values kept in `exact`.
 // Snapshots made contiguous; on the float64 targets rounded back to the
 // program's dtypes, with the float64 values kept in `exact`.
 void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target target,
@@ -187,6 +184,9 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
   }
 }
 
+// Runs one node whose inputs `lookup` resolves; defines its results through
+// `define`. Its snapshots are on the CPU, finished by FinishOutputs (at once,
+// or after the program's one synchronization when `deferred`).
 NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
                        const ops::TypeEnv& types, Target target,
                        const std::function<void(const std::string&, const at::Tensor&)>& define,
@@ -199,9 +199,8 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
                          absl::StrCat("no ATen operator named ", node.QualifiedName())};
     return nr;
   }
-  // The float64 targets hold every value in float64, but PyTorch casts an
-  // elementwise op's tensor operands to the result dtype first (an f32 0-dim
-  // tensor beside a bf16 one is rounded to bf16): so do they.
+  // The float64 targets hold every value in float64; an elementwise op's
+  // operands are rounded to its result dtype first, as PyTorch does.
   ValueLookup promoted = lookup;
   if (target == Target::kCpuF64 || target == Target::kCudaF64) {
     const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
@@ -213,11 +212,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
       promoted = [&lookup, &types, to](const std::string& name) {
         at::Tensor t = lookup(name);
         auto it = types.find(name);
-        if (t.defined() && it != types.end() && graph::IsFloating(it->second.dtype) &&
-            graph::Epsilon(it->second.dtype) < graph::Epsilon(to)) {
-          t = t.to(ToScalarType(to)).to(t.scalar_type());
-        }
-        return t;
+        return it == types.end() ? t : RoundedToResultDType(t, it->second.dtype, to);
       };
     }
   }

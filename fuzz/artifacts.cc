@@ -279,11 +279,13 @@ std::string SaveInflightArtifact(const std::string& record, const std::string& c
   return path;
 }
 
-void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
-                   const std::set<std::string>& quarantine, const std::string& path) {
+void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
+                   const std::string& path) {
   std::string text;
   for (const std::string& op : quarantine) absl::StrAppend(&text, "op ", op, "\n");
-  for (const std::string& name : seen) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
     if (!KillerArtifact(name)) continue;
     const std::optional<std::string> data = ReadBytes(crashes_dir + "/" + name);
     if (!data || FailedWrite(name, *data)) continue;

@@ -32,10 +32,10 @@ std::string SaveInflightArtifact(const std::string& record, const std::string& c
 
 // Writes what workers skip to `path` (their DIVFUZZ_SKIP_INPUTS, which they
 // read again when it changes): the InputHash of every crash-/timeout-/oom-
-// artifact in `seen` (hex, one a line), so an input that killed a worker is
-// not run again even where its op stays unnamed, and "op NAME" for each
-// quarantined op.
-void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& seen,
-                   const std::set<std::string>& quarantine, const std::string& path);
+// artifact in crashes_dir (hex, one a line), so an input that killed a
+// worker is not run again even before it is replayed or where its op stays
+// unnamed, and "op NAME" for each quarantined op.
+void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
+                   const std::string& path);
 
 }  // namespace divfuzz::fuzz

@@ -379,24 +379,13 @@ class Supervisor {
       // The replacement starts at once, skipping every input that killed a
       // worker; the input is replayed in the background (TakeTriage picks up
       // the ops it quarantines).
-      WriteSkipList(work_ + "/crashes", ArtifactNames(), state_.quarantine,
-                    work_ + "/skip_inputs.txt");
+      WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
       triage_.Request();
     }
   }
 
-  // Every file name in crashes/ (WriteSkipList keeps the inputs that killed).
-  std::set<std::string> ArtifactNames() const {
-    std::set<std::string> names = state_.handled_artifacts;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(work_ + "/crashes", ec)) {
-      names.insert(entry.path().filename().string());
-    }
-    return names;
-  }
-
   // What the background triage learned since last time: the ops to
-  // quarantine in workers started from now on, and the inputs to skip.
+  // quarantine (workers read them from the skip list) and the inputs handled.
   void TakeTriage() {
     const uint64_t passes = triage_.passes();
     if (passes == triage_passes_) return;
@@ -404,8 +393,7 @@ class Supervisor {
     state_.handled_artifacts = triage_.Seen();
     state_.quarantine = triage_.Quarantine();
     // Before the state: a resumed campaign's workers read the list as saved.
-    WriteSkipList(work_ + "/crashes", ArtifactNames(), state_.quarantine,
-                    work_ + "/skip_inputs.txt");
+    WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
     (void)SaveState(work_, state_);
   }
 

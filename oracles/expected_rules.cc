@@ -544,9 +544,8 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
     const bool std_dev = absl::StartsWith(base, "std");
     if (std_dev || absl::StartsWith(base, "var")) {
       const at::Tensor a = x0.abs();
-      const double largest = a.masked_select(at::isfinite(a)).numel() == 0
-                                 ? 0.0
-                                 : a.masked_select(at::isfinite(a)).max().item<double>();
+      const at::Tensor finite = a.masked_select(at::isfinite(a));
+      const double largest = finite.numel() == 0 ? 0.0 : finite.max().item<double>();
       const double root_n = std::sqrt(static_cast<double>(terms));
       const at::Tensor kappa_terms =
           std_dev ? at::full_like(sum_abs, root_n * largest / 2)
