@@ -114,6 +114,22 @@ std::optional<std::string> WeightSmallerThanKernel(const std::string& name,
                       "(divfuzz does not run it)");
 }
 
+// The dtype the program declares for positional argument `pos` of `node`
+// (the float64 targets hold every value in float64, but must decide as the
+// program's dtypes would), else the tensor's own.
+c10::ScalarType DeclaredDType(const graph::Node* node, const ops::TypeEnv* types, size_t pos,
+                              const at::Tensor& t) {
+  if (node != nullptr && types != nullptr && pos < node->args.size()) {
+    const graph::Argument& a = node->args[pos];
+    if (a.name.empty() && a.value.kind == graph::Literal::Kind::kValue) {
+      if (auto it = types->find(a.value.s); it != types->end()) {
+        return ToScalarType(it->second.dtype);
+      }
+    }
+  }
+  return t.scalar_type();
+}
+
 // (self, source, ...): set(self, source) views source's storage with self's
 // dtype, unchecked.
 std::optional<std::string> SourceOfAnotherDType(const std::string& name,
@@ -124,16 +140,8 @@ std::optional<std::string> SourceOfAnotherDType(const std::string& name,
   const at::Tensor& self = stack[0].toTensor();
   const at::Tensor& source = stack[1].toTensor();
   if (!self.defined() || !source.defined()) return std::nullopt;
-  c10::ScalarType self_dtype = self.scalar_type(), source_dtype = source.scalar_type();
-  if (node != nullptr && types != nullptr && node->args.size() >= 2) {
-    auto declared = [&](const graph::Argument& a, c10::ScalarType* out) {
-      if (!a.name.empty() || a.value.kind != graph::Literal::Kind::kValue) return;
-      auto t = types->find(a.value.s);
-      if (t != types->end()) *out = ToScalarType(t->second.dtype);
-    };
-    declared(node->args[0], &self_dtype);
-    declared(node->args[1], &source_dtype);
-  }
+  const c10::ScalarType self_dtype = DeclaredDType(node, types, 0, self);
+  const c10::ScalarType source_dtype = DeclaredDType(node, types, 1, source);
   if (self_dtype == source_dtype) return std::nullopt;
   return absl::StrCat(name, ": source is ", c10::toString(source_dtype), ", self ",
                       c10::toString(self_dtype),
@@ -164,14 +172,18 @@ std::optional<std::string> DegreeBeyondBound(const std::string& name,
                       "CUDA where the int64 cast of n is undefined (divfuzz does not run it)");
 }
 
-// The 1-norm of each matrix, computed in the input's dtype as matrix_exp
-// does: where it overflows, the number of squarings is an undefined cast.
+// The 1-norm of each matrix, computed in the input's declared dtype as
+// matrix_exp does: where it overflows, the number of squarings is an
+// undefined cast.
 std::optional<std::string> MatrixNormNotFinite(const std::string& name,
-                                               const torch::jit::Stack& stack) {
+                                               const torch::jit::Stack& stack,
+                                               const graph::Node* node,
+                                               const ops::TypeEnv* types) {
   if (stack.empty() || !stack[0].isTensor()) return std::nullopt;
   const at::Tensor& a = stack[0].toTensor();
   if (!a.defined() || a.dim() < 2 || a.numel() == 0) return std::nullopt;
-  if (a.detach().cpu().abs().sum(-2).isfinite().all().item<bool>()) return std::nullopt;
+  const at::Tensor in_dtype = a.detach().cpu().to(DeclaredDType(node, types, 0, a));
+  if (in_dtype.abs().sum(-2).isfinite().all().item<bool>()) return std::nullopt;
   return absl::StrCat(name, ": a matrix whose 1-norm is not finite in its dtype: the number of "
                       "squarings is an undefined cast of it, and CUDA loops for minutes (divfuzz "
                       "does not run it)");
@@ -205,7 +217,7 @@ std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
     case ops::UncheckedPrecondition::kBoundedDegree:
       return DegreeBeyondBound(name, stack);
     case ops::UncheckedPrecondition::kFiniteMatrixNorm:
-      return MatrixNormNotFinite(name, stack);
+      return MatrixNormNotFinite(name, stack, node, types);
     case ops::UncheckedPrecondition::kFiniteInput:
       return NonFiniteInput(name, stack);
     case ops::UncheckedPrecondition::kNone:

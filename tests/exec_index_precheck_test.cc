@@ -161,6 +161,13 @@ TEST(IndexPrecheck, DeclinesLoopsBoundedOnlyByAValue) {
   EXPECT_FALSE(UncheckedRead(expm, {at::full({2, 2}, 1e37)}).has_value());  // norm 2e37 fits
   EXPECT_TRUE(UncheckedRead(expm, {at::full({2, 2}, 3e38)}).has_value());   // overflows f32
   EXPECT_TRUE(UncheckedRead(expm, {at::full({2, 2}, INFINITY)}).has_value());
+  // cpu-f64 holds the f32 program's matrix in float64: the program's dtype
+  // decides, so both sides decline alike (else cpu's refusal is an error split).
+  const graph::Program p = testing::MustParse(
+      "divfuzz v1\ninput %m: f32[2,2] = fill(3e38)\n%e = aten::matrix_exp(%m)\noutput %e\n");
+  const ops::TypeEnv f32 = {{"m", {graph::DType::kF32, {2, 2}}}};
+  EXPECT_TRUE(UncheckedRead(expm, {at::full({2, 2}, 3e38, at::kDouble)}, &p.nodes[0], &f32)
+                  .has_value());
 
   const c10::OperatorHandle svdvals = Op("aten::linalg_svdvals", "");
   EXPECT_FALSE(UncheckedRead(svdvals, {at::ones({2, 2}), c10::IValue()}).has_value());
