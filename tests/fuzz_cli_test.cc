@@ -106,11 +106,14 @@ TEST(Preflight, AWorkerThatCannotRecordAFindingStopsTheCampaignWithItsMessage) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-store-lost");
   // The store breaks once the workers fuzz: its lock turns into a folder.
+  // The worker may re-create the lock file between rm and mkdir, so retry.
   const testing::CommandRun run = testing::RunShell(
       "cd " + dir + " && (" + kTool + " campaign --seconds=60 --targets=cpu,cpu-f64 " +
       "--repro_seconds=0 --corpus=" + kSeeds + " >log 2>&1; echo $? >rc) & cd " + dir +
       " && for i in $(seq 150); do [ -e campaign/logs/stats-0-0.json ] && break; sleep 0.2; "
-      "done; rm -f findings/.lock && mkdir findings/.lock; wait; cat log; echo EXIT=$(cat rc)");
+      "done; for j in $(seq 100); do [ -d findings/.lock ] && break; rm -f findings/.lock; "
+      "mkdir findings/.lock; done; "
+      "wait; cat log; echo EXIT=$(cat rc)");
   EXPECT_TRUE(Contains(run.output, "EXIT=2")) << run.output;
   EXPECT_TRUE(Contains(
       run.output,
