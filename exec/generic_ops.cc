@@ -299,7 +299,9 @@ std::vector<ops::GenericOp> EnumerateGenericOps() {
     std::optional<c10::OperatorHandle> handle = c10::Dispatcher::singleton().findOp(name);
     if (!handle.has_value() || !handle->hasSchema()) continue;
     std::optional<ops::GenericOp> op = Describe(handle->schema());
-    if (op) out.push_back(std::move(*op));
+    if (!op) continue;
+    op->pointwise = handle->hasTag(at::Tag::pointwise);
+    out.push_back(std::move(*op));
   }
   std::sort(out.begin(), out.end(), [](const ops::GenericOp& a, const ops::GenericOp& b) {
     return a.Qualified() < b.Qualified();

@@ -66,6 +66,9 @@ struct Totals {
   double harness_seconds = 0;  // the whole harness, store included: first pass
   int64_t harness_programs = 0;
   double repeat_seconds = 0;  // the same set again: every finding already known
+  // The harness's second pass: the programs it judged (value variants
+  // included) and how many of its programs ran variants.
+  int64_t repeat_cases = 0, repeat_batches = 0;
 };
 
 int RemoveOne(const char* path, const struct stat*, int, struct FTW*) {
@@ -196,6 +199,10 @@ int RunBench(const std::vector<std::string>& args) {
       return 2;
     }
   }
+  if (const int v = absl::GetFlag(FLAGS_variants); v < 1 || v > 1024) {
+    std::cerr << "divfuzz bench: expected --variants from 1 to 1024, got " << v << "\n";
+    return 2;
+  }
   exec::SetDeferredTransfers(absl::GetFlag(FLAGS_deferred_transfers));
   int from_corpus = 0;
   const std::vector<std::string> texts =
@@ -247,8 +254,11 @@ int RunBench(const std::vector<std::string>& args) {
     config.target_b = b;
     config.findings_dir = findings;
     config.policy = *policy;
+    config.variants = absl::GetFlag(FLAGS_variants);
     Harness harness(config);
+    Harness::Counts before;
     for (double* seconds : {&t.harness_seconds, &t.repeat_seconds}) {
+      before = harness.counts();
       const auto h = Clock::now();
       int64_t n = 0;
       for (const std::string& text : texts) {
@@ -260,6 +270,10 @@ int RunBench(const std::vector<std::string>& args) {
       *seconds = Seconds(h);
       t.harness_programs = n;
     }
+    const Harness::Counts after = harness.counts();
+    t.repeat_cases = after.executions + after.variant_cases - before.executions -
+                     before.variant_cases;
+    t.repeat_batches = after.batches - before.batches;
   }
   ::nftw(pattern.c_str(), RemoveOne, 16, FTW_DEPTH | FTW_PHYS);
 
@@ -274,6 +288,8 @@ int RunBench(const std::vector<std::string>& args) {
       t.harness_programs > 0 ? 1e6 * t.harness_seconds / t.harness_programs : 0;
   const double repeat_us =
       t.harness_programs > 0 ? 1e6 * t.repeat_seconds / t.harness_programs : 0;
+  const double cases_rate = t.repeat_seconds > 0 ? t.repeat_cases / t.repeat_seconds : 0;
+  const int variants = absl::GetFlag(FLAGS_variants);
   if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json phases = nlohmann::json::object();
     for (const char* p : kPhases) phases[p] = t.seconds[p] * per;
@@ -290,6 +306,9 @@ int RunBench(const std::vector<std::string>& args) {
                                 {"programs_per_s", rate},
                                 {"harness_us_per_program", harness_us},
                                 {"harness_repeat_us_per_program", repeat_us},
+                                {"variants", variants},
+                                {"batched_programs", t.repeat_batches},
+                                {"checked_cases_per_s", cases_rate},
                                 {"naive_loop_per_s", naive},
                                 {"naive_over_divfuzz", rate > 0 ? naive / rate : 0}}
                      .dump(2)
@@ -319,6 +338,10 @@ int RunBench(const std::vector<std::string>& args) {
   std::cout << absl::StrFormat("programs/s: %.1f (phases), %.1f (harness), %.1f (harness again)\n",
                                rate, harness_us > 0 ? 1e6 / harness_us : 0.0,
                                repeat_us > 0 ? 1e6 / repeat_us : 0.0);
+  std::cout << absl::StrFormat(
+      "checked cases/s: %.1f (harness again, --variants=%d: %d of %d programs ran variants)\n",
+      cases_rate, variants, static_cast<int>(t.repeat_batches),
+      static_cast<int>(t.harness_programs));
   std::cout << absl::StrFormat(
       "naive loop (6-op chain on a fresh 4x4 input, both targets, allclose): %.0f/s, %.1fx the "
       "phases' rate\n",

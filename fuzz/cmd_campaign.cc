@@ -170,6 +170,9 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
     return absl::InvalidArgumentError(
         "--timeout and --memory_budget_mb must be positive, --rss_limit_mb non-negative");
   }
+  if (c.variants < 1 || c.variants > 1024) {
+    return absl::InvalidArgumentError("--variants must be 1 to 1024");
+  }
   // --plugins was copied into DIVFUZZ_PLUGINS at start-up; the variable
   // alone may name them too.
   if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;

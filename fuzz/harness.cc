@@ -29,6 +29,7 @@
 #include "graph/stable_hash.h"
 #include "minimize/emit_python.h"
 #include "mutators/mutator.h"
+#include "mutators/value_variants.h"
 #include "nlohmann/json.hpp"
 #include "ops/catalogue.h"
 #include "ops/infer.h"
@@ -78,6 +79,8 @@ struct Harness::State {
   int64_t quarantined = 0;     // programs skipped for a quarantined op
   int64_t over_budget = 0;     // programs skipped for their memory footprint
   int64_t one_sided = 0;       // programs with a pair some device rejects (ops/generic.h)
+  int64_t batches = 0;         // batched runs of value variants
+  int64_t variant_cases = 0;   // the variants those checked (each a program of its own)
   // Signatures already in the store: their repeat hits are counted here and
   // added to the index every few seconds in one rewrite (and before exit),
   // since rewriting it for each hit cost more than running the program.
@@ -90,7 +93,8 @@ struct Harness::State {
             {"generated", generated},           {"diverged", diverged},
             {"new_findings", new_findings},     {"roots_by_tier", roots_by_tier},
             {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
-            {"over_budget", over_budget},       {"one_sided", one_sided}};
+            {"over_budget", over_budget},       {"one_sided", one_sided},
+            {"batches", batches},               {"variant_cases", variant_cases}};
   }
   // Epoch: the first program flushes at once, so a worker that dies early
   // (a crash in its first second) still leaves its counts.
@@ -153,6 +157,7 @@ HarnessConfig ConfigFromEnvironment() {
     c.policy = *policy;
   }
   c.policy.cuda_tf32 = settings->tf32;
+  exec::SetDeferredTransfers(settings->deferred_transfers);
   exec::SetCudaMathMode({c.policy.cuda_tf32, c.policy.cuda_tf32});
   c.stats_path = std::string(Env("DIVFUZZ_STATS"));
   c.inflight_path = std::string(Env("DIVFUZZ_INFLIGHT"));
@@ -165,6 +170,12 @@ HarnessConfig ConfigFromEnvironment() {
   if (c.feedback_cost < 0) {
     std::cerr << "divfuzz: DIVFUZZ_FEEDBACK_COST: expected a factor >= 0, got '"
               << Env("DIVFUZZ_FEEDBACK_COST") << "'\n";
+    std::exit(2);
+  }
+  c.variants = settings->variants;
+  if (c.variants < 1 || c.variants > 1024) {
+    std::cerr << "divfuzz: DIVFUZZ_VARIANTS: expected 1 to 1024 variants, got '"
+              << Env("DIVFUZZ_VARIANTS") << "'\n";
     std::exit(2);
   }
   c.memory_budget_mb = settings->memory_budget_mb;
@@ -224,6 +235,10 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
   std::_Exit(kExitWorkerStoreFailed);
 }
 
+Harness::Counts Harness::counts() const {
+  return {state_->executions, state_->batches, state_->variant_cases};
+}
+
 void Harness::FlushHits() {
   if (state_->pending_hits.empty()) return;
   if (absl::Status s = state_->store->AddHits(state_->pending_hits); !s.ok()) {
@@ -240,8 +255,18 @@ Harness::~Harness() {
   FlushHits();
 }
 
-// One program, step by step: each step below is one thing RunProgram does.
 Outcome Harness::RunProgram(const graph::Program& program) {
+  Outcome outcome = RunOne(program);
+  if (config_.variants > 1) {
+    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+    if (types.ok()) RunVariants(program, *types, outcome);
+  }
+  FlushPeriodically();
+  return outcome;
+}
+
+// One program, step by step: each step below is one thing RunOne does.
+Outcome Harness::RunOne(const graph::Program& program) {
   Outcome outcome;
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
   if (!types.ok() || !WithinMemoryBudget(program, *types)) return outcome;
@@ -275,8 +300,45 @@ Outcome Harness::RunProgram(const graph::Program& program) {
     RecordCudaFaultAndAbort(program, *types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
                             text);
   }
-  FlushPeriodically();
   return outcome;
+}
+
+void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& types,
+                          Outcome& outcome) {
+  absl::StatusOr<mutators::VariantBatch> batch =
+      mutators::BatchVariants(program, types, config_.variants - 1);
+  if (!batch.ok() || !exec::CheckMemoryBudget(batch->program, batch->types,
+                                              config_.memory_budget_mb).ok()) {
+    return;
+  }
+  BothSides run;
+  run.a = RunSide(batch->program, batch->types, 0);
+  run.b = RunSide(batch->program, batch->types, 1);
+  ++state_->batches;
+  state_->variant_cases += batch->count;
+  const oracles::Verdict verdict = Judge(batch->program, batch->types, run);
+  std::string text;  // the batched program's, printed only if it is recorded
+  for (const oracles::Divergence* d : verdict.Roots()) {
+    FeedBackRoot(*d);
+    CountRoot(*d);
+    const std::string signature = oracles::Signature(*d);
+    if (state_->known.count(signature)) {
+      ++state_->pending_hits[signature];
+      continue;
+    }
+    if (const int v = batch->VariantOf(d->value, d->element); v > 0) {
+      const Outcome alone = RunOne(mutators::Variant(program, v));
+      outcome.new_findings += alone.new_findings;
+      if (state_->known.count(signature)) continue;
+    }
+    if (text.empty()) text = graph::PrintProgram(batch->program);
+    if (RecordRoot(batch->program, verdict, *d, text)) ++outcome.new_findings;
+  }
+  if (run.a.cuda_fatal || run.b.cuda_fatal) {
+    if (text.empty()) text = graph::PrintProgram(batch->program);
+    RecordCudaFaultAndAbort(batch->program, batch->types, verdict,
+                            run.a.cuda_fatal ? run.a : run.b, text);
+  }
 }
 
 bool Harness::WithinMemoryBudget(const graph::Program& program, const ops::TypeEnv& types) {

@@ -48,6 +48,11 @@ struct HarnessConfig {
   // harness built in code (tests); a worker's is --feedback_cost's
   // (settings.def, 3 unless given) through ConfigFromEnvironment.
   double feedback_cost = 0;
+  // Value variants (mutators/value_variants.h): a program whose nodes are all
+  // pointwise also runs variants 1..variants-1 of its input values, stacked
+  // into one batched program. 1: off (a harness built in code); a worker's
+  // is --variants'.
+  int variants = 1;
   oracles::Policy policy = oracles::DefaultPolicy();
   // Where each input is recorded while it runs (fuzz/inflight.h); the
   // campaign sets it per worker. Empty: not recorded.
@@ -83,18 +88,31 @@ class Harness {
  public:
   explicit Harness(HarnessConfig config);
   ~Harness();
+  // The program, then its value variants (HarnessConfig::variants).
   Outcome RunProgram(const graph::Program& program);
   int TestOneInput(const uint8_t* data, size_t size);
   size_t Mutate(uint8_t* data, size_t size, size_t max_size, unsigned seed);
   size_t CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size, uint8_t* out,
                    size_t max_out_size, unsigned seed);
   const HarnessConfig& config() const { return config_; }
+  // Programs run on their own, batched runs of variants, and the variants
+  // those checked: executions + variant_cases programs were judged.
+  struct Counts {
+    int64_t executions = 0, batches = 0, variant_cases = 0;
+  };
+  Counts counts() const;
   // Repeat hits of buckets already in the store are batched: they reach the
   // index's counts every second, here, and when the harness is destroyed.
   void FlushHits();
 
  private:
-  // RunProgram's steps, in the order it takes them.
+  // The program alone: run, judged, fed back and recorded.
+  Outcome RunOne(const graph::Program& program);
+  // Its variants in one batched run. A new bucket is recorded as the one
+  // variant that shows it, run on its own with its own inputs, or as the
+  // batched program where that variant alone does not show it.
+  void RunVariants(const graph::Program& program, const ops::TypeEnv& types, Outcome& outcome);
+  // RunOne's steps, in the order it takes them.
   struct BothSides {
     exec::RunResult a, b;
     bool costly = false;  // ran past feedback_cost times the mean: no verdict counters

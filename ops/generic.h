@@ -79,6 +79,7 @@ struct GenericOp {
   std::vector<GenericArg> args;
   int num_returns = 1;
   std::string family;              // guessed from the name, for reports
+  bool pointwise = false;          // the dispatcher's `pointwise` tag (native_functions.yaml)
   std::vector<GenericForm> forms;  // learned; empty until a table is applied
   std::string Qualified() const;
 };

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "ops/generic.h"
 
 namespace divfuzz::ops {
 namespace {
@@ -451,6 +452,18 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   for (const ClassFact& f : kClasses) {
     if (Matches(f, plain)) spec.hints |= f.hints;
+  }
+  // Elementwise by its shape rule, or by ATen's own `pointwise` tag.
+  switch (spec.rule) {
+    case Rule::kUnary:
+    case Rule::kUnaryScalar:
+    case Rule::kBinary:
+    case Rule::kCompare:
+    case Rule::kCast:
+      spec.hints |= kPointwise;
+      break;
+    default:
+      if (spec.generic != nullptr && spec.generic->pointwise) spec.hints |= kPointwise;
   }
   // FFT shifts are permutations, not transforms.
   if (absl::StrContains(plain, "fftshift")) spec.hints &= ~(kTransform | kReferenceIsCpuKernel);

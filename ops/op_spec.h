@@ -98,6 +98,9 @@ enum Hint : uint32_t {
   kMatrixFunction = 1 << 25,    // a matrix function by scaling and squaring (matrix_exp):
                                 // its error is normwise, about ||A|| eps ||f(A)|| (Higham)
   kPolesAtNonPositiveIntegers = 1 << 27,  // input `self` has poles at 0, -1, -2 ... (polygamma)
+  kPointwise = 1 << 28,         // output element i depends only on input element i (after
+                                // broadcasting): value variants may stack along a new
+                                // leading dim (mutators/value_variants.h)
   kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
                                 // the dtype (histc): an x at an edge may land either side
 };

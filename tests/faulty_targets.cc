@@ -62,6 +62,20 @@ exec::RunResult NanPolynomialRun(const graph::Program& program, const ops::TypeE
   return r;
 }
 
+exec::RunResult NanAboveRun(const graph::Program& program, const ops::TypeEnv& types,
+                            exec::Target target, const std::string& op, double threshold) {
+  exec::RunResult r = exec::Run(program, types, exec::Target::kCpu);
+  r.target = target;
+  for (size_t i = 0; i < program.nodes.size() && i < r.nodes.size(); ++i) {
+    if (program.nodes[i].QualifiedName() != op || r.nodes[i].error) continue;
+    const auto inputs = oracles::NodeInputs(program, static_cast<int>(i), r);
+    const at::Tensor x = inputs.at(program.nodes[i].args[0].value.s);
+    at::Tensor& out = r.nodes[i].outputs[0];
+    out = at::where(x.gt(threshold), at::full_like(out, NAN), out);
+  }
+  return r;
+}
+
 exec::RunResult OneSidedErrorRun(const graph::Program& program, const ops::TypeEnv& types,
                                  exec::Target target, const std::string& op,
                                  const std::string& message) {

@@ -51,4 +51,10 @@ exec::RunResult ReplaceElementRun(const graph::Program& program, const ops::Type
                                   exec::Target target, const std::string& op, int64_t element,
                                   double value);
 
+// Deliberately faulty, for some values only (as Sleef's sinh overflows early
+// on the CPU's vector path): `op`'s first output is NaN wherever its first
+// input exceeds `threshold`. Runs on the CPU, labelled `target`.
+exec::RunResult NanAboveRun(const graph::Program& program, const ops::TypeEnv& types,
+                            exec::Target target, const std::string& op, double threshold);
+
 }  // namespace divfuzz::testing

@@ -14,7 +14,8 @@
 #   bash scripts/gpu/check.sh probe [N]               # divfuzz ops --probe=N on cpu and cuda
 #   bash scripts/gpu/check.sh learn [LIMIT]           # relearn ops/generic_table.txt, rebuild
 #   bash scripts/gpu/check.sh sweep SECONDS W...      # a campaign of SECONDS per worker count W:
-#        # programs/s and buckets per tier of each (the workers-per-GPU choice)
+#        # programs/s and buckets per tier of each (the workers-per-GPU choice);
+#        # SWEEP_FLAGS adds campaign flags, SWEEP_TAG names the arm in the logs
 #   bash scripts/gpu/check.sh feedback on|off SECONDS # one arm of the feedback benchmark
 #   bash scripts/gpu/check.sh feedback both SECONDS   # both arms at once (same load on each)
 #   bash scripts/gpu/check.sh seed                    # replay the seed case and write its repro
@@ -105,11 +106,14 @@ for l in open('findings/index.jsonl'):
   sweep)
     seconds=$1; shift
     for w in "$@"; do
-      rm -rf "$B/sweep-$w"; mkdir -p "$B/sweep-$w"; cd "$B/sweep-$w"
-      "$D" campaign --seconds="$seconds" --workers="$w" ${SEED:+--seed=$SEED} \
-        --corpus="$SRC/corpus/seed,$SRC/corpus/families" >"$OUT/sweep-$w.log" 2>&1 || true
-      echo "== $w worker(s):"; grep -a -A3 'campaign summary' "$OUT/sweep-$w.log" | tail -3
-      grep -a 'exec/s per worker' "$OUT/sweep-$w.log" || true
+      arm=sweep${SWEEP_TAG:+-$SWEEP_TAG}-$w
+      rm -rf "$B/$arm"; mkdir -p "$B/$arm"; cd "$B/$arm"
+      # shellcheck disable=SC2086  # SWEEP_FLAGS is a list of flags
+      "$D" campaign --seconds="$seconds" --workers="$w" ${SEED:+--seed=$SEED} ${SWEEP_FLAGS:-} \
+        --corpus="$SRC/corpus/seed,$SRC/corpus/families" >"$OUT/$arm.log" 2>&1 || true
+      echo "== $arm: $w worker(s) ${SWEEP_FLAGS:-}"
+      grep -a -A3 'campaign summary' "$OUT/$arm.log" | tail -3
+      grep -a 'exec/s per worker' "$OUT/$arm.log" || true
     done ;;
   feedback)
     arm=$1 seconds=$2
