@@ -23,6 +23,7 @@
 #include "fuzz/spawn.h"
 #include "graph/printer.h"
 #include "minimize/emit_python.h"
+#include "mutators/value_variants.h"
 #include "ops/infer.h"
 #include "store/findings_store.h"
 
@@ -42,6 +43,7 @@ struct Replay {
   std::string input_trigger;  // what locate saw in that node's inputs ("" ordinary)
   std::string other_failed;   // target "both": how the other side failed on its own run
   bool slow = false;          // hung once, then finished within four times the timeout
+  bool batched = false;       // it failed in the batched run of the value variants
 };
 
 // libFuzzer names an artifact after the SHA-1 of its input. An empty file
@@ -71,7 +73,9 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
                 const std::string& out, int timeout_seconds) {
   Replay r;
   const pid_t pid =
-      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets), artifact}, {{}, out});
+      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets),
+                 absl::StrCat("--variants=", c.variants), artifact},
+                {{}, out});
   // A hang is one node running past the timeout: the clock restarts at every
   // "RUN" line locate prints, and process start-up (loading libtorch, which
   // takes seconds on a loaded machine) gets a minute of its own.
@@ -106,6 +110,11 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
   std::map<std::pair<std::string, int>, std::string> triggers;  // INPUTS lines
   for (std::string line; std::getline(log, line);) {
     std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    if (parts.size() == 2 && parts[0] == "BATCH") {
+      r.batched = true;  // node numbers from here on are the batched program's
+      triggers.clear();
+      continue;
+    }
     if (parts.size() == 4 && parts[0] == "INPUTS") {
       triggers[{parts[1], std::atoi(parts[2].c_str())}] = parts[3];
       continue;
@@ -149,7 +158,7 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   }
   const Replay other = LocateIn(c, artifact, absl::StrCat(pair[1], ",", pair[0]),
                                 artifact + ".locate-other.log", c.timeout_seconds);
-  if ((other.hung || other.crashed) && other.target == pair[1]) {
+  if ((other.hung || other.crashed) && other.target == pair[1] && other.batched == r.batched) {
     r.target = "both";
     r.other_failed = other.hung ? "hang" : "crash";
   }
@@ -189,7 +198,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
                    " record keeps it); not a finding\n";
       continue;
     }
-    const graph::Program program =
+    graph::Program program =
         ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
     // Workers that started before an op's quarantine reached them die on its
     // mutants: a replay of each (a minute for a hang) would tell nothing new.
@@ -213,6 +222,16 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     const bool hang = r.hung || (!r.crashed && timeout_artifact);
     const bool reproduced = r.hung || r.crashed;
     absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+    // Failed only with its value variants: the batched program (an ordinary
+    // program, as locate ran it) is the finding, so its repro reproduces.
+    if (r.batched && types.ok()) {
+      absl::StatusOr<mutators::VariantBatch> batch =
+          mutators::BatchVariants(program, *types, c.variants - 1);
+      if (batch.ok()) {
+        program = std::move(batch->program);
+        types = std::move(batch->types);
+      }
+    }
     store::FindingHit hit = FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
                                        hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced,
                                        r.input_trigger);
@@ -221,6 +240,7 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     hit.detail["reproduced"] = reproduced;
     hit.detail["signal"] = r.signal;
     if (r.slow) hit.detail["slow_not_hung"] = true;
+    if (r.batched) hit.detail["value_variants"] = c.variants - 1;
     if (!r.other_failed.empty()) hit.detail["other_side_failed"] = r.other_failed;
     // An op that kills workers again and again would stall the campaign on it.
     if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {

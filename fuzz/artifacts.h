@@ -15,6 +15,7 @@ struct ArtifactContext {
   std::string findings_dir;  // the findings store
   std::string targets;       // "cpu,cuda"
   int timeout_seconds = 20;  // a replay running longer is a hang
+  int variants = 1;          // the workers' value variants (fuzz/harness.h): replayed too
 };
 
 // Handles every artifact not in `seen` (and adds it); returns how many became

@@ -193,7 +193,8 @@ class Supervisor {
         slots_(config_.workers),
         status_(work_, config_.findings),
         repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()),
-        triage_({work_ + "/crashes", config_.findings, config_.targets, config_.timeout},
+        triage_({work_ + "/crashes", config_.findings, config_.targets, config_.timeout,
+                 config_.variants},
                 state_.handled_artifacts, state_.quarantine) {}
 
   // Reducers share the cores with the workers: one per 8 cores by default.

@@ -15,6 +15,7 @@
 #include "fuzz/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/harness.h"
+#include "mutators/value_variants.h"
 #include "ops/infer.h"
 #include "oracles/trigger.h"
 
@@ -49,39 +50,55 @@ int RunLocate(const std::vector<std::string>& args) {
     std::cerr << pair.status().message() << "\n";
     return 2;
   }
-  for (exec::Target t : {pair->first, pair->second}) {
-    const exec::Target* target = &t;
-    const std::string name(exec::TargetName(t));
-    if (*target == exec::Target::kCpuScalar) {
-      // Runs whole in its helper process: the side is known, the node is not.
-      std::printf("RUN %s -1 <program>\n", name.c_str());
-      std::fflush(stdout);
-    }
-    // Before each node: what is unusual about its inputs, so a crash or hang
-    // on inf/NaN or near-maximum values can be judged by policy.
-    const exec::InputInspector inspect = [&](int node, const std::vector<at::Tensor>& inputs) {
-      const std::string trigger = oracles::TensorsTrigger(inputs);
-      if (trigger != "ordinary") {
-        std::printf("INPUTS %s %d %s\n", name.c_str(), node, trigger.c_str());
+  // Each target runs the program, announcing each node; 3 on a CUDA fault.
+  const auto locate = [&](const graph::Program& program, const ops::TypeEnv& types) {
+    for (exec::Target t : {pair->first, pair->second}) {
+      const exec::Target* target = &t;
+      const std::string name(exec::TargetName(t));
+      if (*target == exec::Target::kCpuScalar) {
+        // Runs whole in its helper process: the side is known, the node is not.
+        std::printf("RUN %s -1 <program>\n", name.c_str());
         std::fflush(stdout);
       }
-    };
-    const exec::RunResult r = exec::Run(program, *types, *target, [&](int node) {
-      // One line per node, flushed: the last one names the culprit.
-      std::printf("RUN %s %d %s\n", name.c_str(), node,
-                  program.nodes[node].QualifiedName().c_str());
-      std::fflush(stdout);
-    }, inspect);
-    // A CUDA fault is caught as an exception, not a signal; it killed the
-    // worker all the same (its context was poisoned), so name the node.
-    for (size_t i = 0; i < r.nodes.size(); ++i) {
-      const auto& e = r.nodes[i].error;
-      if (e && e->kind == exec::NodeError::Kind::kCudaFatal) {
-        std::printf("CUDA_FATAL %s %zu %s\n", name.c_str(), i,
-                    program.nodes[i].QualifiedName().c_str());
-        std::printf("%s\n", e->message.c_str());
-        return 3;
+      // Before each node: what is unusual about its inputs, so a crash or hang
+      // on inf/NaN or near-maximum values can be judged by policy.
+      const exec::InputInspector inspect = [&](int node, const std::vector<at::Tensor>& inputs) {
+        const std::string trigger = oracles::TensorsTrigger(inputs);
+        if (trigger != "ordinary") {
+          std::printf("INPUTS %s %d %s\n", name.c_str(), node, trigger.c_str());
+          std::fflush(stdout);
+        }
+      };
+      const exec::RunResult r = exec::Run(program, types, *target, [&](int node) {
+        // One line per node, flushed: the last one names the culprit.
+        std::printf("RUN %s %d %s\n", name.c_str(), node,
+                    program.nodes[node].QualifiedName().c_str());
+        std::fflush(stdout);
+      }, inspect);
+      // A CUDA fault is caught as an exception, not a signal; it killed the
+      // worker all the same (its context was poisoned), so name the node.
+      for (size_t i = 0; i < r.nodes.size(); ++i) {
+        const auto& e = r.nodes[i].error;
+        if (e && e->kind == exec::NodeError::Kind::kCudaFatal) {
+          std::printf("CUDA_FATAL %s %zu %s\n", name.c_str(), i,
+                      program.nodes[i].QualifiedName().c_str());
+          std::printf("%s\n", e->message.c_str());
+          return 3;
+        }
       }
+    }
+    return 0;
+  };
+  if (const int code = locate(program, *types); code != 0) return code;
+  // A campaign with value variants also ran them, batched, after the program
+  // (fuzz/harness.h): node numbers after BATCH are the batched program's.
+  if (const int variants = absl::GetFlag(FLAGS_variants); variants > 1) {
+    absl::StatusOr<mutators::VariantBatch> batch =
+        mutators::BatchVariants(program, *types, variants - 1);
+    if (batch.ok()) {
+      std::printf("BATCH %d\n", batch->count);
+      std::fflush(stdout);
+      if (const int code = locate(batch->program, batch->types); code != 0) return code;
     }
   }
   std::printf("DONE\n");

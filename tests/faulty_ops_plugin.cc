@@ -1,5 +1,5 @@
 // A deliberately faulty plugin for the reliability tests (loaded with
-// --plugins): it replaces the CPU kernels of six real ATen ops so that, on
+// --plugins): it replaces the CPU kernels of seven real ATen ops so that, on
 // float32 inputs, they do what buggy kernels do to a fuzzer's process:
 //   aten::expm1  segfaults            aten::log1p  aborts
 //   aten::exp2   hangs                aten::rsqrt  throws
@@ -9,6 +9,8 @@
 //   aten::log10  hangs where libFuzzer's -timeout cannot see it (SIGALRM
 //                ignored, as when a corrupted heap wedges libFuzzer's alarm
 //                handler)
+//   aten::erfc   segfaults on a [7, m, n] input only: what a batched run of
+//                seven value variants makes of an [m, n] program
 // These two only when the first element is their marker (0.375, 0.125):
 // other ops call log2 inside (matrix_exp), and mutated programs should
 // rarely reach them.
@@ -17,8 +19,10 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/erf.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/log.h>
+#include <ATen/ops/ones_like.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/reciprocal.h>
 #include <ATen/ops/sqrt.h>
@@ -73,6 +77,14 @@ at::Tensor Log10HangsPastTheAlarm(const at::Tensor& self) {
   return at::div(at::log(self), 2.302585092994046);
 }
 
+at::Tensor ErfcSegfaultsWhenBatched(const at::Tensor& self) {
+  if (Faulty(self) && self.dim() == 3 && self.size(0) == 7) {
+    volatile int* null = nullptr;
+    *null = 1;
+  }
+  return at::sub(at::ones_like(self), at::erf(self));
+}
+
 }  // namespace
 
 // Replaces the kernels ATen registered (torch warns that it overrides them).
@@ -83,4 +95,5 @@ TORCH_LIBRARY_IMPL(aten, CPU, m) {
   m.impl("rsqrt", &RsqrtThrows);
   m.impl("log2", &Log2DiesWithoutAnArtifact);
   m.impl("log10", &Log10HangsPastTheAlarm);
+  m.impl("erfc", &ErfcSegfaultsWhenBatched);
 }

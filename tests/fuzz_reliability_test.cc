@@ -639,6 +639,46 @@ TEST(CampaignReliability, OpProbeGoesOnPastKernelsThatHangOrCrash) {
   EXPECT_FALSE(fs::exists(dir + "/stats.json.partial"));
 }
 
+// The faulty plugin's erfc segfaults on [7, m, n] float32 only: the program
+// [2, 3] runs, its batch of seven value variants (--variants=8) crashes.
+TEST(CampaignReliability, ACrashOnlyTheBatchedVariantsCauseIsFiledAsTheBatchedProgram) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("batched-crash");
+  const std::string program =
+      "divfuzz v1\ninput %x: f32[2,3] = uniform(seed=3, low=0.5, high=2)\n"
+      "%y = aten::erfc(%x)\noutput %y\n";
+  testing::WriteTextFile(dir + "/erfc.dfz", program);
+  const std::string locate = kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+                             " locate --targets=cpu,cpu-f64 " + dir + "/erfc.dfz";
+  testing::CommandRun r = testing::RunShell(locate);
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // alone it runs
+  EXPECT_NE(r.output.find("DONE"), std::string::npos) << r.output;
+  r = testing::RunShell(locate + " --variants=8");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("BATCH 7\nRUN cpu 0 aten::stack\nRUN cpu 1 aten::erfc"),
+            std::string::npos)
+      << r.output;
+
+  fs::create_directories(dir + "/seeds");
+  testing::WriteTextFile(dir + "/seeds/erfc.dfz", program);
+  const testing::CommandRun run = FaultyCampaign(
+      dir, "--seconds=8 --timeout=5 --repro_seconds=0 --variants=8 --targets=cpu,cpu-f64");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto crashes = Buckets(ReadIndex(dir + "/findings"), "aten::erfc", "crash");
+  ASSERT_EQ(crashes.size(), 1u) << run.output;
+  EXPECT_EQ(crashes[0]["detail"]["reproduced"], true) << crashes[0].dump();
+  EXPECT_EQ(crashes[0]["detail"]["value_variants"], 7) << crashes[0].dump();
+  // The finding is the batched program (an ordinary one), so it reproduces.
+  const std::string recorded = testing::ReadTextFile(
+      dir + "/findings/" + crashes[0]["program"].get<std::string>());
+  EXPECT_NE(recorded.find("aten::stack"), std::string::npos) << recorded;
+  testing::WriteTextFile(dir + "/recorded.dfz", recorded);
+  r = testing::RunShell(kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+                        " locate --targets=cpu,cpu-f64 " + dir + "/recorded.dfz");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("RUN cpu 1 aten::erfc"), std::string::npos) << r.output;
+}
+
 TEST(CampaignReliability, MissingPluginIsAClearError) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const testing::CommandRun r = testing::RunShell(kTool + " --plugins=/no/such/plugin.so ops");
