@@ -73,10 +73,13 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"moved_by_rules", 0},
                           {"quarantined", 0},
                           {"over_budget", 0},
-                          {"one_sided", 0}};
+                          {"one_sided", 0},
+                          {"batches", 0},
+                          {"variant_cases", 0}};
   ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key :
-         {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided"}) {
+         {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "batches",
+          "variant_cases"}) {
       if (j.contains(key) && j[key].is_number_integer()) {
         total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();
       }

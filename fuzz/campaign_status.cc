@@ -91,6 +91,13 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
   out << "\n== divfuzz campaign summary\n";
   out << absl::StrFormat("executions: %d in %.0f s (%.1f/s), worker restarts: %d\n", executions,
                          seconds, seconds > 0 ? executions / seconds : 0.0, restarts);
+  // Value variants (--variants): each batched run checks many programs.
+  if (const int64_t batches = totals.value("batches", int64_t{0}); batches > 0) {
+    const int64_t cases = executions + totals.value("variant_cases", int64_t{0});
+    out << absl::StrFormat(
+        "checked cases: %d (%.1f/s): the executions and %d value variants in %d batched runs\n",
+        cases, seconds > 0 ? cases / seconds : 0.0, cases - executions, batches);
+  }
   out << "buckets: " << index.size() << "\n  by tier: ";
   for (const auto& [tier, n] : by_tier) out << " " << tier << "=" << n;
   out << "\n  by class:";

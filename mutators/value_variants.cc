@@ -2,6 +2,7 @@
 
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -46,6 +47,46 @@ bool TakesAValueList(const graph::Node& node) {
   return false;
 }
 
+// Variants 1..n of `program` stacked in front (see BatchVariants).
+graph::Program Batched(const graph::Program& program, int n, size_t rank,
+                       const std::string& prefix) {
+  graph::Program b;
+  b.version = program.version;
+  for (const graph::Input& in : program.inputs) {
+    std::vector<Literal> parts;
+    for (int k = 1; k <= n; ++k) {
+      graph::Input v = in;
+      v.name = absl::StrCat(prefix, k, "_", in.name);
+      v.loc = {};
+      if (Seeded(v.payload)) v.payload.seed = MixSeed(in.payload.seed, k);
+      parts.push_back(Literal::Value(v.name));
+      b.inputs.push_back(std::move(v));
+    }
+    const bool pad = in.type.shape.size() < rank;
+    graph::Node stack;
+    stack.op = "aten::stack";
+    stack.results = {pad ? absl::StrCat(prefix, "s_", in.name) : in.name};
+    stack.args = {{"", Literal::List(std::move(parts))}, {"", Literal::Int(0)}};
+    b.nodes.push_back(stack);
+    if (pad) {
+      std::vector<Literal> shape = {Literal::Int(n)};
+      for (size_t d = in.type.shape.size(); d < rank; ++d) shape.push_back(Literal::Int(1));
+      for (int64_t d : in.type.shape) shape.push_back(Literal::Int(d));
+      graph::Node reshape;
+      reshape.op = "aten::reshape";
+      reshape.results = {in.name};
+      reshape.args = {{"", Literal::Value(stack.results[0])}, {"", Literal::List(std::move(shape))}};
+      b.nodes.push_back(std::move(reshape));
+    }
+  }
+  for (graph::Node node : program.nodes) {
+    node.loc = {};
+    b.nodes.push_back(std::move(node));
+  }
+  b.outputs = program.outputs;
+  return b;
+}
+
 }  // namespace
 
 graph::Program Variant(const graph::Program& program, int k) {
@@ -70,9 +111,10 @@ absl::StatusOr<VariantBatch> BatchVariants(const graph::Program& program,
   if (count < 1) return absl::InvalidArgumentError("no variants to batch");
   for (const graph::Node& node : program.nodes) {
     const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-    if (spec == nullptr || (spec->hints & ops::kPointwise) == 0 || TakesAValueList(node)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(node.QualifiedName(), " is not pointwise"));
+    if (spec == nullptr || (spec->hints & (ops::kPointwise | ops::kBatchesLeadingDims)) == 0 ||
+        TakesAValueList(node)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          node.QualifiedName(), " is neither pointwise nor batched over leading dims"));
     }
   }
   size_t rank = 0, zero_d = 0;
@@ -92,59 +134,35 @@ absl::StatusOr<VariantBatch> BatchVariants(const graph::Program& program,
     return absl::FailedPreconditionError("0-d inputs beside dimensioned ones");
   }
 
+  // A node batched over leading dims might, with a dim argument, reduce the
+  // new one where a dim of the program has its size: the types are checked
+  // for two batch sizes, which cannot both coincide.
+  bool leading = false;
+  for (const graph::Node& node : program.nodes) {
+    leading = leading || (ops::FindOp(node.QualifiedName())->hints & ops::kPointwise) == 0;
+  }
+  const std::string prefix = FreshPrefix(program);
   VariantBatch batch;
   batch.count = count;
-  graph::Program& b = batch.program;
-  b.version = program.version;
-  const std::string prefix = FreshPrefix(program);
-  for (const graph::Input& in : program.inputs) {
-    std::vector<Literal> parts;
-    for (int k = 1; k <= count; ++k) {
-      graph::Input v = in;
-      v.name = absl::StrCat(prefix, k, "_", in.name);
-      v.loc = {};
-      if (Seeded(v.payload)) v.payload.seed = MixSeed(in.payload.seed, k);
-      parts.push_back(Literal::Value(v.name));
-      b.inputs.push_back(std::move(v));
+  for (const int n : leading ? std::vector<int>{count + 1, count} : std::vector<int>{count}) {
+    graph::Program b = Batched(program, n, rank, prefix);
+    absl::StatusOr<ops::TypeEnv> batched = ops::InferProgram(b);
+    if (!batched.ok()) return batched.status();
+    // Every value must be the program's own with the leading dim: else some
+    // node does not treat the variants apart.
+    for (const auto& [name, t] : types) {
+      auto it = batched->find(name);
+      std::vector<int64_t> want = {n};
+      for (size_t d = t.shape.size(); d < rank; ++d) want.push_back(1);
+      want.insert(want.end(), t.shape.begin(), t.shape.end());
+      if (it == batched->end() || it->second.dtype != t.dtype || it->second.shape != want) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("%", name, " is not its own type with a leading dim once batched"));
+      }
     }
-    const bool pad = in.type.shape.size() < rank;
-    graph::Node stack;
-    stack.op = "aten::stack";
-    stack.results = {pad ? absl::StrCat(prefix, "s_", in.name) : in.name};
-    stack.args = {{"", Literal::List(std::move(parts))}, {"", Literal::Int(0)}};
-    b.nodes.push_back(stack);
-    if (pad) {
-      std::vector<Literal> shape = {Literal::Int(count)};
-      for (size_t d = in.type.shape.size(); d < rank; ++d) shape.push_back(Literal::Int(1));
-      for (int64_t d : in.type.shape) shape.push_back(Literal::Int(d));
-      graph::Node reshape;
-      reshape.op = "aten::reshape";
-      reshape.results = {in.name};
-      reshape.args = {{"", Literal::Value(stack.results[0])}, {"", Literal::List(std::move(shape))}};
-      b.nodes.push_back(std::move(reshape));
-    }
+    batch.program = std::move(b);
+    batch.types = *std::move(batched);
   }
-  for (graph::Node node : program.nodes) {
-    node.loc = {};
-    b.nodes.push_back(std::move(node));
-  }
-  b.outputs = program.outputs;
-
-  absl::StatusOr<ops::TypeEnv> batched = ops::InferProgram(b);
-  if (!batched.ok()) return batched.status();
-  // Every value must be the program's own with the leading dim: else some
-  // node does not treat the variants apart.
-  for (const auto& [name, t] : types) {
-    auto it = batched->find(name);
-    std::vector<int64_t> want = {count};
-    for (size_t d = t.shape.size(); d < rank; ++d) want.push_back(1);
-    want.insert(want.end(), t.shape.begin(), t.shape.end());
-    if (it == batched->end() || it->second.dtype != t.dtype || it->second.shape != want) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("%", name, " is not its own type with a leading dim once batched"));
-    }
-  }
-  batch.types = *std::move(batched);
   return batch;
 }
 

@@ -439,6 +439,21 @@ const DeviceArgument* DeviceArgumentOf(absl::string_view qualified) {
   return nullptr;
 }
 
+// Aliases of pointwise ops, which ATen's `pointwise` tag leaves out
+// (torch.special's, and the NumPy-style names).
+constexpr absl::string_view kPointwiseAliases[] = {
+    "special_sinc",     "special_erfc",      "special_erfinv",       "special_i0",
+    "special_xlogy",    "special_gammainc",  "special_gammaincc",    "subtract",
+    "multiply",         "true_divide",       "divide",               "special_expit",
+    "special_exp2",     "special_expm1",     "special_log1p",        "special_logit",
+    "special_psi",      "special_digamma",   "special_gammaln",      "special_round",
+    "special_erf",      "arctan2",           "absolute",             "negative",
+    "fix",              "greater",           "less",                 "greater_equal",
+    "less_equal",       "not_equal",         "arccos",               "arcsin",
+    "arctan",           "arccosh",           "arcsinh",              "arctanh",
+    "special_ndtr",     "special_multigammaln", "special_polygamma", "rsub",
+};
+
 void ApplyKernelClasses(OpSpec& spec) {
   spec.device_argument = DeviceArgumentOf(spec.name);
   absl::string_view base = spec.name;
@@ -453,7 +468,8 @@ void ApplyKernelClasses(OpSpec& spec) {
   for (const ClassFact& f : kClasses) {
     if (Matches(f, plain)) spec.hints |= f.hints;
   }
-  // Elementwise by its shape rule, or by ATen's own `pointwise` tag.
+  // Elementwise by its shape rule, ATen's own `pointwise` tag or as an alias;
+  // batched over leading dims by its rule or as linear algebra.
   switch (spec.rule) {
     case Rule::kUnary:
     case Rule::kUnaryScalar:
@@ -462,8 +478,26 @@ void ApplyKernelClasses(OpSpec& spec) {
     case Rule::kCast:
       spec.hints |= kPointwise;
       break;
+    case Rule::kMatmul:
+    case Rule::kSquareToBatch:
+    case Rule::kSquareToTwoBatch:
+    case Rule::kSquare:
+    case Rule::kSquareToVector:
+    case Rule::kSolve:
+    case Rule::kSquareWithInfo:
+    case Rule::kQr:
+    case Rule::kSvd:
+    case Rule::kEigh:
+    case Rule::kEig:
+    case Rule::kLu:
+      spec.hints |= kBatchesLeadingDims;
+      break;
     default:
       if (spec.generic != nullptr && spec.generic->pointwise) spec.hints |= kPointwise;
+      if (spec.family == "linalg") spec.hints |= kBatchesLeadingDims;
+  }
+  for (absl::string_view alias : kPointwiseAliases) {
+    if (plain == alias) spec.hints |= kPointwise;
   }
   // FFT shifts are permutations, not transforms.
   if (absl::StrContains(plain, "fftshift")) spec.hints &= ~(kTransform | kReferenceIsCpuKernel);

@@ -101,6 +101,8 @@ enum Hint : uint32_t {
   kPointwise = 1 << 28,         // output element i depends only on input element i (after
                                 // broadcasting): value variants may stack along a new
                                 // leading dim (mutators/value_variants.h)
+  kBatchesLeadingDims = 1 << 29,  // computes each matrix of its leading (batch) dims on its
+                                  // own (linear algebra): value variants may stack in front
   kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
                                 // the dtype (histc): an x at an edge may land either side
 };

@@ -95,7 +95,7 @@ TEST(ValueVariants, ProgramsThatCannotBeBatchedAreRefusedWithTheReason) {
   // A sum over every element would mix the variants.
   EXPECT_EQ(refusal("divfuzz v1\ninput %a: f32[4] = normal(seed=1)\n"
                     "%b = aten::sum(%a)\noutput %b\n"),
-            "aten::sum is not pointwise");
+            "aten::sum is neither pointwise nor batched over leading dims");
   // A 0-d operand does not take part in dtype promotion beside a dimensioned
   // one (f16 + f32[] is f16); stacked it would.
   EXPECT_EQ(refusal("divfuzz v1\ninput %a: f16[4] = normal(seed=1)\n"
