@@ -1,5 +1,6 @@
 #include "mutators/value_variants.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
@@ -148,14 +149,21 @@ absl::StatusOr<VariantBatch> BatchVariants(const graph::Program& program,
     graph::Program b = Batched(program, n, rank, prefix);
     absl::StatusOr<ops::TypeEnv> batched = ops::InferProgram(b);
     if (!batched.ok()) return batched.status();
-    // Every value must be the program's own with the leading dim: else some
-    // node does not treat the variants apart.
+    // Every value must be the program's own with the leading dim (and the
+    // 1s that broadcasting against a padded input adds): else some node does
+    // not treat the variants apart.
     for (const auto& [name, t] : types) {
       auto it = batched->find(name);
-      std::vector<int64_t> want = {n};
-      for (size_t d = t.shape.size(); d < rank; ++d) want.push_back(1);
-      want.insert(want.end(), t.shape.begin(), t.shape.end());
-      if (it == batched->end() || it->second.dtype != t.dtype || it->second.shape != want) {
+      const graph::TensorType& t0 = t;
+      const auto own = [&](const std::vector<int64_t>& s) {
+        if (s.size() < t0.shape.size() + 1 || s[0] != n) return false;
+        const size_t ones = s.size() - 1 - t0.shape.size();
+        for (size_t d = 1; d <= ones; ++d) {
+          if (s[d] != 1) return false;
+        }
+        return std::equal(t0.shape.begin(), t0.shape.end(), s.begin() + 1 + ones);
+      };
+      if (it == batched->end() || it->second.dtype != t.dtype || !own(it->second.shape)) {
         return absl::FailedPreconditionError(
             absl::StrCat("%", name, " is not its own type with a leading dim once batched"));
       }

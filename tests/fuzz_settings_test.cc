@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/executor.h"
 #include "fuzz/harness.h"
 #include "fuzz/settings.h"
 #include "gtest/gtest.h"
@@ -77,7 +78,9 @@ TEST(Settings, CampaignJsonKeepsTheKeysEarlierVersionsWrote) {
   const std::set<std::string> earlier = {
       "version",  "targets",       "findings",      "seeds",  "budget_seconds",   "workers",
       "gpus",     "timeout",       "rss_limit_mb",  "policy", "memory_budget_mb", "tf32",
-      "feedback", "feedback_cost", "repro_seconds", "seed",   "plugins",          "started"};
+      "feedback", "feedback_cost", "repro_seconds", "seed",   "plugins",          "started",
+      // Added by issue 18, read as their defaults where missing (kDefault).
+      "deferred_transfers", "variants"};
   const nlohmann::json written = CampaignConfig().ToJson();
   std::set<std::string> now;
   for (const auto& [key, value] : written.items()) now.insert(key);
@@ -110,8 +113,11 @@ TEST(Settings, AnEarlierCampaignJsonReadsAsItWasWritten) {
   EXPECT_TRUE(c->tf32);
   EXPECT_EQ(c->timeout, 5);
   EXPECT_EQ(c->workers, 2);
-  // Written again, it is the same object.
-  EXPECT_EQ(c->ToJson(), earlier);
+  // Written again, it is the same object, with the later keys' defaults.
+  nlohmann::json again = earlier;
+  again["deferred_transfers"] = false;
+  again["variants"] = 1;
+  EXPECT_EQ(c->ToJson(), again);
 }
 
 TEST(Settings, MissingKeysReadAsTheTableDefaultsAndRequiredOnesAreErrors) {
@@ -144,7 +150,9 @@ TEST(Settings, MissingKeysReadAsTheTableDefaultsAndRequiredOnesAreErrors) {
 TEST(Settings, WorkersGetTheVariablesTheyGotBefore) {
   const std::set<std::string> earlier = {
       "DIVFUZZ_TARGETS",  "DIVFUZZ_FINDINGS",      "DIVFUZZ_POLICY",           "DIVFUZZ_TF32",
-      "DIVFUZZ_FEEDBACK", "DIVFUZZ_FEEDBACK_COST", "DIVFUZZ_MEMORY_BUDGET_MB", "DIVFUZZ_PLUGINS"};
+      "DIVFUZZ_FEEDBACK", "DIVFUZZ_FEEDBACK_COST", "DIVFUZZ_MEMORY_BUDGET_MB", "DIVFUZZ_PLUGINS",
+      // Issue 18's throughput settings.
+      "DIVFUZZ_DEFERRED_TRANSFERS", "DIVFUZZ_VARIANTS"};
   const std::map<std::string, std::string> written = WorkerEnvironment(CampaignConfig());
   std::set<std::string> now;
   for (const auto& [var, value] : written) now.insert(var);
@@ -181,7 +189,7 @@ TEST(Settings, EveryWorkerSettingRoundTripsThroughTheEnvironment) {
     ++carried;                                                                      \
   }
 #include "fuzz/settings.def"
-  EXPECT_EQ(carried, 8);
+  EXPECT_EQ(carried, 10);
 }
 
 TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {
@@ -198,6 +206,13 @@ TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {
   EXPECT_EQ(h.memory_budget_mb, 2048);
   EXPECT_EQ(h.findings_dir, "findings");
   EXPECT_FALSE(h.policy.cuda_tf32);
+  EXPECT_EQ(h.variants, 1);
+  EXPECT_FALSE(exec::DeferredTransfers());
+  setenv("DIVFUZZ_VARIANTS", "16", 1);
+  setenv("DIVFUZZ_DEFERRED_TRANSFERS", "1", 1);
+  EXPECT_EQ(ConfigFromEnvironment().variants, 16);
+  EXPECT_TRUE(exec::DeferredTransfers());
+  exec::SetDeferredTransfers(false);
 }
 
 TEST(Settings, WorkerVariablesParseAsBeforeAndBadNumbersAreErrors) {
