@@ -256,23 +256,21 @@ Harness::~Harness() {
 }
 
 Outcome Harness::RunProgram(const graph::Program& program) {
-  Outcome outcome = RunOne(program);
-  if (config_.variants > 1) {
-    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
-    if (types.ok()) RunVariants(program, *types, outcome);
-  }
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  if (!types.ok()) return Outcome{};
+  Outcome outcome = RunOne(program, *types);
+  if (config_.variants > 1) RunVariants(program, *types, outcome);
   FlushPeriodically();
   return outcome;
 }
 
 // One program, step by step: each step below is one thing RunOne does.
-Outcome Harness::RunOne(const graph::Program& program) {
+Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types) {
   Outcome outcome;
-  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
-  if (!types.ok() || !WithinMemoryBudget(program, *types)) return outcome;
-  const BothSides run = RunBothSides(program, *types);
-  if (UsesOneSidedPair(program, *types)) ++state_->one_sided;
-  outcome.verdict = Judge(program, *types, run);
+  if (!WithinMemoryBudget(program, types)) return outcome;
+  const BothSides run = RunBothSides(program, types);
+  if (UsesOneSidedPair(program, types)) ++state_->one_sided;
+  outcome.verdict = Judge(program, types, run);
 
   // The signal is the verdict alone (FeedBackRoot): a root divergence's (op,
   // dtype, class) and how far past the tolerance it went. Counters for every op
@@ -297,7 +295,7 @@ Outcome Harness::RunOne(const graph::Program& program) {
   // A poisoned CUDA context makes every later result meaningless: the input is
   // recorded above; let the supervisor start a fresh worker.
   if (run.a.cuda_fatal || run.b.cuda_fatal) {
-    RecordCudaFaultAndAbort(program, *types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
+    RecordCudaFaultAndAbort(program, types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
                             text);
   }
   return outcome;
@@ -327,7 +325,8 @@ void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& typ
       continue;
     }
     if (const int v = batch->VariantOf(d->value, d->element); v > 0) {
-      const Outcome alone = RunOne(mutators::Variant(program, v));
+      // A variant has the program's types: only its values differ.
+      const Outcome alone = RunOne(mutators::Variant(program, v), types);
       outcome.new_findings += alone.new_findings;
       if (state_->known.count(signature)) continue;
     }

@@ -107,7 +107,7 @@ class Harness {
 
  private:
   // The program alone: run, judged, fed back and recorded.
-  Outcome RunOne(const graph::Program& program);
+  Outcome RunOne(const graph::Program& program, const ops::TypeEnv& types);
   // Its variants in one batched run. A new bucket is recorded as the one
   // variant that shows it, run on its own with its own inputs, or as the
   // batched program where that variant alone does not show it.

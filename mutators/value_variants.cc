@@ -110,6 +110,10 @@ int VariantBatch::VariantOf(const std::string& value, long long element) const {
 absl::StatusOr<VariantBatch> BatchVariants(const graph::Program& program,
                                            const ops::TypeEnv& types, int count) {
   if (count < 1) return absl::InvalidArgumentError("no variants to batch");
+  // A node batched over leading dims might, with a dim argument, work along
+  // the new one where a dim of the program has its size: the types are then
+  // checked for two batch sizes, which cannot both coincide.
+  bool leading = false;
   for (const graph::Node& node : program.nodes) {
     const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
     if (spec == nullptr || (spec->hints & (ops::kPointwise | ops::kBatchesLeadingDims)) == 0 ||
@@ -117,6 +121,7 @@ absl::StatusOr<VariantBatch> BatchVariants(const graph::Program& program,
       return absl::FailedPreconditionError(absl::StrCat(
           node.QualifiedName(), " is neither pointwise nor batched over leading dims"));
     }
+    leading = leading || (spec->hints & ops::kPointwise) == 0;
   }
   size_t rank = 0, zero_d = 0;
   bool seeded = false;
@@ -135,13 +140,6 @@ absl::StatusOr<VariantBatch> BatchVariants(const graph::Program& program,
     return absl::FailedPreconditionError("0-d inputs beside dimensioned ones");
   }
 
-  // A node batched over leading dims might, with a dim argument, reduce the
-  // new one where a dim of the program has its size: the types are checked
-  // for two batch sizes, which cannot both coincide.
-  bool leading = false;
-  for (const graph::Node& node : program.nodes) {
-    leading = leading || (ops::FindOp(node.QualifiedName())->hints & ops::kPointwise) == 0;
-  }
   const std::string prefix = FreshPrefix(program);
   VariantBatch batch;
   batch.count = count;
