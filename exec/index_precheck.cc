@@ -196,9 +196,9 @@ std::optional<std::string> NonFiniteInput(const std::string& name,
   if (!a.defined() || a.numel() == 0 || a.detach().cpu().isfinite().all().item<bool>()) {
     return std::nullopt;
   }
-  return absl::StrCat(name, ": a NaN or inf input: cuSOLVER's SVD iterates without end on it "
-                      "(PyTorch gives no guarantee for non-finite linear-algebra inputs; divfuzz "
-                      "does not run it)");
+  return absl::StrCat(name, ": a NaN or inf input, which the kernel does not survive (cuSOLVER's "
+                      "SVD iterates without end, LAPACK's geev segfaults; PyTorch gives no "
+                      "guarantee for non-finite linear-algebra inputs; divfuzz does not run it)");
 }
 
 }  // namespace

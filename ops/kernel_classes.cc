@@ -370,6 +370,9 @@ constexpr UncheckedFact kUnchecked[] = {
     {"aten::linalg_svd", UncheckedPrecondition::kFiniteInput},
     {"aten::_linalg_svd", UncheckedPrecondition::kFiniteInput},
     {"aten::linalg_svdvals", UncheckedPrecondition::kFiniteInput},
+    {"aten::linalg_eig", UncheckedPrecondition::kFiniteInput},
+    {"aten::linalg_eigvals", UncheckedPrecondition::kFiniteInput},
+    {"aten::_linalg_eigvals", UncheckedPrecondition::kFiniteInput},
 };
 
 // Outputs PyTorch leaves to each device.

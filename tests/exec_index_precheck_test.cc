@@ -172,6 +172,11 @@ TEST(IndexPrecheck, DeclinesLoopsBoundedOnlyByAValue) {
   const c10::OperatorHandle svdvals = Op("aten::linalg_svdvals", "");
   EXPECT_FALSE(UncheckedRead(svdvals, {at::ones({2, 2}), c10::IValue()}).has_value());
   EXPECT_TRUE(UncheckedRead(svdvals, {at::full({2, 2}, NAN), c10::IValue()}).has_value());
+  // LAPACK's geev segfaults on NaN (linalg_eigvals's crash bucket, expected
+  // by nonfinite_inputs, wedged a worker for 50 s).
+  const c10::OperatorHandle eigvals = Op("aten::linalg_eigvals", "");
+  EXPECT_FALSE(UncheckedRead(eigvals, {at::ones({2, 2})}).has_value());
+  EXPECT_TRUE(UncheckedRead(eigvals, {at::full({2, 2}, NAN)}).has_value());
 }
 
 }  // namespace
