@@ -1,8 +1,5 @@
 #include "exec/dtype_convert.h"
 
-#include <ATen/ops/isfinite.h>
-#include <ATen/ops/isinf.h>
-#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
 namespace divfuzz::exec {
@@ -73,15 +70,6 @@ at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, grap
     return t;
   }
   return t.to(ToScalarType(result)).to(t.scalar_type());
-}
-
-at::Tensor SaturatedToDeclaredRange(const at::Tensor& t, graph::DType declared) {
-  if (!t.defined() || t.scalar_type() != at::kDouble || !graph::IsFloating(declared) ||
-      declared == graph::DType::kF64) {
-    return t;
-  }
-  const at::Tensor rounded = t.to(ToScalarType(declared)).to(t.scalar_type());
-  return at::where(at::isinf(rounded).logical_and(at::isfinite(t)), rounded, t);
 }
 
 }  // namespace divfuzz::exec

@@ -26,10 +26,4 @@ at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout);
 // bf16), so a wider floating one is rounded to it; kept in t's own dtype.
 at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, graph::DType result);
 
-// `t`, a float64 target's value that the program declares as the narrower
-// floating `declared`: ±inf wherever `declared` overflows, as the program's
-// own value is (an f32 product past 3.4e38 is inf for every later op, also
-// one that promotes it to f64); in range it keeps its float64 precision.
-at::Tensor SaturatedToDeclaredRange(const at::Tensor& t, graph::DType declared);
-
 }  // namespace divfuzz::exec

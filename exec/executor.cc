@@ -364,13 +364,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
     auto it = env.find(name);
     return it == env.end() ? at::Tensor() : it->second;
   };
-  // The float64 targets keep a narrower value's precision, not a range the
-  // program's dtype does not have.
-  const bool wide = target == Target::kCpuF64 || target == Target::kCudaF64;
-  const auto define = [&env, &types, wide](const std::string& name, const at::Tensor& t) {
-    auto it = wide ? types.find(name) : types.end();
-    env[name] = it == types.end() ? t : SaturatedToDeclaredRange(t, it->second.dtype);
-  };
+  const auto define = [&env](const std::string& name, const at::Tensor& t) { env[name] = t; };
   // Deferred: on CUDA the outputs come back with one synchronization for
   // the whole program, not one per node (processes sharing a GPU wait for
   // their time slice at each one).
