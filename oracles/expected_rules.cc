@@ -43,6 +43,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "exec/witnesses.h"
 #include "oracles/invariants.h"
@@ -1091,8 +1092,33 @@ std::optional<RuleMatch> PhaseRounding(const Context& c) {
                                 " in the dtype, and its rounding moves the result that much")};
 }
 
+// An input the reference holds finite in float64 where its declared,
+// narrower dtype overflows (an f32 product past FLT_MAX): the program's value
+// is +-inf there, so the reference ran another call. Keeping the float64
+// value elsewhere is what lets the reference expose a kernel (j0(inf) is NaN
+// on the CPU, 0 exactly), so it only absolves the reference itself.
+std::optional<std::string> InputBeyondItsDType(const Context& c, const exec::RunResult& reference) {
+  for (const auto& [name, t] : NodeInputs(c.program, c.d.node_index, reference)) {
+    auto declared = c.types.find(name);
+    if (!t.defined() || t.scalar_type() != at::kDouble || declared == c.types.end() ||
+        !graph::IsFloating(declared->second.dtype) || declared->second.dtype == DType::kF64) {
+      continue;
+    }
+    const at::Tensor narrowed = t.to(exec::ToScalarType(declared->second.dtype)).to(at::kDouble);
+    const at::Tensor beyond = at::isinf(narrowed).logical_and(at::isfinite(t));
+    if (!at::any(beyond).item<bool>()) continue;
+    const double v = t.masked_select(beyond).flatten()[0].item<double>();
+    return absl::StrCat("%", name, " is ", graph::FormatFloat(v), " in float64, past ",
+                        std::string(graph::DTypeName(declared->second.dtype)),
+                        "'s range where the program's value is ", v > 0 ? "inf" : "-inf");
+  }
+  return std::nullopt;
+}
+
 // The float64 reference target is a side here, and its upcast changed the
-// call (exec::UpcastChangesCall): the sides did not run the same call.
+// call (exec::UpcastChangesCall), or the reference is blamed for an input
+// past its dtype's range (InputBeyondItsDType): the sides did not run the
+// same call.
 std::optional<RuleMatch> ReferenceUpcast(const Context& c) {
   auto upcasts = [](exec::Target t) {
     return t == exec::Target::kCpuF64 || t == exec::Target::kCudaF64;
@@ -1105,6 +1131,9 @@ std::optional<RuleMatch> ReferenceUpcast(const Context& c) {
       c.node, NodeInputs(c.program, c.d.node_index, other),
       c.d.cls == DivergenceClass::kErrorSplit,
       raised ? std::optional<std::string>(raised->message) : std::nullopt);
+  if (!why && c.d.wrong_side == exec::TargetName(reference.target)) {
+    why = InputBeyondItsDType(c, reference);
+  }
   if (!why) return std::nullopt;
   return RuleMatch{"reference_upcast",
                    absl::StrCat(*why, ": the float64 reference side did not make the same call")};

@@ -817,6 +817,36 @@ TEST(ReferenceUpcast, ACallTheUpcastChangesLeavesTheBugTier) {
   }
 }
 
+// The reference holds an f32 product past FLT_MAX as a finite double; an op
+// that promotes it to f64 then computes what the program never does (the
+// program's value is inf). Blamed on the reference, that is another call,
+// not a bug (judged in a CPU campaign: logaddexp and logaddexp2 f64). The
+// same finite double lets the reference expose a kernel that mishandles the
+// program's inf: blamed on cpu, that stays a bug (bessel_j0(inf) is NaN on
+// the CPU, 0 exactly; from the same campaign).
+TEST(ReferenceUpcast, AnInputPastItsDTypesRangeAbsolvesOnlyTheReference) {
+  const std::string head =
+      "divfuzz v1\ninput %a: f32[2] = values(3e38, 1.0)\ninput %b: f32[2] = fill(10.0)\n"
+      "%m = aten::mul.Tensor(%a, %b)\n";
+  Judged promoted = Judge(head + "input %e: f64[2] = fill(1.0)\n"
+                                 "%l = aten::logaddexp(%m, %e)\noutput %l\n",
+                          exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(promoted.diverged);
+  EXPECT_EQ(promoted.root.op, "aten::logaddexp");
+  EXPECT_EQ(promoted.root.wrong_side, "cpu-f64") << promoted.root.reason;
+  EXPECT_EQ(promoted.root.tier, "expected") << promoted.root.reason;
+  EXPECT_EQ(promoted.root.expected_rule, "reference_upcast") << promoted.root.reason;
+  EXPECT_NE(promoted.root.reason.find("%m is 3.0000000"), std::string::npos)
+      << promoted.root.reason;
+
+  Judged j0 = Judge(head + "%j = aten::special_bessel_j0(%m)\noutput %j\n", exec::Target::kCpu,
+                    exec::Target::kCpuF64);
+  ASSERT_TRUE(j0.diverged);
+  EXPECT_EQ(j0.root.op, "aten::special_bessel_j0");
+  EXPECT_EQ(j0.root.wrong_side, "cpu") << j0.root.reason;
+  EXPECT_EQ(j0.root.tier, "bug") << j0.root.reason;
+}
+
 TEST(ReferenceUpcast, AnErrorOnTheSameCallStaysABug) {
   // Deliberately faulty: the CPU side raises a value error on a call the
   // upcast does not change; the float64 witness computes it: cpu is wrong.
