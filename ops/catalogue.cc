@@ -336,20 +336,23 @@ const OpSpec* FindAnyOverload(absl::string_view name) {
 absl::string_view DecompositionName(absl::string_view qualified) {
   const OpSpec* spec = FindOp(qualified);
   if (spec == nullptr || !(spec->hints & kDecomposition)) return "";
-  switch (spec->rule) {
-    case Rule::kQr:
+  switch (spec->decomposition) {
+    case Decomposition::kQr:
       return "qr";
-    case Rule::kSvd:
+    case Decomposition::kSvd:
       return "svd";
-    case Rule::kEigh:
+    case Decomposition::kSvdV:
+      return "svd_v";
+    case Decomposition::kEigh:
       return "eigh";
-    case Rule::kLu:
+    case Decomposition::kLu:
       return "lu";
-    case Rule::kEig:
+    case Decomposition::kEig:
       return "eig";
-    default:
-      return "";
+    case Decomposition::kNone:
+      break;
   }
+  return "";
 }
 
 }  // namespace divfuzz::ops

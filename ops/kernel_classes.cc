@@ -457,6 +457,31 @@ constexpr absl::string_view kPointwiseAliases[] = {
     "special_ndtr",     "special_multigammaln", "special_polygamma", "rsub",
 };
 
+// Decompositions the generic path reaches under their older names: compared
+// through invariants like the curated linalg_* ones (a judged CPU campaign had
+// torch.svd's sign-flipped vectors in the bug tier).
+constexpr std::pair<absl::string_view, Decomposition> kGenericDecompositions[] = {
+    {"qr", Decomposition::kQr},
+    {"svd", Decomposition::kSvdV},
+};
+
+Decomposition DecompositionOfRule(Rule rule) {
+  switch (rule) {
+    case Rule::kQr:
+      return Decomposition::kQr;
+    case Rule::kSvd:
+      return Decomposition::kSvd;
+    case Rule::kEigh:
+      return Decomposition::kEigh;
+    case Rule::kLu:
+      return Decomposition::kLu;
+    case Rule::kEig:
+      return Decomposition::kEig;
+    default:
+      return Decomposition::kNone;
+  }
+}
+
 void ApplyKernelClasses(OpSpec& spec) {
   spec.device_argument = DeviceArgumentOf(spec.name);
   absl::string_view base = spec.name;
@@ -498,6 +523,13 @@ void ApplyKernelClasses(OpSpec& spec) {
     default:
       if (spec.generic != nullptr && spec.generic->pointwise) spec.hints |= kPointwise;
       if (spec.family == "linalg") spec.hints |= kBatchesLeadingDims;
+  }
+  if (spec.hints & kDecomposition) spec.decomposition = DecompositionOfRule(spec.rule);
+  for (const auto& [name, form] : kGenericDecompositions) {
+    if (spec.rule == Rule::kGeneric && plain == name) {
+      spec.decomposition = form;
+      spec.hints |= kDecomposition;
+    }
   }
   for (absl::string_view alias : kPointwiseAliases) {
     if (plain == alias) spec.hints |= kPointwise;

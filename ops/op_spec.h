@@ -152,6 +152,19 @@ struct DeviceArgument {
   absl::string_view why;
 };
 
+// How a decomposition's outputs are compared (kDecomposition): through its
+// invariants, since its factors are free up to sign or phase
+// (oracles/invariants.cc and both repro harnesses).
+enum class Decomposition {
+  kNone,
+  kQr,    // (Q, R): Q R = A and |diag(R)|
+  kSvd,   // (U, S, Vh): U diag(S) Vh = A and S
+  kSvdV,  // (U, S, V), torch.svd: U[.., :k] diag(S) V[.., :k]^H = A and S
+  kEigh,  // (w, V): V diag(w) V^H and w
+  kLu,    // (P, L, U): P L U = A
+  kEig,   // (w, V): w as a multiset
+};
+
 // Which input's condition number bounds a linear-algebra op (kConditioned),
 // and how the op reads it: whole, one triangle, or as a Cholesky factor L of
 // the system L L^T (cholesky_solve). `upper_pos` is where the op's `upper`
@@ -196,6 +209,8 @@ struct OpSpec {
   // With kInternalIntCast: the argument position that is cast to int64.
   int int_cast_arg = -1;
   UncheckedPrecondition unchecked = UncheckedPrecondition::kNone;
+  // With kDecomposition: the form of its outputs (ops/kernel_classes.cc).
+  Decomposition decomposition = Decomposition::kNone;
   const DeviceArgument* device_argument = nullptr;
   ConditionedMatrix conditioned;
   // A constant the kernel multiplies an input by on the way to a result that

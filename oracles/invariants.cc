@@ -12,29 +12,38 @@ std::vector<at::Tensor> Comparable(const ops::OpSpec* spec,
     if (!t.defined()) return outputs;
   }
   const at::ScalarType dtype = outputs[0].scalar_type();
-  auto f64 = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  auto f64 = [](const at::Tensor& t) {
+    return t.to(t.is_complex() ? at::kComplexDouble : at::kDouble);
+  };
   std::vector<at::Tensor> inv;
-  switch (spec->rule) {
-    case ops::Rule::kQr: {  // Q R = A, and |diag(R)| is unique
+  switch (spec->decomposition) {
+    case ops::Decomposition::kQr: {  // Q R = A, and |diag(R)| is unique
       const at::Tensor q = f64(outputs[0]), r = f64(outputs[1]);
       inv = {r.diagonal(0, -2, -1).abs(), q.matmul(r)};
       break;
     }
-    case ops::Rule::kSvd: {  // U diag(S) Vh = A, and S is unique
+    case ops::Decomposition::kSvd: {  // U diag(S) Vh = A, and S is unique
       const at::Tensor u = f64(outputs[0]), s = f64(outputs[1]), vh = f64(outputs[2]);
       inv = {s, u.mul(s.unsqueeze(-2)).matmul(vh)};
       break;
     }
-    case ops::Rule::kEigh: {  // V diag(w) V^T = sym(A), and w is unique
+    case ops::Decomposition::kSvdV: {  // torch.svd: V, and U and V may be complete
+      const int64_t k = outputs[1].size(-1);
+      const at::Tensor u = f64(outputs[0]).narrow(-1, 0, k), s = f64(outputs[1]);
+      const at::Tensor v = f64(outputs[2]).narrow(-1, 0, k);
+      inv = {s, u.mul(s.unsqueeze(-2)).matmul(v.mH())};
+      break;
+    }
+    case ops::Decomposition::kEigh: {  // V diag(w) V^T = sym(A), and w is unique
       const at::Tensor w = f64(outputs[0]), v = f64(outputs[1]);
       inv = {w, v.mul(w.unsqueeze(-2)).matmul(v.mT())};
       break;
     }
-    case ops::Rule::kLu: {  // P L U = A; pivots may be chosen differently among ties
+    case ops::Decomposition::kLu: {  // P L U = A; pivots may be chosen differently among ties
       inv = {f64(outputs[0]).matmul(f64(outputs[1])).matmul(f64(outputs[2]))};
       break;
     }
-    case ops::Rule::kEig: {  // the spectrum as a multiset: sorted real and imaginary parts
+    case ops::Decomposition::kEig: {  // the spectrum as a multiset: sorted real and imaginary parts
       const at::Tensor w = outputs[0].to(at::kComplexDouble);
       inv = {std::get<0>(at::real(w).sort(-1)), std::get<0>(at::imag(w).sort(-1))};
       for (at::Tensor& t : inv) {

@@ -9,6 +9,7 @@
 #include "exec/executor.h"
 #include "fuzz/harness.h"
 #include "gtest/gtest.h"
+#include "ops/catalogue.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
 #include "oracles/nan_rule.h"
@@ -495,6 +496,31 @@ TEST(Invariants, DecompositionsIgnoreSignsButNotMagnitudes) {
   at::Tensor sign = at::tensor(std::vector<double>{-1.0, 1.0, 1.0});
   b.nodes[0].outputs[0] = a.nodes[0].outputs[0].mul(sign);
   b.nodes[0].outputs[1] = a.nodes[0].outputs[1].mul(sign.unsqueeze(1));
+  EXPECT_FALSE(Compare(p, t, a, b).Diverged());
+  b.nodes[0].outputs[1] = a.nodes[0].outputs[1].mul(1.001);
+  EXPECT_TRUE(Compare(p, t, a, b).Diverged());
+}
+
+// torch.svd (aten::svd, reached by the generic path) returns V, not Vh, and
+// with some=False complete U and V whose extra columns are any basis of the
+// complement: a judged CPU campaign had its sign-flipped vectors in the bug
+// tier. aten::qr is linalg_qr's older name.
+TEST(Invariants, TheOlderSvdAndQrAreComparedThroughTheirInvariantsToo) {
+  EXPECT_EQ(ops::DecompositionName("aten::svd"), "svd_v");
+  EXPECT_EQ(ops::DecompositionName("aten::qr"), "qr");
+  EXPECT_EQ(ops::DecompositionName("aten::linalg_svd"), "svd");
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %m: f64[3,4] = normal(seed=4, mean=0.0, std=1.0)\n"
+      "%u, %s, %v = aten::svd(%m, False)\noutput %u, %s, %v\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = a;
+  ASSERT_FALSE(a.nodes[0].error) << a.nodes[0].error->message;
+  ASSERT_EQ(a.nodes[0].outputs[2].size(-1), 4);  // complete V
+  const at::Tensor flip = at::tensor(std::vector<double>{-1.0, 1.0, 1.0});
+  b.nodes[0].outputs[0] = a.nodes[0].outputs[0].mul(flip);
+  // The same flip of V's first column, and another basis of its last one.
+  const at::Tensor flip_v = at::tensor(std::vector<double>{-1.0, 1.0, 1.0, -1.0});
+  b.nodes[0].outputs[2] = a.nodes[0].outputs[2].mul(flip_v);
   EXPECT_FALSE(Compare(p, t, a, b).Diverged());
   b.nodes[0].outputs[1] = a.nodes[0].outputs[1].mul(1.001);
   EXPECT_TRUE(Compare(p, t, a, b).Diverged());

@@ -292,6 +292,9 @@ def comparable(outs):
         inv = [f[1].diagonal(0, -2, -1).abs(), f[0].matmul(f[1])]
     elif INVARIANTS == 'svd':  # U diag(S) Vh = A, and S is unique
         inv = [f[1], f[0].mul(f[1].unsqueeze(-2)).matmul(f[2])]
+    elif INVARIANTS == 'svd_v':  # torch.svd: V, and U and V may be complete
+        k = f[1].shape[-1]
+        inv = [f[1], f[0][..., :k].mul(f[1].unsqueeze(-2)).matmul(f[2][..., :k].mH)]
     elif INVARIANTS == 'eigh':  # V diag(w) V^T = sym(A), and w is unique
         inv = [f[0], f[1].mul(f[0].unsqueeze(-2)).matmul(f[1].mT)]
     elif INVARIANTS == 'lu':  # P L U = A

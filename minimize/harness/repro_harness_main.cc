@@ -375,6 +375,9 @@ std::vector<at::Tensor> Comparable(const std::vector<at::Tensor>& outs) {
     r = {f[1].diagonal(0, -2, -1).abs(), f[0].matmul(f[1])};
   } else if (inv == "svd" && f.size() >= 3) {  // U diag(S) Vh = A, and S is unique
     r = {f[1], f[0].mul(f[1].unsqueeze(-2)).matmul(f[2])};
+  } else if (inv == "svd_v" && f.size() >= 3) {  // torch.svd: V, U and V maybe complete
+    const int64_t k = f[1].size(-1);
+    r = {f[1], f[0].narrow(-1, 0, k).mul(f[1].unsqueeze(-2)).matmul(f[2].narrow(-1, 0, k).mH())};
   } else if (inv == "eigh" && f.size() >= 2) {  // V diag(w) V^T = sym(A), and w is unique
     r = {f[0], f[1].mul(f[0].unsqueeze(-2)).matmul(f[1].mT())};
   } else if (inv == "lu" && f.size() >= 3) {  // P L U = A
