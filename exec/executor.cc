@@ -31,9 +31,11 @@
 
 namespace divfuzz::exec {
 
-const char* const kCudaFaultMessages[5] = {"illegal memory access", "device-side assert",
+// The last two: an MPS client cut off from its server (cudaErrorMpsClientTerminated,
+// cudaErrorMpsRpcFailure and kin) can run nothing more either.
+const char* const kCudaFaultMessages[7] = {"illegal memory access", "device-side assert",
                                            "unspecified launch failure", "misaligned address",
-                                           "illegal instruction"};
+                                           "illegal instruction", "MPS client", "MPS server"};
 const char kNotImplementedMessage[] = "not implemented for";
 // cuDNN's names no kernel but the dtype (integer convolutions on CUDA).
 const char* const kDtypeGapMessages[4] = {kNotImplementedMessage, "HalfTensor is not supported",

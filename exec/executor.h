@@ -20,7 +20,7 @@ bool CudaAvailable();
 
 // What a CUDA fault says in its message: it poisons the process's CUDA
 // context (the executor's kCudaFatal; the repros count it as a crash).
-extern const char* const kCudaFaultMessages[5];
+extern const char* const kCudaFaultMessages[7];
 
 // What ATen says when a kernel does not take a dtype (a dtype gap).
 extern const char kNotImplementedMessage[];

@@ -59,7 +59,7 @@ bool FailedWrite(const std::string& path, const std::string& data) {
 // files, and the in-flight ones saved beside them (not locate's logs).
 bool KillerArtifact(const std::string& name) {
   return (absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
-          absl::StartsWith(name, "oom-")) &&
+          absl::StartsWith(name, "oom-") || absl::StartsWith(name, kMpsFaultPrefix)) &&
          !absl::EndsWith(name, ".log");
 }
 
@@ -75,7 +75,9 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
   const pid_t pid =
       SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets),
                  absl::StrCat("--variants=", c.variants), artifact},
-                {{}, out});
+                {{}, out, /*append_log=*/false,
+                 c.outside_mps ? std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY"}
+                               : std::vector<std::string>{}});
   // A hang is one node running past the timeout: the clock restarts at every
   // "RUN" line locate prints, and process start-up (loading libtorch, which
   // takes seconds on a loaded machine) gets a minute of its own.
@@ -216,6 +218,14 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     if (absl::StrContains(path, "/slow-unit-") && !r.hung && !r.crashed) {
       std::cout << "divfuzz campaign: slow input " << path
                 << " ran to its end on replay: not a finding\n";
+      continue;
+    }
+    // A fault on the MPS server reached every worker: only the input that
+    // faults again alone is the finding.
+    if (absl::StrContains(path, absl::StrCat("/", kMpsFaultPrefix)) && !r.hung && !r.crashed) {
+      std::cout << "divfuzz campaign: " << path
+                << " ran cleanly alone: its worker met another client's CUDA fault on the MPS "
+                   "server; not a finding\n";
       continue;
     }
     const bool timeout_artifact = absl::StrContains(path, "/timeout-");

@@ -16,6 +16,9 @@ struct ArtifactContext {
   std::string targets;       // "cpu,cuda"
   int timeout_seconds = 20;  // a replay running longer is a hang
   int variants = 1;          // the workers' value variants (fuzz/harness.h): replayed too
+  // The workers share an MPS server: replays run away from it, so that one
+  // fault neither reaches the workers nor is blamed on another replay.
+  bool outside_mps = false;
 };
 
 // Handles every artifact not in `seen` (and adds it); returns how many became
@@ -23,6 +26,10 @@ struct ArtifactContext {
 // Ops of reproduced hangs and crashes are added to `quarantine`.
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
+
+// The name prefix of an input a worker on the campaign's MPS server met a
+// CUDA fault in (kExitMpsFault): a finding only if it faults again alone.
+inline constexpr char kMpsFaultPrefix[] = "mps-fault-";
 
 // Saves the input a dead worker was running (its in-flight record,
 // fuzz/inflight.h) as crashes_dir/<prefix>inflight-<InputHash> when libFuzzer

@@ -36,6 +36,7 @@
 #include "fuzz/flags.h"
 #include "fuzz/given_flags.h"
 #include "fuzz/inflight.h"
+#include "fuzz/mps_server.h"
 #include "fuzz/preflight.h"
 #include "fuzz/repro_queue.h"
 #include "fuzz/spawn.h"
@@ -182,8 +183,10 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
 
 class Supervisor {
  public:
-  Supervisor(std::string work, CampaignConfig config, CampaignState state, FailOn fail_on)
-      : work_(std::move(work)),
+  Supervisor(std::string work, CampaignConfig config, CampaignState state, FailOn fail_on,
+             MpsServer mps)
+      : mps_(std::move(mps)),
+        work_(std::move(work)),
         config_(std::move(config)),
         state_(std::move(state)),
         fail_on_(std::move(fail_on)),
@@ -194,8 +197,10 @@ class Supervisor {
         status_(work_, config_.findings),
         repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()),
         triage_({work_ + "/crashes", config_.findings, config_.targets, config_.timeout,
-                 config_.variants},
-                state_.handled_artifacts, state_.quarantine) {}
+                 config_.variants, /*outside_mps=*/mps_.running()},
+                state_.handled_artifacts, state_.quarantine) {
+    repros_.set_outside_mps(mps_.running());
+  }
 
   // Reducers share the cores with the workers: one per 8 cores by default.
   static int ReproJobs() {
@@ -232,6 +237,7 @@ class Supervisor {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Reap();
+      if (mps_fault_) RestartMpsClients();
       Watch();
       TakeTriage();
       if (config_.repro_seconds > 0 && !stop_requested) repros_.Poll();
@@ -265,6 +271,7 @@ class Supervisor {
     if (!cut_short) triage_.Request();
     triage_.Drain();
     TakeTriage();
+    mps_.Stop();  // every client is gone
     state_.elapsed_seconds = elapsed();
     Checkpoint();
     if (config_.repro_seconds > 0) {
@@ -328,6 +335,7 @@ class Supervisor {
     env["DIVFUZZ_SKIP_INPUTS"] = work_ + "/skip_inputs.txt";
     env["DIVFUZZ_INFLIGHT"] = InflightPath(i);
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
+    if (mps_.running()) env["DIVFUZZ_ON_MPS"] = "1";
     s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true});
     s.sequence = 0;
     s.since = Clock::now();
@@ -376,6 +384,19 @@ class Supervisor {
         continue;
       }
       ++state_.restarts;
+      if (mps_.running() && WIFEXITED(status) && WEXITSTATUS(status) == kExitMpsFault) {
+        std::cout << "divfuzz campaign: worker " << i
+                  << " met a CUDA fault on the MPS server (log: " << s.log << ")\n";
+        SaveInflight(i, kMpsFaultPrefix);
+        mps_fault_ = true;
+        WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
+        triage_.Request();
+        continue;
+      }
+      // After a fault the server takes no new client until all have gone.
+      if (mps_.running() && WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) {
+        mps_fault_ = true;
+      }
       if (WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) ++startup_failures_;
       std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
                 << " (log: " << s.log << "); starting a new one\n";
@@ -385,6 +406,46 @@ class Supervisor {
       // the ops it quarantines).
       WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
       triage_.Request();
+    }
+  }
+
+  // A CUDA fault reaches every client of the MPS server, and the server
+  // takes no new client until all have gone (NVIDIA's MPS guide, "Error
+  // containment"): the workers and reducers go, the server restarts, and
+  // the workers start again. Replays run away from it (ArtifactContext).
+  // Three restarts in a row that did not last 15 s: the campaign goes on
+  // without MPS.
+  void RestartMpsClients() {
+    mps_fault_ = false;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (s.pid <= 0) continue;
+      kill(s.pid, SIGKILL);
+      waitpid(s.pid, nullptr, 0);
+      s.pid = -1;
+      ClearInflight(InflightPath(i));  // an innocent input: no artifact
+    }
+    repros_.Abort();
+    mps_.Stop();
+    const auto now = Clock::now();
+    short_lived_mps_ = now - last_mps_restart_ < std::chrono::seconds(15) ? short_lived_mps_ + 1 : 0;
+    last_mps_restart_ = now;
+    ++mps_restarts_;
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");  // else Start sees it as the user's server
+    absl::StatusOr<MpsServer> again =
+        short_lived_mps_ >= 3 ? absl::UnavailableError("it failed again within 15 s three times")
+                              : MpsServer::Start("on", work_, /*uses_cuda=*/true);
+    if (again.ok()) {
+      mps_ = *std::move(again);
+      setenv("CUDA_MPS_PIPE_DIRECTORY", mps_.pipe_dir().c_str(), 1);
+      std::cout << "divfuzz campaign: a CUDA fault reached the MPS server's clients: restarted "
+                   "the server and its workers ("
+                << mps_restarts_ << " so far)\n";
+    } else {
+      repros_.set_outside_mps(false);
+      std::cout << "divfuzz campaign: the MPS server cannot be restarted ("
+                << again.status().message()
+                << "); going on without it, the workers time-sliced on the GPU\n";
     }
   }
 
@@ -512,6 +573,7 @@ class Supervisor {
     return found.empty() ? "it could not record a finding in the findings store" : found;
   }
 
+  MpsServer mps_;  // first: it outlives every process that uses it
   std::string work_;
   CampaignConfig config_;
   CampaignState state_;
@@ -521,6 +583,9 @@ class Supervisor {
   int64_t corrupt_lines_before_ = 0;
   std::string store_failure_;  // set when a worker could not record a finding
   int startup_failures_ = 0;   // workers of this run that exited 2 (could not start)
+  bool mps_fault_ = false;     // a worker met a CUDA fault on the MPS server
+  int mps_restarts_ = 0, short_lived_mps_ = 0;
+  Clock::time_point last_mps_restart_{};
   std::vector<Slot> slots_;
   StatusReporter status_;
   ReproQueue repros_;
@@ -711,7 +776,18 @@ int RunCampaign(const std::vector<std::string>& args) {
                                     : absl::StrCat(" on GPU(s) ", absl::StrJoin(config.gpus, ",")))
             << ", findings " << config.findings << "/, work " << work << "/"
             << (fail_on->max_order >= 0 ? ", fail_on=" + fail_on->name : "") << "\n";
-  return Supervisor(work, std::move(config), std::move(state), *std::move(fail_on)).Run();
+  absl::StatusOr<MpsServer> mps =
+      MpsServer::Start(absl::GetFlag(FLAGS_mps), work, absl::StrContains(config.targets, "cuda"));
+  if (!mps.ok()) {
+    std::cerr << "divfuzz campaign: " << mps.status().message() << "\n";
+    return kExitCannotRun;
+  }
+  if (!mps->description().empty()) std::cout << "divfuzz campaign: " << mps->description() << "\n";
+  // Workers, reducers and replays inherit it, as OMP_NUM_THREADS.
+  if (mps->running()) setenv("CUDA_MPS_PIPE_DIRECTORY", mps->pipe_dir().c_str(), 1);
+  return Supervisor(work, std::move(config), std::move(state), *std::move(fail_on),
+                    *std::move(mps))
+      .Run();
 }
 
 }  // namespace divfuzz::fuzz

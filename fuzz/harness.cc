@@ -447,6 +447,14 @@ void Harness::WriteReproPy(const graph::Program& program, const oracles::Verdict
 void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::TypeEnv& types,
                                       const oracles::Verdict& verdict, const exec::RunResult& bad,
                                       const std::string& text) {
+  // On the campaign's MPS server a fault reaches every client: this one may
+  // be innocent. The supervisor keeps the input and replays it alone.
+  if (const char* mps = std::getenv("DIVFUZZ_ON_MPS"); mps != nullptr && *mps != '\0') {
+    FlushHits();
+    std::cerr << "divfuzz: CUDA fault on the campaign's MPS server (" << text
+              << "); exiting so the supervisor replays the input alone\n";
+    std::_Exit(kExitMpsFault);
+  }
   // The node that faulted names the bucket, as the campaign names the crash
   // artifact this abort leaves: one bucket for both (fuzz/crash_hang_triage.h).
   int node = -1;

@@ -26,10 +26,20 @@ class ReproQueue {
   // Waits for the running jobs up to `seconds`, then stops them.
   void Finish(int seconds);
 
+  // Kills the running jobs at once; their buckets are tried again later
+  // (the campaign's MPS server is being restarted under them).
+  void Abort();
+
+  // Crash and hang buckets' reducers run their failing programs again and
+  // again: away from the campaign's MPS server, whose every client a CUDA
+  // fault reaches.
+  void set_outside_mps(bool v) { outside_mps_ = v; }
+
   int done() const { return done_; }
 
  private:
-  void Start(const std::vector<std::string>& ids);
+  // `failing`: a crash or hang bucket (alone in its batch).
+  void Start(const std::vector<std::string>& ids, bool failing);
 
   static constexpr size_t kBatch = 8;
 
@@ -50,6 +60,7 @@ class ReproQueue {
   // Buckets of a batch whose process crashed (a candidate program can crash
   // libtorch): each gets a process of its own, so one crash costs one bucket.
   std::set<std::string> solo_;
+  bool outside_mps_ = false;
 };
 
 }  // namespace divfuzz::fuzz

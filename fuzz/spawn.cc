@@ -24,6 +24,7 @@ pid_t SpawnSelf(const std::vector<std::string>& args, const SpawnOptions& option
       dup2(fileno(log), STDERR_FILENO);
     }
   }
+  for (const std::string& k : options.unset) unsetenv(k.c_str());
   for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -14,6 +14,7 @@ struct SpawnOptions {
   std::map<std::string, std::string> env;  // set in the child
   std::string log;                         // its stdout and stderr; empty: inherited
   bool append_log = false;                 // else the log is truncated
+  std::vector<std::string> unset;          // variables removed in the child
 };
 
 // Forks and re-executes /proc/self/exe with `args` (args[0] is its name). The

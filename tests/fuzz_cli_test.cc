@@ -187,6 +187,39 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
   EXPECT_TRUE(fs::exists(copy + "/campaign/logs/stats-0-1.json")) << run.output;
 }
 
+// --mps (fuzz/mps_server.h) on a machine without a GPU, and what the
+// campaign makes of an input a worker met a CUDA fault in on its MPS server:
+// a fault reaches every client, so only an input that fails again alone is
+// a finding (a crash- artifact that does not recur still is one, in the
+// divergence tier). Both artifacts here run cleanly.
+TEST(MpsFaults, AnInputThatMetAFaultOnTheMpsServerIsAFindingOnlyIfItFailsAgainAlone) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-mps");
+  testing::CommandRun run = Campaign(dir, "--seconds=3 --mps=maybe");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--mps must be auto, on or off, not \"maybe\"")) << run.output;
+  run = Campaign(dir, "--seconds=3 --mps=on");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--mps=on needs a cuda target")) << run.output;
+
+  run = Campaign(dir, "--seconds=3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string clean =
+      "divfuzz v1\ninput %a: f32[2] = fill(1.0)\n%b = aten::neg(%a)\noutput %b\n";
+  const std::string mps = dir + "/campaign/crashes/mps-fault-inflight-00000000000000aa";
+  testing::WriteTextFile(mps, clean);
+  testing::WriteTextFile(dir + "/campaign/crashes/crash-00000000000000bb", clean + "\n");
+  run = testing::RunShell(kTool + " campaign --resume=" + dir + "/campaign --seconds=3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(Contains(run.output, mps + " ran cleanly alone: its worker met another client's "
+                                         "CUDA fault on the MPS server; not a finding"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "(did not recur)")) << run.output;
+  const std::string index = testing::ReadTextFile(dir + "/findings/index.jsonl");
+  EXPECT_TRUE(Contains(index, "crash-00000000000000bb")) << index;
+  EXPECT_FALSE(Contains(index, "mps-fault-inflight")) << index;
+}
+
 TEST(CorruptIndex, SetAsideLinesAreNamedOnStderr) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-corrupt");

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "fuzz/exit_codes.h"
 #include "fuzz/feedback.h"
 #include "fuzz/harness.h"
 #include "graph/printer.h"
@@ -102,6 +103,37 @@ TEST(Harness, ACudaFaultIsACrashBucketOfTheNodeThatFaulted) {
               "replayed with CUDA_LAUNCH_BLOCKING=1)");
   }
   EXPECT_TRUE(found) << "no crash bucket in " << dir;
+}
+
+// On the campaign's MPS server a fault reaches every client, so a worker
+// that meets one may be innocent: it records nothing and exits with
+// kExitMpsFault; the supervisor keeps the input and replays it alone.
+TEST(Harness, ACudaFaultOnTheCampaignsMpsServerRecordsNothingAndExits87) {
+  const std::string dir = testing::TempDir("findings");
+  HarnessConfig c = CpuPair(dir);
+  c.target_b = exec::Target::kCuda;
+  c.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
+    exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
+    r.target = exec::Target::kCuda;
+    r.nodes[1].outputs.clear();
+    r.nodes[1].error = exec::NodeError{exec::NodeError::Kind::kCudaFatal,
+                                       "CUDA error: unspecified launch failure"};
+    r.cuda_fatal = true;
+    return r;
+  };
+  ::testing::FLAGS_gtest_death_test_style = "fast";
+  EXPECT_EXIT(
+      {
+        setenv("DIVFUZZ_ON_MPS", "1", 1);
+        Harness h(c);
+        h.TestOneInput(reinterpret_cast<const uint8_t*>(kDiverging), sizeof(kDiverging) - 1);
+      },
+      ::testing::ExitedWithCode(fuzz::kExitMpsFault), "CUDA fault on the campaign's MPS server");
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  auto index = (*store)->Load();
+  ASSERT_TRUE(index.ok()) << index.status();
+  for (const nlohmann::json& e : *index) EXPECT_NE(e["class"], "crash") << e.dump();
 }
 
 TEST(Harness, SkipsInputsThatAlreadyKilledAWorker) {

@@ -114,6 +114,12 @@ for l in open('findings/index.jsonl'):
       echo "== $arm: $w worker(s) ${SWEEP_FLAGS:-}"
       grep -a -A3 'campaign summary' "$OUT/$arm.log" | tail -3
       grep -a 'exec/s per worker' "$OUT/$arm.log" || true
+      grep -a '^divfuzz campaign: MPS' "$OUT/$arm.log" || true
+      # The end of each dead worker's log: why it died.
+      for log in $(grep -ao 'died: .*(log: [^)]*)' "$OUT/$arm.log" | sed 's/.*(log: \(.*\))/\1/'); do
+        echo "== $log"; grep -av 'Warning\|^#\|NEW finding' "$log" | tail -25
+      done >"$OUT/$arm-deaths.txt" 2>&1
+      grep -c '^== ' "$OUT/$arm-deaths.txt" | sed 's/^/dead workers: /'
     done ;;
   feedback)
     arm=$1 seconds=$2
