@@ -13,6 +13,11 @@ namespace divfuzz::exec {
 namespace {
 
 bool TakesIndexTensors(const c10::FunctionSchema& schema, const torch::jit::Stack& stack) {
+  // masked_scatter's CUDA kernel asserts on the device that the source has
+  // as many elements as the mask has ones; the CPU raises.
+  if (schema.name() == "aten::masked_scatter" || schema.name() == "aten::masked_scatter_") {
+    return true;
+  }
   static const std::set<std::string> kIndexNames = {"index", "indices", "target", "targets",
                                                     "offsets"};
   const auto& args = schema.arguments();
@@ -58,8 +63,12 @@ std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
   } catch (const std::exception& e) {
     const std::string what = e.what();
     // max_unpool's CPU kernel says "Found an invalid max index".
+    // index_select's: "INDICES element is out of DATA bounds"; masked_scatter's:
+    // "Number of elements of source < number of ones in mask".
     if (absl::StrContains(what, "out of bounds") || absl::StrContains(what, "out of range") ||
-        absl::StrContains(what, "invalid max index")) {
+        absl::StrContains(what, "out of DATA bounds") ||
+        absl::StrContains(what, "invalid max index") ||
+        absl::StrContains(what, "number of ones in mask")) {
       return what.substr(0, what.find('\n'));
     }
   }

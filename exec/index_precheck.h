@@ -18,8 +18,10 @@
 namespace divfuzz::exec {
 
 // The CPU's error message (first line) when `op` on CPU copies of `stack`
-// raises "out of bounds", "out of range" or "invalid max index"; nothing for other ops, other
-// errors and success. `stack` itself is left as it was.
+// raises "out of bounds", "out of DATA bounds", "out of range", "invalid max
+// index" or (masked_scatter, whose CUDA kernel asserts it on the device) "number
+// of ones in mask"; nothing for other ops, other errors and success. `stack`
+// itself is left as it was.
 std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
                                               const torch::jit::Stack& stack);
 

@@ -423,8 +423,15 @@ class Supervisor {
       kill(s.pid, SIGKILL);
       waitpid(s.pid, nullptr, 0);
       s.pid = -1;
-      ClearInflight(InflightPath(i));  // an innocent input: no artifact
+      // The fault may have been this worker's, surfacing in another one (the
+      // corpus kept the input, and every restart of the workers would run
+      // it again): its input too is replayed alone and skipped from now on.
+      const std::string saved =
+          SaveInflightArtifact(InflightPath(i), work_ + "/crashes", kMpsFaultPrefix);
+      if (!saved.empty()) std::cout << "divfuzz campaign: worker " << i << " was running " << saved << "\n";
     }
+    WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
+    triage_.Request();
     repros_.Abort();
     mps_.Stop();
     const auto now = Clock::now();

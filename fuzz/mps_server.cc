@@ -45,6 +45,12 @@ int ControlCommand(const std::string& control, const std::string& pipe_dir,
     dup2(fds[0], STDIN_FILENO);
     close(fds[0]);
     close(fds[1]);
+    // Its replies ("Cannot find MPS control daemon process" once the daemon
+    // is gone) are not the campaign's output.
+    if (FILE* null = std::fopen("/dev/null", "w")) {
+      dup2(fileno(null), STDOUT_FILENO);
+      dup2(fileno(null), STDERR_FILENO);
+    }
     setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir.c_str(), 1);
     execl(control.c_str(), control.c_str(), static_cast<char*>(nullptr));
     _exit(127);

@@ -40,6 +40,21 @@ TEST(IndexPrecheck, RejectsWhatTheCpuCallsOutOfBounds) {
   torch::jit::Stack unpool = {at::ones({1, 1, 2, 2}), at::full({1, 1, 2, 2}, 99, at::kLong),
                               std::vector<int64_t>{2, 2}};
   EXPECT_TRUE(IndexRejectedOnCpu(Op("aten::max_unpool2d", ""), unpool).has_value());
+
+  // Seen on the H200 (issue 18's campaign), each a CUDA fault that, through
+  // the MPS server, reached every worker: a 0-d index past the dim (the CPU
+  // says "out of DATA bounds"), and a mask with more ones than the source
+  // has elements (masked_scatter takes no index argument).
+  torch::jit::Stack select = {at::zeros({1, 1}, at::kLong), int64_t{1},
+                              at::full({}, 1, at::kLong)};
+  EXPECT_TRUE(IndexRejectedOnCpu(Op("aten::index_select", ""), select).has_value());
+  torch::jit::Stack scatter = {at::zeros({}, at::kHalf), at::ones({2}, at::kBool),
+                               at::zeros({}, at::kHalf)};
+  const auto masked = IndexRejectedOnCpu(Op("aten::masked_scatter", ""), scatter);
+  ASSERT_TRUE(masked.has_value());
+  EXPECT_NE(masked->find("number of ones in mask"), std::string::npos) << *masked;
+  torch::jit::Stack enough = {at::zeros({2}), at::ones({2}, at::kBool), at::ones({2})};
+  EXPECT_FALSE(IndexRejectedOnCpu(Op("aten::masked_scatter", ""), enough).has_value());
 }
 
 TEST(IndexPrecheck, PassesValidIndicesAndLeavesTheInputsAlone) {

@@ -116,7 +116,7 @@ TEST(Settings, AnEarlierCampaignJsonReadsAsItWasWritten) {
   // Written again, it is the same object, with the later keys' defaults.
   nlohmann::json again = earlier;
   again["deferred_transfers"] = false;
-  again["variants"] = 1;
+  again["variants"] = 16;
   EXPECT_EQ(c->ToJson(), again);
 }
 
@@ -206,11 +206,11 @@ TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {
   EXPECT_EQ(h.memory_budget_mb, 2048);
   EXPECT_EQ(h.findings_dir, "findings");
   EXPECT_FALSE(h.policy.cuda_tf32);
-  EXPECT_EQ(h.variants, 1);
+  EXPECT_EQ(h.variants, 16);
   EXPECT_FALSE(exec::DeferredTransfers());
-  setenv("DIVFUZZ_VARIANTS", "16", 1);
+  setenv("DIVFUZZ_VARIANTS", "4", 1);
   setenv("DIVFUZZ_DEFERRED_TRANSFERS", "1", 1);
-  EXPECT_EQ(ConfigFromEnvironment().variants, 16);
+  EXPECT_EQ(ConfigFromEnvironment().variants, 4);
   EXPECT_TRUE(exec::DeferredTransfers());
   exec::SetDeferredTransfers(false);
 }
