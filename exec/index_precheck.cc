@@ -206,7 +206,7 @@ std::optional<std::string> NonFiniteInput(const std::string& name,
     return std::nullopt;
   }
   return absl::StrCat(name, ": a NaN or inf input, which the kernel does not survive (cuSOLVER's "
-                      "SVD iterates without end, LAPACK's geev segfaults; PyTorch gives no "
+                      "SVD and QR iterate without end, LAPACK's geev segfaults; PyTorch gives no "
                       "guarantee for non-finite linear-algebra inputs; divfuzz does not run it)");
 }
 

@@ -411,8 +411,8 @@ class Supervisor {
 
   // A CUDA fault reaches every client of the MPS server, and the server
   // takes no new client until all have gone (NVIDIA's MPS guide, "Error
-  // containment"): the workers and reducers go, the server restarts, and
-  // the workers start again. Replays run away from it (ArtifactContext).
+  // containment"): the workers go, the server restarts, and the workers
+  // start again. Replays and reducers run away from it.
   // Three restarts in a row that did not last 15 s: the campaign goes on
   // without MPS.
   void RestartMpsClients() {
@@ -432,7 +432,6 @@ class Supervisor {
     }
     WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
     triage_.Request();
-    repros_.Abort();
     mps_.Stop();
     const auto now = Clock::now();
     short_lived_mps_ = now - last_mps_restart_ < std::chrono::seconds(15) ? short_lived_mps_ + 1 : 0;
@@ -449,7 +448,6 @@ class Supervisor {
                    "the server and its workers ("
                 << mps_restarts_ << " so far)\n";
     } else {
-      repros_.set_outside_mps(false);
       std::cout << "divfuzz campaign: the MPS server cannot be restarted ("
                 << again.status().message()
                 << "); going on without it, the workers time-sliced on the GPU\n";

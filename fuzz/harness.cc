@@ -285,19 +285,21 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
   const std::string text = outcome.verdict.Diverged() || run.a.cuda_fatal || run.b.cuda_fatal
                                ? graph::PrintProgram(program)
                                : "";
+  // A poisoned CUDA context makes every result of the run meaningless (the
+  // fault may have been launched by an earlier node or, on the campaign's MPS
+  // server, by another worker: on the H200 such runs filed 20 error splits
+  // "cuda raised: illegal memory access"). Nothing is judged; the crash is
+  // recorded and the supervisor starts a fresh worker.
+  if (run.a.cuda_fatal || run.b.cuda_fatal) {
+    RecordCudaFaultAndAbort(program, types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
+                            text);
+  }
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
     if (!run.costly) FeedBackRoot(*d);
     CountRoot(*d);
     if (RecordRoot(program, outcome.verdict, *d, text)) ++outcome.new_findings;
   }
   if (!outcome.verdict.divergences.empty()) ++state_->diverged;
-
-  // A poisoned CUDA context makes every later result meaningless: the input is
-  // recorded above; let the supervisor start a fresh worker.
-  if (run.a.cuda_fatal || run.b.cuda_fatal) {
-    RecordCudaFaultAndAbort(program, types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
-                            text);
-  }
   return outcome;
 }
 
@@ -316,6 +318,10 @@ void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& typ
   state_->variant_cases += batch->count;
   const oracles::Verdict verdict = Judge(batch->program, batch->types, run);
   std::string text;  // the batched program's, printed only if it is recorded
+  if (run.a.cuda_fatal || run.b.cuda_fatal) {  // nothing of the run is judged (RunOne)
+    RecordCudaFaultAndAbort(batch->program, batch->types, verdict,
+                            run.a.cuda_fatal ? run.a : run.b, graph::PrintProgram(batch->program));
+  }
   for (const oracles::Divergence* d : verdict.Roots()) {
     FeedBackRoot(*d);
     CountRoot(*d);
@@ -332,11 +338,6 @@ void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& typ
     }
     if (text.empty()) text = graph::PrintProgram(batch->program);
     if (RecordRoot(batch->program, verdict, *d, text)) ++outcome.new_findings;
-  }
-  if (run.a.cuda_fatal || run.b.cuda_fatal) {
-    if (text.empty()) text = graph::PrintProgram(batch->program);
-    RecordCudaFaultAndAbort(batch->program, batch->types, verdict,
-                            run.a.cuda_fatal ? run.a : run.b, text);
   }
 }
 

@@ -79,7 +79,6 @@ void ReproQueue::Poll() {
            report::SeverityOrder(b->value("severity", ""));
   });
   std::vector<std::string> batch;
-  bool failing = false;
   for (const nlohmann::json* e : pending) {
     const std::string id = e->value("id", "");
     // A hang or crash bucket restarts its process for every candidate that
@@ -88,14 +87,13 @@ void ReproQueue::Poll() {
     if (solo_.count(id) || cls == "crash" || cls == "hang") {
       if (!batch.empty()) continue;
       batch = {id};
-      failing = cls == "crash" || cls == "hang";
       break;
     }
     if (batch.size() == kBatch) break;
     batch.push_back(id);
   }
   for (const std::string& id : batch) tried_.insert(id);
-  Start(batch, failing);
+  Start(batch);
 }
 
 void ReproQueue::Finish(int seconds) {
@@ -110,16 +108,7 @@ void ReproQueue::Finish(int seconds) {
   running_.clear();
 }
 
-void ReproQueue::Abort() {
-  for (const Job& job : running_) {
-    kill(job.pid, SIGKILL);
-    waitpid(job.pid, nullptr, 0);
-    for (const std::string& id : job.ids) tried_.erase(id);
-  }
-  running_.clear();
-}
-
-void ReproQueue::Start(const std::vector<std::string>& ids, bool failing) {
+void ReproQueue::Start(const std::vector<std::string>& ids) {
   std::string log = absl::StrCat(work_, "/logs/repro-", batches_++, ".log");
   std::vector<std::string> args = {
       "divfuzz", "repro", absl::StrCat("--max_seconds=", max_seconds_),
@@ -130,7 +119,7 @@ void ReproQueue::Start(const std::vector<std::string>& ids, bool failing) {
       absl::StrCat("--tf32=", absl::GetFlag(FLAGS_tf32) ? "true" : "false")};
   for (const std::string& id : ids) args.push_back(absl::StrCat(findings_, "/", id));
   SpawnOptions options{{}, log};
-  if (outside_mps_ && failing) options.unset = {"CUDA_MPS_PIPE_DIRECTORY"};
+  if (outside_mps_) options.unset = {"CUDA_MPS_PIPE_DIRECTORY"};
   const pid_t pid = SpawnSelf(args, options);
   if (pid > 0) running_.push_back({pid, ids, log});
 }

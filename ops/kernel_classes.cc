@@ -373,6 +373,10 @@ constexpr UncheckedFact kUnchecked[] = {
     {"aten::linalg_eig", UncheckedPrecondition::kFiniteInput},
     {"aten::linalg_eigvals", UncheckedPrecondition::kFiniteInput},
     {"aten::_linalg_eigvals", UncheckedPrecondition::kFiniteInput},
+    // cuSOLVER's QR of inf input hung on the H100 and the H200 (issue 18).
+    {"aten::linalg_qr", UncheckedPrecondition::kFiniteInput},
+    {"aten::qr", UncheckedPrecondition::kFiniteInput},
+    {"aten::geqrf", UncheckedPrecondition::kFiniteInput},
 };
 
 // Outputs PyTorch leaves to each device.

@@ -119,9 +119,11 @@ enum class UncheckedPrecondition {
   // tenth), and PyTorch's rules already leave it undefined or expected:
   kBoundedDegree,          // the orthogonal polynomials loop n times (n cast to int64)
   kFiniteMatrixNorm,       // matrix_exp: squarings from log2 of the norm (an int cast)
-  kFiniteInput,            // the SVD's iterations on CUDA do not end on NaN/inf; LAPACK's
-                           // geev (eig, eigvals) segfaults on the CPU, and the dying
-                           // worker's crash handler wedged for 50 s on a 2-core host
+  kFiniteInput,            // the SVD's and QR's iterations on CUDA do not end on NaN/inf
+                           // (on the campaign's MPS server a hang killed by the timeout
+                           // reached every worker); LAPACK's geev (eig, eigvals)
+                           // segfaults on the CPU, and the dying worker's crash handler
+                           // wedged for 50 s on a 2-core host
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.
