@@ -39,6 +39,7 @@
 #include "fuzz/mps_server.h"
 #include "fuzz/preflight.h"
 #include "fuzz/repro_queue.h"
+#include "fuzz/restart_corpus.h"
 #include "fuzz/spawn.h"
 #include "oracles/policy.h"
 #include "report/report.h"
@@ -210,6 +211,13 @@ class Supervisor {
   }
 
   int Run() {
+    // Sampled corpora a killed run left behind: their inputs join the corpus.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(work_ + "/restart-corpus", ec)) {
+      MergeInto(e.path().string(), work_ + "/corpus");
+      RemoveCorpusFolder(e.path().string());
+    }
+    ::rmdir((work_ + "/restart-corpus").c_str());
     // Workers, reducers and replays inherit it; OMP_NUM_THREADS set by the
     // user wins.
     if (std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -273,7 +281,8 @@ class Supervisor {
     TakeTriage();
     mps_.Stop();  // every client is gone
     state_.elapsed_seconds = elapsed();
-    Checkpoint();
+    Checkpoint();  // also merges the last sampled corpora
+    ::rmdir((work_ + "/restart-corpus").c_str());  // empty by now
     if (config_.repro_seconds > 0) {
       std::cout << "divfuzz campaign: buckets minimized with repros in this run: " << repros_.done()
                 << "\n";
@@ -309,6 +318,8 @@ class Supervisor {
     uint64_t sequence = 0;
     Clock::time_point since;  // when `sequence` began, or was last seen idle
     bool wedged = false;      // killed by the watchdog
+    bool spawned = false;     // a worker ran in this slot in this run
+    std::string own_corpus;   // a replacement's sampled corpus (fuzz/restart_corpus.h)
   };
 
   void Spawn(size_t i, int remaining) {
@@ -325,8 +336,21 @@ class Supervisor {
         "-reduce_inputs=0"};
     if (config_.seed != 0) argv.push_back(absl::StrCat("-seed=", config_.seed + gen));
     if (!config_.feedback) argv.push_back("-keep_seed=1");
-    argv.push_back(work_ + "/corpus");
-    argv.insert(argv.end(), config_.seeds.begin(), config_.seeds.end());
+    MergeOwnCorpus(s);
+    const int sample = absl::GetFlag(FLAGS_restart_sample);
+    if (s.spawned && sample > 0 && CountFiles(work_ + "/corpus") > static_cast<size_t>(sample)) {
+      const std::string own = absl::StrCat(work_, "/restart-corpus/", i, "-", gen);
+      if (SampleCorpus(work_ + "/corpus", own, sample, config_.seed + gen).ok()) {
+        s.own_corpus = own;
+      }
+    }
+    s.spawned = true;
+    if (s.own_corpus.empty()) {
+      argv.push_back(work_ + "/corpus");
+      argv.insert(argv.end(), config_.seeds.begin(), config_.seeds.end());
+    } else {
+      argv.push_back(s.own_corpus);  // the seeds' useful inputs are in the corpus
+    }
     // The campaign's settings (fuzz/settings.def), then what is this
     // worker's own or changes while the campaign runs.
     std::map<std::string, std::string> env = WorkerEnvironment(config_);
@@ -518,7 +542,19 @@ class Supervisor {
     return true;
   }
 
+  // A replacement's new inputs join the shared corpus (the other workers
+  // reload it); once the worker is gone, its folder goes too.
+  void MergeOwnCorpus(Slot& s) {
+    if (s.own_corpus.empty()) return;
+    MergeInto(s.own_corpus, work_ + "/corpus");
+    if (s.pid <= 0) {
+      RemoveCorpusFolder(s.own_corpus);
+      s.own_corpus.clear();
+    }
+  }
+
   void Checkpoint() {
+    for (Slot& s : slots_) MergeOwnCorpus(s);
     if (absl::Status st = SaveState(work_, state_); !st.ok()) {
       std::cerr << "divfuzz campaign: saving state failed: " << st.message() << "\n";
     }

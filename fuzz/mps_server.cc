@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,7 +127,7 @@ absl::StatusOr<MpsServer> MpsServer::Start(const std::string& mode, const std::s
   s.log_dir_ = (fs::path(work) / "logs" / "mps").string();
   std::error_code ec;
   fs::create_directories(s.pipe_dir_, ec);
-  fs::permissions(s.pipe_dir_, fs::perms::owner_all, ec);
+  ::chmod(s.pipe_dir_.c_str(), 0700);
   fs::create_directories(s.log_dir_, ec);
   // A daemon a killed campaign left in this folder's pipe: stop it, so this
   // one starts with the campaign's own logs and dies with it.

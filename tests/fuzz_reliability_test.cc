@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "fuzz/harness.h"
 #include "fuzz/repro_supervisor.h"
+#include "fuzz/restart_corpus.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -795,6 +796,37 @@ TEST(CampaignResume, KillNineAtRandomMomentsThenResumeLosesNothing) {
     ++rows;
   }
   EXPECT_GE(rows, 3);
+}
+
+// A worker that replaces a dead one starts from a sample of the corpus
+// (fuzz/restart_corpus.h) instead of running all of it first; its new inputs
+// join the corpus, and its folder is gone when the campaign ends. The first
+// run builds a corpus; the second, in the same work folder, has the faulty
+// plugin's crashing ops kill its workers.
+TEST(CampaignReliability, AReplacementWorkerStartsFromASampleOfTheCorpus) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("restart-sample");
+  const std::string common = " --targets=cpu,cpu-f64 --repro_seconds=0 --corpus=" +
+                             std::string(DIVFUZZ_SOURCE_DIR) + "/corpus/seed," +
+                             DIVFUZZ_SOURCE_DIR + "/corpus/families";
+  testing::CommandRun run = testing::RunShell("cd " + dir + " && " + kTool +
+                                              " campaign --seconds=6" + common);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const size_t before = fuzz::CountFiles(dir + "/campaign/corpus");
+  ASSERT_GT(before, 3u) << run.output;
+
+  run = testing::RunShell("cd " + dir + " && " + kTool + " campaign --seconds=10 --timeout=2 " +
+                          "--restart_sample=3 --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN + common);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_NE(run.output.find("died"), std::string::npos) << run.output;
+  // The first worker read the whole corpus and the seeds; a replacement, 3.
+  const std::string first = testing::ReadTextFile(dir + "/campaign/logs/worker-0-0.log");
+  EXPECT_EQ(first.find("INFO: seed corpus: files: 3 "), std::string::npos) << first;
+  const std::string second = testing::ReadTextFile(dir + "/campaign/logs/worker-0-1.log");
+  EXPECT_NE(second.find("INFO: seed corpus: files: 3 "), std::string::npos) << second;
+  EXPECT_NE(second.find("restart-corpus/0-1"), std::string::npos) << second;
+  EXPECT_FALSE(fs::exists(dir + "/campaign/restart-corpus")) << run.output;
+  EXPECT_GE(fuzz::CountFiles(dir + "/campaign/corpus"), before);
 }
 
 }  // namespace
