@@ -173,6 +173,7 @@ HarnessConfig ConfigFromEnvironment() {
     std::exit(2);
   }
   c.variants = settings->variants;
+  c.on_mps = !Env("DIVFUZZ_ON_MPS").empty();
   if (c.variants < 1 || c.variants > 1024) {
     std::cerr << "divfuzz: DIVFUZZ_VARIANTS: expected 1 to 1024 variants, got '"
               << Env("DIVFUZZ_VARIANTS") << "'\n";
@@ -448,20 +449,20 @@ void Harness::WriteReproPy(const graph::Program& program, const oracles::Verdict
 void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::TypeEnv& types,
                                       const oracles::Verdict& verdict, const exec::RunResult& bad,
                                       const std::string& text) {
-  // On the campaign's MPS server a fault reaches every client: this one may
-  // be innocent. The supervisor keeps the input and replays it alone.
-  if (const char* mps = std::getenv("DIVFUZZ_ON_MPS"); mps != nullptr && *mps != '\0') {
-    FlushHits();
-    std::cerr << "divfuzz: CUDA fault on the campaign's MPS server (" << text
-              << "); exiting so the supervisor replays the input alone\n";
-    std::_Exit(kExitMpsFault);
-  }
   // The node that faulted names the bucket, as the campaign names the crash
   // artifact this abort leaves: one bucket for both (fuzz/crash_hang_triage.h).
   int node = -1;
   for (size_t i = 0; i < bad.nodes.size() && node < 0; ++i) {
     const auto& e = bad.nodes[i].error;
     if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
+  }
+  // On the campaign's MPS server this worker may be innocent.
+  if (config_.on_mps) {
+    FlushHits();
+    std::cerr << "divfuzz: CUDA fault on the campaign's MPS server ("
+              << (node >= 0 ? bad.nodes[node].error->message : std::string("node unknown"))
+              << "); exiting so the supervisor replays the input alone\n";
+    std::_Exit(kExitMpsFault);
   }
   store::FindingHit hit =
       FailureHit(program, &types, node, node >= 0 ? program.nodes[node].QualifiedName() : "",

@@ -53,6 +53,10 @@ struct HarnessConfig {
   // into one batched program. 1: off (a harness built in code); a worker's
   // is --variants'.
   int variants = 1;
+  // On the campaign's MPS server (DIVFUZZ_ON_MPS): a CUDA fault reaches every
+  // client, so a worker that meets one records nothing and exits
+  // kExitMpsFault; the supervisor replays its input alone.
+  bool on_mps = false;
   oracles::Policy policy = oracles::DefaultPolicy();
   // Where each input is recorded while it runs (fuzz/inflight.h); the
   // campaign sets it per worker. Empty: not recorded.

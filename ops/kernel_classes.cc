@@ -469,22 +469,32 @@ constexpr std::pair<absl::string_view, Decomposition> kGenericDecompositions[] =
     {"svd", Decomposition::kSvdV},
 };
 
-Decomposition DecompositionOfRule(Rule rule) {
-  switch (rule) {
-    case Rule::kQr:
-      return Decomposition::kQr;
-    case Rule::kSvd:
-      return Decomposition::kSvd;
-    case Rule::kEigh:
-      return Decomposition::kEigh;
-    case Rule::kLu:
-      return Decomposition::kLu;
-    case Rule::kEig:
-      return Decomposition::kEig;
-    default:
-      return Decomposition::kNone;
-  }
-}
+// What a shape rule says of its kernels: elementwise, batched over leading
+// dims, and (for a decomposition) the form its invariants are compared in.
+struct RuleClass {
+  Rule rule;
+  uint32_t hints;
+  Decomposition decomposition;
+};
+constexpr RuleClass kRuleClasses[] = {
+    {Rule::kUnary, kPointwise, Decomposition::kNone},
+    {Rule::kUnaryScalar, kPointwise, Decomposition::kNone},
+    {Rule::kBinary, kPointwise, Decomposition::kNone},
+    {Rule::kCompare, kPointwise, Decomposition::kNone},
+    {Rule::kCast, kPointwise, Decomposition::kNone},
+    {Rule::kMatmul, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kSquareToBatch, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kSquareToTwoBatch, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kSquare, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kSquareToVector, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kSolve, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kSquareWithInfo, kBatchesLeadingDims, Decomposition::kNone},
+    {Rule::kQr, kBatchesLeadingDims, Decomposition::kQr},
+    {Rule::kSvd, kBatchesLeadingDims, Decomposition::kSvd},
+    {Rule::kEigh, kBatchesLeadingDims, Decomposition::kEigh},
+    {Rule::kEig, kBatchesLeadingDims, Decomposition::kEig},
+    {Rule::kLu, kBatchesLeadingDims, Decomposition::kLu},
+};
 
 void ApplyKernelClasses(OpSpec& spec) {
   spec.device_argument = DeviceArgumentOf(spec.name);
@@ -502,33 +512,17 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   // Elementwise by its shape rule, ATen's own `pointwise` tag or as an alias;
   // batched over leading dims by its rule or as linear algebra.
-  switch (spec.rule) {
-    case Rule::kUnary:
-    case Rule::kUnaryScalar:
-    case Rule::kBinary:
-    case Rule::kCompare:
-    case Rule::kCast:
-      spec.hints |= kPointwise;
-      break;
-    case Rule::kMatmul:
-    case Rule::kSquareToBatch:
-    case Rule::kSquareToTwoBatch:
-    case Rule::kSquare:
-    case Rule::kSquareToVector:
-    case Rule::kSolve:
-    case Rule::kSquareWithInfo:
-    case Rule::kQr:
-    case Rule::kSvd:
-    case Rule::kEigh:
-    case Rule::kEig:
-    case Rule::kLu:
-      spec.hints |= kBatchesLeadingDims;
-      break;
-    default:
-      if (spec.generic != nullptr && spec.generic->pointwise) spec.hints |= kPointwise;
-      if (spec.family == "linalg") spec.hints |= kBatchesLeadingDims;
+  const RuleClass* by_rule = nullptr;
+  for (const RuleClass& r : kRuleClasses) {
+    if (r.rule == spec.rule) by_rule = &r;
   }
-  if (spec.hints & kDecomposition) spec.decomposition = DecompositionOfRule(spec.rule);
+  if (by_rule != nullptr) {
+    spec.hints |= by_rule->hints;
+    if (spec.hints & kDecomposition) spec.decomposition = by_rule->decomposition;
+  } else {
+    if (spec.generic != nullptr && spec.generic->pointwise) spec.hints |= kPointwise;
+    if (spec.family == "linalg") spec.hints |= kBatchesLeadingDims;
+  }
   for (const auto& [name, form] : kGenericDecompositions) {
     if (spec.rule == Rule::kGeneric && plain == name) {
       spec.decomposition = form;

@@ -65,19 +65,25 @@ TEST(Harness, RecordsOneBucketPerSignatureWithARepro) {
 // artifact the abort leaves is (fuzz/artifacts.cc), so `divfuzz repro` can
 // reduce it (a "cuda_fatal" bucket could not be). The fault is planted on a
 // CPU run labelled cuda.
-TEST(Harness, ACudaFaultIsACrashBucketOfTheNodeThatFaulted) {
-  const std::string dir = testing::TempDir("findings");
+// A cpu pair whose side B is labelled cuda and faults at node 1 with `message`.
+HarnessConfig FaultingCudaPair(const std::string& dir, const std::string& message) {
   HarnessConfig c = CpuPair(dir);
   c.target_b = exec::Target::kCuda;
-  c.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
+  c.runner_b = [message](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
     exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
     r.target = exec::Target::kCuda;
     r.nodes[1].outputs.clear();
-    r.nodes[1].error = exec::NodeError{exec::NodeError::Kind::kCudaFatal,
-                                       "CUDA error: an illegal memory access was encountered"};
+    r.nodes[1].error = exec::NodeError{exec::NodeError::Kind::kCudaFatal, message};
     r.cuda_fatal = true;
     return r;
   };
+  return c;
+}
+
+TEST(Harness, ACudaFaultIsACrashBucketOfTheNodeThatFaulted) {
+  const std::string dir = testing::TempDir("findings");
+  HarnessConfig c =
+      FaultingCudaPair(dir, "CUDA error: an illegal memory access was encountered");
   ::testing::FLAGS_gtest_death_test_style = "fast";  // the child writes the store we read
   EXPECT_DEATH(
       {
@@ -112,21 +118,11 @@ TEST(Harness, ACudaFaultIsACrashBucketOfTheNodeThatFaulted) {
 // kExitMpsFault; the supervisor keeps the input and replays it alone.
 TEST(Harness, ACudaFaultOnTheCampaignsMpsServerRecordsNothingAndExits87) {
   const std::string dir = testing::TempDir("findings");
-  HarnessConfig c = CpuPair(dir);
-  c.target_b = exec::Target::kCuda;
-  c.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target) {
-    exec::RunResult r = exec::Run(p, t, exec::Target::kCpu);
-    r.target = exec::Target::kCuda;
-    r.nodes[1].outputs.clear();
-    r.nodes[1].error = exec::NodeError{exec::NodeError::Kind::kCudaFatal,
-                                       "CUDA error: unspecified launch failure"};
-    r.cuda_fatal = true;
-    return r;
-  };
+  HarnessConfig c = FaultingCudaPair(dir, "CUDA error: unspecified launch failure");
+  c.on_mps = true;
   ::testing::FLAGS_gtest_death_test_style = "fast";
   EXPECT_EXIT(
       {
-        setenv("DIVFUZZ_ON_MPS", "1", 1);
         Harness h(c);
         h.TestOneInput(reinterpret_cast<const uint8_t*>(kDiverging), sizeof(kDiverging) - 1);
       },

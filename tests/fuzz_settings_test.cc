@@ -208,6 +208,10 @@ TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {
   EXPECT_FALSE(h.policy.cuda_tf32);
   EXPECT_EQ(h.variants, 16);
   EXPECT_FALSE(exec::DeferredTransfers());
+  EXPECT_FALSE(h.on_mps);
+  setenv("DIVFUZZ_ON_MPS", "1", 1);  // the campaign's workers on its MPS server
+  EXPECT_TRUE(ConfigFromEnvironment().on_mps);
+  unsetenv("DIVFUZZ_ON_MPS");
   setenv("DIVFUZZ_VARIANTS", "4", 1);
   setenv("DIVFUZZ_DEFERRED_TRANSFERS", "1", 1);
   EXPECT_EQ(ConfigFromEnvironment().variants, 4);
