@@ -110,6 +110,26 @@ bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
     mpfr_neg(t.v, t.v, N);
     mpfr_erfc(t.v, t.v, N);
     mpfr_div_ui(t.v, t.v, 2, N);
+    if (f == "log_ndtr" && mpfr_zero_p(t.v) && mpfr_number_p(x) && mpfr_sgn(x) < 0) {
+      // erfc underflowed MPFR's exponent range (x below about -4e9; a GPU
+      // campaign's log_ndtr(-5.2e12) came out -inf, where it is -1.357e25):
+      // log(phi(x) / -x * (1 - 1/x^2)), whose next term, 3/x^4, is far below
+      // the precision here.
+      mpfr_sqr(t.v, x, N);
+      mpfr_ui_div(u.v, 1, t.v, N);
+      mpfr_neg(u.v, u.v, N);
+      mpfr_log1p(u.v, u.v, N);  // log(1 - 1/x^2)
+      mpfr_div_ui(t.v, t.v, 2, N);
+      mpfr_sub(u.v, u.v, t.v, N);  // - x^2/2
+      mpfr_neg(t.v, x, N);
+      mpfr_log(t.v, t.v, N);
+      mpfr_sub(u.v, u.v, t.v, N);  // - log(-x)
+      mpfr_const_pi(t.v, N);
+      mpfr_mul_ui(t.v, t.v, 2, N);
+      mpfr_log(t.v, t.v, N);
+      mpfr_div_ui(t.v, t.v, 2, N);
+      return mpfr_sub(r, u.v, t.v, N), true;  // - log(2 pi) / 2
+    }
     return f == "ndtr" ? mpfr_set(r, t.v, N) : mpfr_log(r, t.v, N), true;
   }
   if (f == "erfcx") {  // exp(x^2) erfc(x); 1 / (x sqrt(pi)) (1 - 1/(2x^2)) far out

@@ -117,6 +117,25 @@ std::optional<exec::ExactResult> ExactOf(const std::string& text) {
   return exec::RunExact(p.nodes[0], r.inputs, t);
 }
 
+// Judged on the H200's campaign: log_ndtr(-5.2e12) is -1.357e25, finite in
+// float32, but erfc(3.7e12) underflows MPFR's exponent range and the witness
+// said -inf. Far out it is -x^2/2 - log(-x) - log(2 pi)/2 (mpmath agrees to
+// the last digit); where erfc still works both forms agree.
+TEST(ExactWitness, LogNdtrFarOutIsFiniteWhereErfcUnderflows) {
+  std::optional<exec::ExactResult> far =
+      ExactOf(Fill32("special_log_ndtr", "-5.2098e12", "f32", 1));
+  ASSERT_TRUE(far.has_value());
+  const double x = static_cast<double>(-5.2098e12f);
+  const double expected = -x * x / 2 - std::log(-x) - 0.5 * std::log(2 * M_PI);
+  EXPECT_NEAR(far->result.exact[0].item<double>() / expected, 1.0, 1e-15);
+  EXPECT_TRUE(std::isfinite(far->result.outputs[0].item<float>()));
+  // At -1e4 MPFR's erfc is still in range: the direct form, the same value.
+  std::optional<exec::ExactResult> near = ExactOf(Fill32("special_log_ndtr", "-1e4", "f32", 1));
+  ASSERT_TRUE(near.has_value());
+  EXPECT_NEAR(near->result.exact[0].item<double>() / (-5e7 - std::log(1e4) - 0.5 * std::log(2 * M_PI)),
+              1.0, 1e-15);
+}
+
 TEST(ExactWitness, SumsAreCorrectlyRounded) {
   // Any float64 order loses the 1s next to 1e16; the exact sum is 2.
   std::optional<exec::ExactResult> e = ExactOf(
