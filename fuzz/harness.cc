@@ -1,5 +1,7 @@
 #include "fuzz/harness.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -83,8 +85,13 @@ struct Harness::State {
   int64_t variant_cases = 0;   // the variants those checked (each a program of its own)
   // Signatures already in the store: their repeat hits are counted here and
   // added to the index every few seconds in one rewrite (and before exit),
-  // since rewriting it for each hit cost more than running the program.
+  // since rewriting it for each hit cost more than running the program. It
+  // starts with the store's buckets and learns those of other processes
+  // when the index changes (IsKnown): recording a bucket another worker
+  // found is a locked read of the whole index, which serialized a
+  // campaign's workers once the index grew to megabytes.
   std::set<std::string> known;
+  struct stat index_stamp {};  // the index as `known` last read it
   std::map<std::string, int64_t> pending_hits;
   std::unique_ptr<InflightRecord> inflight;
 
@@ -98,7 +105,7 @@ struct Harness::State {
   }
   // Epoch: the first program flushes at once, so a worker that dies early
   // (a crash in its first second) still leaves its counts.
-  std::chrono::steady_clock::time_point last_stats;
+  std::chrono::steady_clock::time_point last_stats, last_hits;
   double mean_seconds = 0;  // running mean of a program's run time (both sides)
   std::filesystem::file_time_type skip_stamp{};  // the skip list as last read
 };
@@ -214,6 +221,8 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
     std::exit(kExitCannotRun);
   }
   state_->store = *std::move(s);
+  RefreshKnown();
+  state_->last_hits = std::chrono::steady_clock::now();
   if (!config_.inflight_path.empty()) {
     // libFuzzer's -max_len in a campaign is 64 KiB; the file stays sparse.
     absl::StatusOr<std::unique_ptr<InflightRecord>> r =
@@ -238,6 +247,26 @@ Harness::Harness(HarnessConfig config) : config_(std::move(config)), state_(new 
 
 Harness::Counts Harness::counts() const {
   return {state_->executions, state_->batches, state_->variant_cases};
+}
+
+void Harness::RefreshKnown() {
+  struct stat now {};
+  if (::stat(state_->store->IndexPath().c_str(), &now) != 0) return;  // no index yet
+  const struct stat& last = state_->index_stamp;
+  if (now.st_ino == last.st_ino && now.st_size == last.st_size &&
+      now.st_mtim.tv_sec == last.st_mtim.tv_sec && now.st_mtim.tv_nsec == last.st_mtim.tv_nsec) {
+    return;
+  }
+  absl::StatusOr<std::set<std::string>> signatures = state_->store->Signatures();
+  if (!signatures.ok()) return;  // Record reads it again and reports what is wrong
+  state_->known.insert(signatures->begin(), signatures->end());
+  state_->index_stamp = now;
+}
+
+bool Harness::IsKnown(const std::string& signature) {
+  if (state_->known.count(signature)) return true;
+  RefreshKnown();
+  return state_->known.count(signature) > 0;
 }
 
 void Harness::FlushHits() {
@@ -327,7 +356,7 @@ void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& typ
     FeedBackRoot(*d);
     CountRoot(*d);
     const std::string signature = oracles::Signature(*d);
-    if (state_->known.count(signature)) {
+    if (IsKnown(signature)) {
       ++state_->pending_hits[signature];
       continue;
     }
@@ -335,7 +364,7 @@ void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& typ
       // A variant has the program's types: only its values differ.
       const Outcome alone = RunOne(mutators::Variant(program, v), types);
       outcome.new_findings += alone.new_findings;
-      if (state_->known.count(signature)) continue;
+      if (IsKnown(signature)) continue;
     }
     if (text.empty()) text = graph::PrintProgram(batch->program);
     if (RecordRoot(batch->program, verdict, *d, text)) ++outcome.new_findings;
@@ -387,7 +416,7 @@ void Harness::CountRoot(const oracles::Divergence& d) {
 bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& verdict,
                          const oracles::Divergence& d, const std::string& text) {
   const std::string signature = oracles::Signature(d);
-  if (state_->known.count(signature)) {
+  if (IsKnown(signature)) {
     ++state_->pending_hits[signature];
     return false;
   }
@@ -482,7 +511,13 @@ void Harness::FlushPeriodically() {
   auto now = std::chrono::steady_clock::now();
   if (now - state_->last_stats <= std::chrono::seconds(1)) return;
   state_->last_stats = now;
-  FlushHits();
+  // Each flush rewrites the whole index under the store's lock, which every
+  // worker and reducer shares: hits go every 10 s (counts only; a new bucket
+  // is recorded at once).
+  if (now - state_->last_hits > std::chrono::seconds(10)) {
+    state_->last_hits = now;
+    FlushHits();
+  }
   ReloadSkipList();
   if (!config_.stats_path.empty()) {
     (void)store::WriteFileAtomically(config_.stats_path, state_->Json().dump());
@@ -512,7 +547,7 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
   // its repeat hits would double their cost.
   auto candidate = [&](const oracles::Divergence& d) {
     return d.root && d.node_index >= 0 && d.tier != "expected" && d.tier != "dtype_gap" &&
-           !state_->known.count(oracles::Signature(d));
+           !IsKnown(oracles::Signature(d));
   };
   bool needed = false;
   for (const oracles::Divergence& d : verdict.divergences) needed = needed || candidate(d);

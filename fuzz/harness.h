@@ -106,7 +106,7 @@ class Harness {
   };
   Counts counts() const;
   // Repeat hits of buckets already in the store are batched: they reach the
-  // index's counts every second, here, and when the harness is destroyed.
+  // index's counts every 10 seconds, here, and when the harness is destroyed.
   void FlushHits();
 
  private:
@@ -144,9 +144,14 @@ class Harness {
                                             const ops::TypeEnv& types,
                                             const oracles::Verdict& verdict,
                                             const exec::RunResult& bad, const std::string& text);
-  // Every second (and at the first program): batched hits to the store, counters to the stats file.
+  // Every second (and at the first program): counters to the stats file;
+  // every 10 s: batched hits to the store.
   void FlushPeriodically();
   void ReloadSkipList();
+  // Whether the store has the bucket: this process's view, refreshed from
+  // the index when that changed since it was last read.
+  bool IsKnown(const std::string& signature);
+  void RefreshKnown();
 
   exec::RunResult RunSide(const graph::Program& program, const ops::TypeEnv& types, int side);
   // Reruns both targets when a root divergence would be stored; a target that

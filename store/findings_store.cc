@@ -112,11 +112,87 @@ struct IndexLine {
   std::string raw;
   bool ok = false;
   std::string error;  // when !ok
+  std::string id, signature;  // of an ok line
+  // A line the fast path vouched for is parsed only when it is changed: the
+  // index of a long campaign is megabytes, and every worker reads it.
+  bool parsed = false;
+  bool dirty = false;  // entry changed: written from entry, else from raw
   ordered_json entry;
 };
 
-// Parses index text into lines; blank lines are ignored.
-std::vector<IndexLine> ParseIndex(const std::string& text) {
+// The id and signature of a line as SerializeIndex writes it (compact, "id"
+// then "signature" first, a complete object), read without parsing the
+// whole line; false for any other line, which then gets a full parse.
+bool FastFields(absl::string_view raw, std::string* id, std::string* signature) {
+  constexpr absl::string_view kId = "{\"id\":\"";
+  constexpr absl::string_view kSignature = "\",\"signature\":\"";
+  if (!absl::StartsWith(raw, kId) || raw.back() != '}') return false;
+  const size_t id_end = raw.find('"', kId.size());
+  if (id_end == absl::string_view::npos) return false;
+  const absl::string_view id_text = raw.substr(kId.size(), id_end - kId.size());
+  if (id_text.empty() || id_text.find('\\') != absl::string_view::npos) return false;
+  if (raw.substr(id_end, kSignature.size()) != kSignature) return false;
+  const size_t open = id_end + kSignature.size() - 1;  // the signature's opening quote
+  bool escaped = false;
+  for (size_t i = open + 1; i < raw.size(); ++i) {
+    if (raw[i] == '\\') {
+      escaped = true;
+      ++i;
+    } else if (raw[i] == '"') {
+      const absl::string_view token = raw.substr(open, i - open + 1);
+      if (!escaped) {
+        *signature = std::string(token.substr(1, token.size() - 2));
+      } else {
+        try {
+          *signature = nlohmann::json::parse(token).get<std::string>();
+        } catch (const nlohmann::json::exception&) {
+          return false;
+        }
+      }
+      *id = std::string(id_text);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Parses one line in full, deciding whether it is a usable entry.
+void ParseLine(IndexLine& line) {
+  line.parsed = true;
+  line.ok = false;
+  try {
+    line.entry = ordered_json::parse(line.raw);
+    if (!line.entry.is_object()) {
+      line.error = "not a JSON object";
+    } else if (!line.entry.contains("id") || !line.entry["id"].is_string() ||
+               line.entry["id"].get<std::string>().empty()) {
+      line.error = "missing string field \"id\"";
+    } else if (!line.entry.contains("signature") || !line.entry["signature"].is_string()) {
+      line.error = "missing string field \"signature\"";
+    } else if (line.entry.contains("count") && !line.entry["count"].is_number_integer()) {
+      line.error = "field \"count\" is not an integer";
+    } else {
+      line.ok = true;
+      line.id = line.entry["id"].get<std::string>();
+      line.signature = line.entry["signature"].get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    line.error = e.what();
+  }
+}
+
+// The line's entry, parsed on first use; false (and the line no longer ok)
+// when the full parse disagrees with the fast one.
+bool Materialize(IndexLine& line) {
+  if (!line.parsed) ParseLine(line);
+  return line.ok;
+}
+
+// Parses index text into lines; blank lines are ignored. `full` parses every
+// line (readers that hand entries out); otherwise a line in the store's own
+// format is only scanned for its id and signature (the read-modify-write
+// paths, which touch a line or two).
+std::vector<IndexLine> ParseIndex(const std::string& text, bool full) {
   std::vector<IndexLine> lines;
   int number = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
@@ -126,40 +202,38 @@ std::vector<IndexLine> ParseIndex(const std::string& text) {
     IndexLine line;
     line.line = number;
     line.raw = std::string(raw);
-    try {
-      line.entry = ordered_json::parse(line.raw);
-      if (!line.entry.is_object()) {
-        line.error = "not a JSON object";
-      } else if (!line.entry.contains("id") || !line.entry["id"].is_string() ||
-                 line.entry["id"].get<std::string>().empty()) {
-        line.error = "missing string field \"id\"";
-      } else if (!line.entry.contains("signature") || !line.entry["signature"].is_string()) {
-        line.error = "missing string field \"signature\"";
-      } else if (line.entry.contains("count") && !line.entry["count"].is_number_integer()) {
-        line.error = "field \"count\" is not an integer";
-      } else {
-        line.ok = true;
-      }
-    } catch (const nlohmann::json::exception& e) {
-      line.error = e.what();
+    if (!full && FastFields(raw, &line.id, &line.signature)) {
+      line.ok = true;
+    } else {
+      ParseLine(line);
     }
     lines.push_back(std::move(line));
   }
   return lines;
 }
 
-absl::StatusOr<std::vector<IndexLine>> ReadIndex(const std::string& path) {
+struct Index {
+  std::vector<IndexLine> lines;
+  bool ends_with_newline = true;  // false: a write was cut short (or no file)
+  bool exists = false;
+};
+
+absl::StatusOr<Index> ReadIndex(const std::string& path, bool full) {
   absl::StatusOr<std::optional<std::string>> text = ReadFileIfExists(path);
   if (!text.ok()) return text.status();
-  if (!text->has_value()) return std::vector<IndexLine>();
-  return ParseIndex(**text);
+  Index index;
+  if (!text->has_value()) return index;
+  index.exists = true;
+  index.ends_with_newline = (*text)->empty() || (*text)->back() == '\n';
+  index.lines = ParseIndex(**text, full);
+  return index;
 }
 
 std::string SerializeIndex(const std::vector<IndexLine>& lines) {
   std::string out;
   for (const IndexLine& line : lines) {
     if (!line.ok) continue;
-    absl::StrAppend(&out, line.entry.dump(), "\n");
+    absl::StrAppend(&out, line.dirty ? line.entry.dump() : line.raw, "\n");
   }
   return out;
 }
@@ -184,7 +258,12 @@ void SetGroup(ordered_json* entry) { (*entry)["group"] = RootCauseKeyOf(*entry).
 
 absl::Status RewriteIndex(const std::string& dir, std::vector<IndexLine>& lines) {
   for (IndexLine& line : lines) {
-    if (line.ok) SetGroup(&line.entry);
+    // A line from a store written before groups gets one on its way through.
+    if (line.ok && !line.dirty && line.raw.find("\"group\":\"") == std::string::npos &&
+        Materialize(line)) {
+      line.dirty = true;
+    }
+    if (line.ok && line.dirty) SetGroup(&line.entry);
   }
   absl::Status status = SetAsideCorrupt(dir, lines);
   if (!status.ok()) return status;
@@ -212,9 +291,39 @@ bool ValidRelativePath(const std::string& rel) {
 
 IndexLine* FindById(std::vector<IndexLine>& lines, const std::string& id) {
   for (IndexLine& line : lines) {
-    if (line.ok && line.entry["id"].get<std::string>() == id) return &line;
+    if (line.ok && line.id == id) return &line;
   }
   return nullptr;
+}
+
+// Appends one entry to the index under the lock (a new bucket): a line and
+// an fsync instead of rewriting megabytes. A line cut short by a kill is
+// ended first, so it stays one corrupt line for the next rewrite to set aside.
+absl::Status AppendIndexLine(const std::string& dir, const Index& index, const std::string& line) {
+  const std::string path = absl::StrCat(dir, "/", kIndexName);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  const std::string text = absl::StrCat(index.ends_with_newline ? "" : "\n", line, "\n");
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      absl::Status status = ErrnoError("cannot append to", path);
+      ::close(fd);
+      return status;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    absl::Status status = ErrnoError("cannot fsync", path);
+    ::close(fd);
+    return status;
+  }
+  if (::close(fd) != 0) return ErrnoError("cannot close", path);
+  return index.exists ? absl::OkStatus() : FsyncDir(dir);
 }
 
 }  // namespace
@@ -296,19 +405,20 @@ absl::Status FindingsStore::AddHits(const std::map<std::string, int64_t>& hits_b
   if (hits_by_signature.empty()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
   if (!lock.ok()) return lock.status();
-  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
-  if (!lines.ok()) return lines.status();
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/false);
+  if (!index.ok()) return index.status();
   const std::string now = NowUtc();
   bool changed = false;
-  for (IndexLine& line : *lines) {
+  for (IndexLine& line : index->lines) {
     if (!line.ok) continue;
-    auto it = hits_by_signature.find(line.entry["signature"].get<std::string>());
-    if (it == hits_by_signature.end() || it->second <= 0) continue;
+    auto it = hits_by_signature.find(line.signature);
+    if (it == hits_by_signature.end() || it->second <= 0 || !Materialize(line)) continue;
     line.entry["count"] = line.entry.value("count", int64_t{0}) + it->second;
     line.entry["last_seen"] = now;
+    line.dirty = true;
     changed = true;
   }
-  return changed ? RewriteIndex(dir_, *lines) : absl::OkStatus();
+  return changed ? RewriteIndex(dir_, index->lines) : absl::OkStatus();
 }
 
 absl::StatusOr<RecordResult> FindingsStore::Record(const FindingHit& hit,
@@ -316,18 +426,20 @@ absl::StatusOr<RecordResult> FindingsStore::Record(const FindingHit& hit,
   if (hit.signature.empty()) return absl::InvalidArgumentError("finding without a signature");
   absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
   if (!lock.ok()) return lock.status();
-  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
-  if (!lines.ok()) return lines.status();
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/false);
+  if (!index.ok()) return index.status();
+  std::vector<IndexLine>* lines = &index->lines;
   std::string now = NowUtc();
 
   for (IndexLine& line : *lines) {
-    if (!line.ok || line.entry["signature"].get<std::string>() != hit.signature) continue;
+    if (!line.ok || line.signature != hit.signature || !Materialize(line)) continue;
     int64_t count = line.entry.value("count", int64_t{0}) + 1;
     line.entry["count"] = count;
     line.entry["last_seen"] = now;
+    line.dirty = true;
     absl::Status status = RewriteIndex(dir_, *lines);
     if (!status.ok()) return status;
-    return RecordResult{line.entry["id"].get<std::string>(), false, count};
+    return RecordResult{line.id, false, count};
   }
 
   // A new bucket. Ids are stable per signature; a (very unlikely) clash of
@@ -369,8 +481,20 @@ absl::StatusOr<RecordResult> FindingsStore::Record(const FindingHit& hit,
   e["repro_cpp"] = "";
   e["report_md"] = "";
   SetGroup(&e);
-  lines->push_back(std::move(line));
-  status = RewriteIndex(dir_, *lines);
+  line.parsed = true;
+  line.dirty = true;
+  line.id = id;
+  line.signature = hit.signature;
+  // A clean index gets the line appended; one with corrupt lines is
+  // rewritten, which sets them aside.
+  bool clean = true;
+  for (const IndexLine& l : *lines) clean = clean && l.ok;
+  if (clean) {
+    status = AppendIndexLine(dir_, *index, e.dump());
+  } else {
+    lines->push_back(std::move(line));
+    status = RewriteIndex(dir_, *lines);
+  }
   if (!status.ok()) return status;
   return RecordResult{id, true, 1};
 }
@@ -388,9 +512,11 @@ absl::Status FindingsStore::WriteArtifact(const std::string& id, const std::stri
   }
   absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
   if (!lock.ok()) return lock.status();
-  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
-  if (!lines.ok()) return lines.status();
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/false);
+  if (!index.ok()) return index.status();
+  std::vector<IndexLine>* lines = &index->lines;
   IndexLine* line = FindById(*lines, id);
+  if (line != nullptr && !Materialize(*line)) line = nullptr;
   if (line == nullptr) {
     return absl::NotFoundError(absl::StrCat("no finding \"", id, "\" in ", IndexPath()));
   }
@@ -405,14 +531,16 @@ absl::Status FindingsStore::WriteArtifact(const std::string& id, const std::stri
   absl::Status status = WriteFileAtomically(path.string(), content);
   if (!status.ok() || index_field.empty()) return status;
   line->entry[index_field] = rel;
+  line->dirty = true;
   return RewriteIndex(dir_, *lines);
 }
 
 absl::StatusOr<std::vector<std::string>> FindingsStore::SetAsideCorruptLines() {
   absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
   if (!lock.ok()) return lock.status();
-  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
-  if (!lines.ok()) return lines.status();
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/true);
+  if (!index.ok()) return index.status();
+  std::vector<IndexLine>* lines = &index->lines;
   std::vector<std::string> moved;
   for (const IndexLine& line : *lines) {
     if (line.ok) continue;
@@ -425,9 +553,20 @@ absl::StatusOr<std::vector<std::string>> FindingsStore::SetAsideCorruptLines() {
   return moved;
 }
 
+absl::StatusOr<std::set<std::string>> FindingsStore::Signatures() const {
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/false);
+  if (!index.ok()) return index.status();
+  std::set<std::string> signatures;
+  for (const IndexLine& line : index->lines) {
+    if (line.ok) signatures.insert(line.signature);
+  }
+  return signatures;
+}
+
 absl::StatusOr<std::vector<nlohmann::json>> FindingsStore::Load() const {
-  absl::StatusOr<std::vector<IndexLine>> lines = ReadIndex(IndexPath());
-  if (!lines.ok()) return lines.status();
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/true);
+  if (!index.ok()) return index.status();
+  std::vector<IndexLine>* lines = &index->lines;
   std::vector<nlohmann::json> entries;
   for (IndexLine& line : *lines) {
     if (!line.ok) {

@@ -5,16 +5,17 @@
 //   findings/<id>/         program.dfz, min.dfz, repro.py, repro_cpp/..., report.md
 //   findings/.lock         flock'ed around every read-modify-write
 //
-// Every file is written atomically (<path>.tmp.<pid>, fsync, rename), and the
-// index is rewritten whole on each change under an exclusive flock, so several
-// processes (libFuzzer fork/jobs mode) can share one store and a killed
-// process loses no finding. No libtorch and no oracles dependency: callers
+// Every file is written atomically (<path>.tmp.<pid>, fsync, rename); under
+// an exclusive flock a new bucket's line is appended to the index and any
+// other change rewrites it whole, so several processes (a campaign's workers
+// and reducers) can share one store and a killed process loses no finding. No libtorch and no oracles dependency: callers
 // pass strings.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,11 @@ class FindingsStore {
   // ("repro_cpp/CMakeLists.txt", ""). Bookkeeping fields cannot be set.
   absl::Status WriteArtifact(const std::string& id, const std::string& relative_path,
                              std::string_view content, const std::string& index_field);
+
+  // Every bucket's signature, read without the lock and without parsing
+  // whole lines: how a fuzzer process learns which buckets others recorded,
+  // so that it batches their hits instead of recording them one by one.
+  absl::StatusOr<std::set<std::string>> Signatures() const;
 
   // Parses index.jsonl (an absent index is an empty store). A corrupt line is
   // an error naming <dir>/index.jsonl:<line>. Every entry's "group" is its

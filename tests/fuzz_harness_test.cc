@@ -60,6 +60,47 @@ TEST(Harness, RecordsOneBucketPerSignatureWithARepro) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/" + e["program"].get<std::string>()));
 }
 
+// A replacement worker starts from a store the campaign's other processes
+// filled: their buckets are known to it from the start, so their hits are
+// batched, not recorded one by one (each a locked rewrite of an index of
+// megabytes, which serialized the workers of a long campaign), and the
+// index is left alone until the flush. A bucket another process records
+// while this one runs is learnt the same way once the index changes.
+TEST(Harness, BucketsOtherProcessesRecordedAreBatchedNotRecordedAgain) {
+  const std::string dir = testing::TempDir("findings");
+  const auto* bytes = reinterpret_cast<const uint8_t*>(kDiverging);
+  {
+    Harness first(CpuPair(dir));
+    first.TestOneInput(bytes, sizeof(kDiverging) - 1);
+  }
+  const std::string index_path = dir + "/index.jsonl";
+  auto stamp = [&] { return std::filesystem::last_write_time(index_path); };
+  const std::string before = testing::ReadTextFile(index_path);
+  const auto written = stamp();
+  Harness second(CpuPair(dir));
+  for (int i = 0; i < 3; ++i) second.TestOneInput(bytes, sizeof(kDiverging) - 1);
+  EXPECT_EQ(testing::ReadTextFile(index_path), before);
+  EXPECT_EQ(stamp(), written);
+
+  // Another process records a bucket: this one learns it from the index.
+  auto store = store::FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  store::FindingHit other;
+  other.signature = "aten::mul.Tensor|f32|tolerance|undecided";
+  other.root_op = "aten::mul.Tensor";
+  ASSERT_TRUE((*store)->Record(other, "x\n").ok());
+  const std::string with_other = testing::ReadTextFile(index_path);
+  second.TestOneInput(bytes, sizeof(kDiverging) - 1);
+  EXPECT_EQ(testing::ReadTextFile(index_path), with_other);
+
+  second.FlushHits();
+  auto index = (*store)->Load();
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ(index->size(), 2u);
+  EXPECT_EQ((*index)[0]["count"], 5);
+  EXPECT_EQ((*index)[1]["count"], 1);
+}
+
 // A CUDA fault poisons the worker's context: the harness records the input
 // and aborts. The bucket is named after the node that faulted, as the crash
 // artifact the abort leaves is (fuzz/artifacts.cc), so `divfuzz repro` can

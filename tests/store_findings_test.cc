@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -206,6 +207,53 @@ TEST(FindingsStore, CorruptLineIsReportedAndDoesNotLoseOthers) {
   EXPECT_EQ((*loaded)[2]["id"], c->id);
   // The bad line is set aside, not destroyed.
   EXPECT_THAT(testing::ReadTextFile(dir + "/index.jsonl.corrupt"), HasSubstr("\"torn\""));
+  ExpectConsistent(dir);
+}
+
+// A new bucket's line is appended and the others are left byte for byte;
+// Signatures() reads every bucket without parsing whole lines, escapes in a
+// signature included, and a line a kill cut short is neither listed nor
+// allowed to swallow the next bucket's line.
+TEST(FindingsStore, NewBucketsAreAppendedAndSignaturesAreReadCheaply) {
+  std::string dir = MakeTempDir();
+  auto store = FindingsStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  FindingHit odd = Hit("aten::add.Tensor", "tolerance");
+  odd.signature = "aten::add.Tensor|f32|\"quoted\" \\ and \u00e9";
+  ASSERT_TRUE((*store)->Record(Hit("aten::logdet", "class_split"), "a\n").ok());
+  ASSERT_TRUE((*store)->Record(odd, "b\n").ok());
+  const std::string two = divfuzz::testing::ReadTextFile(dir + "/index.jsonl");
+  ASSERT_TRUE((*store)->Record(Hit("aten::sum", "tolerance"), "c\n").ok());
+  const std::string three = divfuzz::testing::ReadTextFile(dir + "/index.jsonl");
+  EXPECT_EQ(three.substr(0, two.size()), two);
+
+  auto signatures = (*store)->Signatures();
+  ASSERT_TRUE(signatures.ok()) << signatures.status();
+  EXPECT_EQ(*signatures, (std::set<std::string>{"aten::logdet|f32|class_split", odd.signature,
+                                                "aten::sum|f32|tolerance"}));
+  auto again = (*store)->Record(odd, "b\n");  // found by the fast path: no second bucket
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->is_new);
+  EXPECT_EQ(again->count, 2);
+
+  {  // a kill cut an append short
+    std::ofstream out(dir + "/index.jsonl", std::ios::binary | std::ios::app);
+    out << "{\"id\":\"torn\",\"signature\":\"aten::torn|f32";
+  }
+  signatures = (*store)->Signatures();
+  ASSERT_TRUE(signatures.ok());
+  EXPECT_EQ(signatures->size(), 3u);
+  auto d = (*store)->Record(Hit("aten::mean", "tolerance"), "d\n");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->is_new);
+  auto loaded = (*store)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->size(), 4u);
+  EXPECT_EQ((*loaded)[1]["signature"], odd.signature);
+  EXPECT_EQ((*loaded)[1]["count"], 2);
+  EXPECT_EQ((*loaded)[3]["root_op"], "aten::mean");
+  EXPECT_THAT(divfuzz::testing::ReadTextFile(dir + "/index.jsonl.corrupt"),
+              HasSubstr("aten::torn"));
   ExpectConsistent(dir);
 }
 
