@@ -211,21 +211,9 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
       continue;
     }
     const Replay r = Locate(c, path);
-    // libFuzzer writes slow-unit-* for an input that took long but returned:
-    // only one that hangs or crashes on replay is a finding (on the H100 two
-    // such inputs, slow while hanging kernels held the GPU, had been filed as
-    // crashes that "did not recur").
-    if (absl::StrContains(path, "/slow-unit-") && !r.hung && !r.crashed) {
-      std::cout << "divfuzz campaign: slow input " << path
-                << " ran to its end on replay: not a finding\n";
-      continue;
-    }
-    // A fault on the MPS server reached every worker: only the input that
-    // faults again alone is the finding.
-    if (absl::StrContains(path, absl::StrCat("/", kMpsFaultPrefix)) && !r.hung && !r.crashed) {
-      std::cout << "divfuzz campaign: " << path
-                << " ran cleanly alone: its worker met another client's CUDA fault on the MPS "
-                   "server; not a finding\n";
+    if (const std::string why = WhyNotAFinding(path, r.hung, r.crashed, c.outside_mps);
+        !why.empty()) {
+      std::cout << "divfuzz campaign: " << path << " " << why << "; not a finding\n";
       continue;
     }
     const bool timeout_artifact = absl::StrContains(path, "/timeout-");

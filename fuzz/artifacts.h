@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "fuzz/crash_hang_triage.h"  // kMpsFaultPrefix
+
 namespace divfuzz::fuzz {
 
 struct ArtifactContext {
@@ -26,10 +28,6 @@ struct ArtifactContext {
 // Ops of reproduced hangs and crashes are added to `quarantine`.
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
-
-// The name prefix of an input a worker on the campaign's MPS server met a
-// CUDA fault in (kExitMpsFault): a finding only if it faults again alone.
-inline constexpr char kMpsFaultPrefix[] = "mps-fault-";
 
 // Saves the input a dead worker was running (its in-flight record,
 // fuzz/inflight.h) as crashes_dir/<prefix>inflight-<InputHash> when libFuzzer

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/materialize.h"
 #include "ops/catalogue.h"
@@ -112,6 +113,28 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
                                                         "with CUDA_LAUNCH_BLOCKING=1)"
                                                       : " (did not recur in a fresh process)")}};
   return hit;
+}
+
+std::string WhyNotAFinding(const std::string& path, bool hung, bool crashed, bool on_mps) {
+  if (hung || crashed) return "";
+  // libFuzzer writes slow-unit-* for an input that took long but returned:
+  // only one that hangs or crashes on replay is a finding (on the H100 two
+  // such inputs, slow while hanging kernels held the GPU, had been filed as
+  // crashes that "did not recur").
+  if (absl::StrContains(path, "/slow-unit-")) return "ran to its end on replay";
+  // A fault on the MPS server reached every worker: only the input that
+  // faults again alone is the finding.
+  if (absl::StrContains(path, absl::StrCat("/", kMpsFaultPrefix))) {
+    return "ran cleanly alone: its worker met another client's CUDA fault on the MPS server";
+  }
+  // On the MPS server a worker's kernels share the GPU with every other
+  // client's: one that hangs there stalls the rest (8 such timeouts were
+  // filed as hangs that did not recur in the H200's first 10-minute run).
+  if (on_mps && absl::StrContains(path, "/timeout-")) {
+    return "ran to its end alone: on the MPS server its worker waited on another client's "
+           "kernels";
+  }
+  return "";
 }
 
 }  // namespace divfuzz::fuzz

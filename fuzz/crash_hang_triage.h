@@ -24,4 +24,14 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
                              const std::string& target, bool cuda_fault, bool reproduced,
                              const std::string& input_trigger = "");
 
+// The name prefix of an input a worker on the campaign's MPS server met a
+// CUDA fault in (kExitMpsFault): a finding only if it faults again alone.
+inline constexpr char kMpsFaultPrefix[] = "mps-fault-";
+
+// Why the artifact at `path`, which replayed alone without hanging or
+// crashing (`hung`, `crashed`: what the replay did), is no finding; "" when
+// it is one (a crash that did not recur is filed in the divergence tier).
+// `on_mps`: its worker ran on the campaign's MPS server.
+std::string WhyNotAFinding(const std::string& path, bool hung, bool crashed, bool on_mps);
+
 }  // namespace divfuzz::fuzz

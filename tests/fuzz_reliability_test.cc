@@ -246,7 +246,7 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   const testing::CommandRun run =
       FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("slow-unit-returns ran to its end on replay: not a finding"),
+  EXPECT_NE(run.output.find("slow-unit-returns ran to its end on replay; not a finding"),
             std::string::npos)
       << run.output;
   const std::vector<nlohmann::json> index = ReadIndex(dir + "/findings");
