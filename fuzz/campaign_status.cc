@@ -40,16 +40,21 @@ StatusReporter::StatusReporter(std::string work, std::string findings)
   }
 }
 
-void StatusReporter::Report(double elapsed, int64_t executions, int workers_alive, int restarts) {
+void StatusReporter::Report(double elapsed, int64_t executions, int64_t checked,
+                            int workers_alive, int restarts) {
   // The first report after a (re)start has no earlier sample of its own.
   // Never negative: counts only grow (a resumed campaign's new workers never
   // reuse an earlier generation's stats file), but a rate must not say less.
-  const double rate =
-      last_elapsed_ >= 0 && elapsed > last_elapsed_
-          ? std::max(0.0, (executions - last_executions_) / (elapsed - last_elapsed_))
-          : 0;
+  auto rate_of = [&](int64_t now, int64_t before) {
+    return last_elapsed_ >= 0 && elapsed > last_elapsed_
+               ? std::max(0.0, (now - before) / (elapsed - last_elapsed_))
+               : 0.0;
+  };
+  const double rate = rate_of(executions, last_executions_);
+  const double checked_rate = rate_of(checked, last_checked_);
   last_elapsed_ = elapsed;
   last_executions_ = executions;
+  last_checked_ = checked;
   std::error_code ec;
   int64_t corpus = 0;
   for (auto it = fs::directory_iterator(work_ + "/corpus", ec);
@@ -68,9 +73,11 @@ void StatusReporter::Report(double elapsed, int64_t executions, int workers_aliv
   }
   const int buckets = static_cast<int>(index.size());
   std::cout << absl::StrFormat(
-                   "[%5.0fs] %d execs (%.0f/s), %d workers, %d restarts, corpus %d, buckets %d "
-                   "(bug %d, divergence %d, expected %d, gap %d), last new: %s\n",
-                   elapsed, executions, rate, workers_alive, restarts, corpus, buckets,
+                   "[%5.0fs] %d execs (%.0f/s), checked %d (%.0f/s), %d workers, %d restarts, "
+                   "corpus %d, buckets %d (bug %d, divergence %d, expected %d, gap %d), last "
+                   "new: %s\n",
+                   elapsed, executions, rate, checked, checked_rate, workers_alive, restarts,
+                   corpus, buckets,
                    tiers["bug"], tiers["divergence"], tiers["expected"], tiers["dtype_gap"],
                    newest.empty() ? "-" : newest)
             << std::flush;

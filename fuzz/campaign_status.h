@@ -15,13 +15,15 @@ class StatusReporter {
   // Appends to work/stats.csv (creating it with a header).
   StatusReporter(std::string work, std::string findings);
 
-  // One line on stdout and one row in stats.csv.
-  void Report(double elapsed, int64_t executions, int workers_alive, int restarts);
+  // One line on stdout and one row in stats.csv. `checked`: the executions
+  // and the value variants they ran (--variants), each a case judged alone.
+  void Report(double elapsed, int64_t executions, int64_t checked, int workers_alive,
+              int restarts);
 
  private:
   std::string work_, findings_, csv_path_;
   double last_elapsed_ = -1;
-  int64_t last_executions_ = 0;
+  int64_t last_executions_ = 0, last_checked_ = 0;
 };
 
 // The closing summary on `out`: totals, then the root-cause groups, most

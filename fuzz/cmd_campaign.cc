@@ -558,8 +558,11 @@ class Supervisor {
     if (absl::Status st = SaveState(work_, state_); !st.ok()) {
       std::cerr << "divfuzz campaign: saving state failed: " << st.message() << "\n";
     }
-    status_.Report(state_.elapsed_seconds, SumWorkerStats(work_).value("executions", int64_t{0}),
-                   Alive(), state_.restarts);
+    const nlohmann::json totals = SumWorkerStats(work_);
+    const int64_t executions = totals.value("executions", int64_t{0});
+    status_.Report(state_.elapsed_seconds, executions,
+                   executions + totals.value("variant_cases", int64_t{0}), Alive(),
+                   state_.restarts);
   }
 
   // 2 when the run could not do its job (the store failed, no worker could

@@ -26,6 +26,10 @@ TEST(Campaign, ShortCampaignWritesFindingsAndASummary) {
   const std::string& out = run.output;
   EXPECT_EQ(run.exit_code, 0) << out;
   EXPECT_NE(out.find("divfuzz campaign summary"), std::string::npos) << out;
+  // Progress: programs and the cases they checked (value variants included).
+  EXPECT_TRUE(std::regex_search(out, std::regex("\\] [0-9]+ execs \\([0-9]+/s\\), checked [0-9]+ "
+                                                "\\([0-9]+/s\\), [0-9]+ workers")))
+      << out;
   // The hits per tier are listed (they once came from a dangling reference).
   EXPECT_TRUE(std::regex_search(out, std::regex("root divergence hits by tier:( [a-z_]+=[0-9]+)+")))
       << out;
