@@ -115,6 +115,11 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
   return hit;
 }
 
+bool ReproWaitsForTheEnd(const nlohmann::json& entry, bool workers_on_mps) {
+  return workers_on_mps && entry.value("class", "") == "hang" &&
+         entry.value("wrong_side", "") != "cpu";
+}
+
 std::string WhyNotAFinding(const std::string& path, bool hung, bool crashed, bool on_mps) {
   if (hung || crashed) return "";
   // libFuzzer writes slow-unit-* for an input that took long but returned:

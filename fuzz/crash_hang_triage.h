@@ -34,4 +34,13 @@ inline constexpr char kMpsFaultPrefix[] = "mps-fault-";
 // `on_mps`: its worker ran on the campaign's MPS server.
 std::string WhyNotAFinding(const std::string& path, bool hung, bool crashed, bool on_mps);
 
+// Whether the campaign's reducers leave the bucket (an index entry) to
+// `divfuzz repro` after the run (campaign/unminimized.txt lists it): a hang
+// on the GPU while the workers share the MPS server. Reducers run away from
+// the server, and every candidate that still hangs keeps a kernel spinning
+// for the timeout in a context of its own, time-sliced against the
+// server's: in the H200's 10-minute run the reduction of one nuclear_norm
+// hang held 8 workers at about 110 programs/s for 84 s, against 500-850.
+bool ReproWaitsForTheEnd(const nlohmann::json& entry, bool workers_on_mps);
+
 }  // namespace divfuzz::fuzz

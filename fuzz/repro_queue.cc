@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "fuzz/crash_hang_triage.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz/flags.h"
 #include "fuzz/spawn.h"
@@ -63,8 +65,16 @@ void ReproQueue::Poll() {
   std::vector<const nlohmann::json*> pending;
   for (const nlohmann::json& e : *index) {
     const std::string id = e.value("id", "");
-    const std::string cls = e.value("class", "");
     if (id.empty() || !e.value("minimized", "").empty() || tried_.count(id)) {
+      continue;
+    }
+    if (ReproWaitsForTheEnd(e, outside_mps_)) {
+      tried_.insert(id);
+      std::cout << "divfuzz campaign: " << id
+                << " hangs on the GPU: its repro waits for the end of the campaign (listed in "
+                   "campaign/unminimized.txt), since its reducer would hold back the workers on "
+                   "the MPS server\n"
+                << std::flush;
       continue;
     }
     pending.push_back(&e);

@@ -30,5 +30,20 @@ TEST(WhyNotAFinding, ArtifactsThatRanCleanlyAlone) {
   }
 }
 
+// While the workers share the MPS server, only a hang on the GPU waits for
+// `divfuzz repro` after the campaign; a CPU hang, a crash, and every bucket
+// of a campaign without MPS are reduced as they come.
+TEST(ReproWaitsForTheEnd, OnlyGpuHangsOnMps) {
+  auto entry = [](const char* cls, const char* side) {
+    return nlohmann::json{{"class", cls}, {"wrong_side", side}};
+  };
+  EXPECT_TRUE(ReproWaitsForTheEnd(entry("hang", "cuda"), true));
+  EXPECT_TRUE(ReproWaitsForTheEnd(entry("hang", "both"), true));
+  EXPECT_FALSE(ReproWaitsForTheEnd(entry("hang", "cpu"), true));
+  EXPECT_FALSE(ReproWaitsForTheEnd(entry("crash", "cuda"), true));
+  EXPECT_FALSE(ReproWaitsForTheEnd(entry("tolerance", "cuda"), true));
+  EXPECT_FALSE(ReproWaitsForTheEnd(entry("hang", "cuda"), false));
+}
+
 }  // namespace
 }  // namespace divfuzz::fuzz
