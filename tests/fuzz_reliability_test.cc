@@ -104,10 +104,13 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
 
   // --variants=1: the executions asserted below were calibrated on single
   // runs; with the default 16 each batchable program also runs its batch,
-  // and on 2 cores the count fell to 11-12 in 2 of 7 runs.
+  // and on 2 cores the count fell to 11-12 in 2 of 7 runs. 60 s: the
+  // worker dies again on each alias of a faulty op (special_exp2,
+  // special_log1p, ...) until that alias is quarantined too, and in 2 of 7
+  // runs of 40 s it was still dying at the end (15-16 executions).
   const testing::CommandRun run = FaultyCampaign(
       dir,
-      "--seconds=40 --timeout=3 --memory_budget_mb=32 --repro_seconds=0 --variants=1 "
+      "--seconds=60 --timeout=3 --memory_budget_mb=32 --repro_seconds=0 --variants=1 "
       "--targets=cpu,cpu-f64");
   const std::string& out = run.output;
   ASSERT_EQ(run.exit_code, 0) << out;
@@ -146,7 +149,10 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
       const bool real_hang = e["class"] == "hang" && op.find("_polynomial_") != std::string::npos;
       EXPECT_TRUE(op.find("expm1") != std::string::npos || op.find("log1p") != std::string::npos ||
                   op.find("exp2") != std::string::npos || op.find("log2") != std::string::npos ||
-                  op.find("log10") != std::string::npos || real_hang)
+                  op.find("log10") != std::string::npos ||
+                  // The plugin's erfc faults on any [7, *, *] input, batched
+                  // or not, which a longer campaign's mutations reach.
+                  op.find("erfc") != std::string::npos || real_hang)
           << e.dump();
     }
   }
