@@ -299,18 +299,16 @@ IndexLine* FindById(std::vector<IndexLine>& lines, const std::string& id) {
 // Appends one entry to the index under the lock (a new bucket): a line and
 // an fsync instead of rewriting megabytes. A line cut short by a kill is
 // ended first, so it stays one corrupt line for the next rewrite to set aside.
-absl::Status AppendIndexLine(const std::string& dir, const Index& index, const std::string& line) {
-  const std::string path = absl::StrCat(dir, "/", kIndexName);
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot open", path);
-  const std::string text = absl::StrCat(index.ends_with_newline ? "" : "\n", line, "\n");
-  const char* p = text.data();
-  size_t left = text.size();
+// Writes all of `content` to `fd` (retrying short writes and EINTR), fsyncs
+// and closes it, closing it on failure too; `path` names it in errors.
+absl::Status WriteSyncClose(int fd, std::string_view content, const std::string& path) {
+  const char* p = content.data();
+  size_t left = content.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      absl::Status status = ErrnoError("cannot append to", path);
+      absl::Status status = ErrnoError("cannot write", path);
       ::close(fd);
       return status;
     }
@@ -323,6 +321,15 @@ absl::Status AppendIndexLine(const std::string& dir, const Index& index, const s
     return status;
   }
   if (::close(fd) != 0) return ErrnoError("cannot close", path);
+  return absl::OkStatus();
+}
+
+absl::Status AppendIndexLine(const std::string& dir, const Index& index, const std::string& line) {
+  const std::string path = absl::StrCat(dir, "/", kIndexName);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  const std::string text = absl::StrCat(index.ends_with_newline ? "" : "\n", line, "\n");
+  if (absl::Status status = WriteSyncClose(fd, text, path); !status.ok()) return status;
   return index.exists ? absl::OkStatus() : FsyncDir(dir);
 }
 
@@ -332,28 +339,7 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create", tmp);
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status status = ErrnoError("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return status;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    absl::Status status = ErrnoError("cannot fsync", tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  if (::close(fd) != 0) {
-    absl::Status status = ErrnoError("cannot close", tmp);
+  if (absl::Status status = WriteSyncClose(fd, content, tmp); !status.ok()) {
     ::unlink(tmp.c_str());
     return status;
   }
