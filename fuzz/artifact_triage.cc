@@ -6,7 +6,12 @@ namespace divfuzz::fuzz {
 
 ArtifactTriage::ArtifactTriage(ArtifactContext context, std::set<std::string> seen,
                                std::set<std::string> quarantine)
-    : context_(std::move(context)),
+    : context_([&] {
+        context.out_of_time = [this] {
+          return std::chrono::steady_clock::now().time_since_epoch().count() >= deadline_.load();
+        };
+        return std::move(context);
+      }()),
       seen_(std::move(seen)),
       quarantine_(std::move(quarantine)),
       thread_([this] { Loop(); }) {}
@@ -28,9 +33,18 @@ void ArtifactTriage::Request() {
   cv_.notify_all();
 }
 
-void ArtifactTriage::Drain() {
+bool ArtifactTriage::Drain(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !requested_ && !running_; });
+  auto idle = [this] { return !requested_ && !running_; };
+  if (wait == std::chrono::milliseconds::max()) {
+    cv_.wait(lock, idle);
+    return true;
+  }
+  return cv_.wait_for(lock, wait, idle);
+}
+
+void ArtifactTriage::SetDeadline(std::chrono::steady_clock::time_point deadline) {
+  deadline_.store(deadline.time_since_epoch().count());
 }
 
 uint64_t ArtifactTriage::passes() const {

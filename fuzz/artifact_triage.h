@@ -5,6 +5,8 @@
 // stalled a 10-minute campaign for 400 s).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -27,8 +29,12 @@ class ArtifactTriage {
 
   // New artifacts may be in crashes_dir: triage them in the next pass.
   void Request();
-  // Blocks until every requested pass has ended.
-  void Drain();
+  // Blocks until every requested pass has ended, or `wait` has passed;
+  // true when they have.
+  bool Drain(std::chrono::milliseconds wait = std::chrono::milliseconds::max());
+  // Replays stop at `deadline`, the pass under way's too
+  // (ArtifactContext::out_of_time).
+  void SetDeadline(std::chrono::steady_clock::time_point deadline);
   // Passes ended so far: when it changes, Seen() and Quarantine() have grown.
   uint64_t passes() const;
   std::set<std::string> Seen() const;
@@ -37,7 +43,9 @@ class ArtifactTriage {
  private:
   void Loop();
 
-  const ArtifactContext context_;
+  std::atomic<std::chrono::steady_clock::rep> deadline_{
+      std::chrono::steady_clock::time_point::max().time_since_epoch().count()};
+  ArtifactContext context_;  // its out_of_time reads deadline_
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> seen_, quarantine_;

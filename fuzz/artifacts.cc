@@ -44,6 +44,7 @@ struct Replay {
   std::string other_failed;   // target "both": how the other side failed on its own run
   bool slow = false;          // hung once, then finished within four times the timeout
   bool batched = false;       // it failed in the batched run of the value variants
+  bool cut = false;           // stopped at the context's deadline: tells nothing
 };
 
 // libFuzzer names an artifact after the SHA-1 of its input. An empty file
@@ -96,6 +97,12 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
         allowed = std::chrono::seconds(timeout_seconds);
       }
     }
+    if (c.out_of_time()) {
+      r.cut = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return r;
+    }
     if (Clock::now() - since > allowed) {
       r.hung = true;
       kill(pid, SIGKILL);
@@ -140,12 +147,14 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
 // one (a CUDA fault needs no second run: it names its own side).
 Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   Replay r = LocateIn(c, artifact, c.targets, artifact + ".locate.log", c.timeout_seconds);
+  if (r.cut) return r;
   if (r.hung) {
     // A node slow only on a loaded machine (a jiterator kernel compiled on
     // its first call in a fresh process, beside busy workers) is not a hang:
     // it must also run past four times the timeout.
     const Replay again =
         LocateIn(c, artifact, c.targets, artifact + ".locate-again.log", 4 * c.timeout_seconds);
+    if (again.cut) return again;
     if (!again.hung) {
       if (again.crashed) return again;
       r.hung = false;
@@ -160,6 +169,7 @@ Replay Locate(const ArtifactContext& c, const std::string& artifact) {
   }
   const Replay other = LocateIn(c, artifact, absl::StrCat(pair[1], ",", pair[0]),
                                 artifact + ".locate-other.log", c.timeout_seconds);
+  if (other.cut) return other;
   if ((other.hung || other.crashed) && other.target == pair[1] && other.batched == r.batched) {
     r.target = "both";
     r.other_failed = other.hung ? "hang" : "crash";
@@ -175,19 +185,30 @@ std::string QuarantinedOp(const graph::Program& program, const std::set<std::str
   return "";
 }
 
+// Artifacts in crashes_dir not in `seen`, as paths.
+std::vector<std::string> Unhandled(const std::string& crashes_dir,
+                                   const std::set<std::string>& seen) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool artifact = KillerArtifact(name) || absl::StartsWith(name, "slow-unit-");
+    if (!artifact || absl::EndsWith(name, ".log") || seen.count(name)) continue;
+    paths.push_back(entry.path().string());
+  }
+  return paths;
+}
+
 }  // namespace
+
+int UnhandledArtifacts(const std::string& crashes_dir, const std::set<std::string>& seen) {
+  return static_cast<int>(Unhandled(crashes_dir, seen).size());
+}
 
 int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
                        std::set<std::string>* quarantine) {
-  std::error_code ec;
-  std::vector<std::string> fresh;
-  for (const auto& entry : fs::directory_iterator(c.crashes_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const bool artifact = KillerArtifact(name) || absl::StartsWith(name, "slow-unit-");
-    if (!artifact || absl::EndsWith(name, ".log") || seen->count(name)) continue;
-    seen->insert(name);
-    fresh.push_back(entry.path().string());
-  }
+  std::vector<std::string> fresh = Unhandled(c.crashes_dir, *seen);
+  for (const std::string& path : fresh) seen->insert(fs::path(path).filename().string());
   absl::StatusOr<std::unique_ptr<store::FindingsStore>> store =
       store::FindingsStore::Open(c.findings_dir);
   if (!store.ok()) return 0;
@@ -210,7 +231,18 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
                 << ", already quarantined; not replayed\n";
       continue;
     }
+    // Past the deadline: left for the next pass (the campaign counts them).
+    if (c.out_of_time()) {
+      seen->erase(fs::path(path).filename().string());
+      continue;
+    }
     const Replay r = Locate(c, path);
+    if (r.cut) {
+      seen->erase(fs::path(path).filename().string());
+      std::cout << "divfuzz campaign: " << path
+                << " was being replayed when the campaign stopped; a resumed campaign replays it\n";
+      continue;
+    }
     if (const std::string why = WhyNotAFinding(path, r.hung, r.crashed, c.outside_mps);
         !why.empty()) {
       std::cout << "divfuzz campaign: " << path << " " << why << "; not a finding\n";

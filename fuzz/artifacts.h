@@ -5,6 +5,7 @@
 // finding only when its replay hangs or crashes.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -21,10 +22,16 @@ struct ArtifactContext {
   // The workers share an MPS server: replays run away from it, so that one
   // fault neither reaches the workers nor is blamed on another replay.
   bool outside_mps = false;
+  // True once the campaign's closing deadline has passed: a replay still
+  // running then is stopped, and its artifact (with every one not yet
+  // replayed) is left out of `seen` for the next pass, a resumed campaign's,
+  // instead of holding the campaign past its budget (a hang's confirmation
+  // takes five timeouts). Called from the triage thread.
+  std::function<bool()> out_of_time = [] { return false; };
 };
 
-// Handles every artifact not in `seen` (and adds it); returns how many became
-// findings. Progress goes to stdout.
+// Handles every artifact not in `seen` (and adds it), up to the context's
+// deadline; returns how many became findings. Progress goes to stdout.
 // Ops of reproduced hangs and crashes are added to `quarantine`.
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
@@ -41,6 +48,9 @@ std::string SaveInflightArtifact(const std::string& record, const std::string& c
 // artifact in crashes_dir (hex, one a line), so an input that killed a
 // worker is not run again even before it is replayed or where its op stays
 // unnamed, and "op NAME" for each quarantined op.
+// Killer and slow-unit artifacts in crashes_dir that are not in `seen`.
+int UnhandledArtifacts(const std::string& crashes_dir, const std::set<std::string>& seen);
+
 void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
                    const std::string& path);
 

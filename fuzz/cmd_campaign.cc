@@ -54,6 +54,11 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// How long reducers may run past the budget (they had 30 s after the
+// workers' end, which took the closing phase 30-60 s past --seconds on the
+// H200): a reduction cut short is redone by `divfuzz repro`.
+constexpr auto kClosingSeconds = std::chrono::seconds(10);
+
 volatile sig_atomic_t stop_requested = 0;
 void RequestStop(int) { stop_requested = 1; }
 
@@ -218,6 +223,8 @@ class Supervisor {
       RemoveCorpusFolder(e.path().string());
     }
     ::rmdir((work_ + "/restart-corpus").c_str());
+    // Inputs an earlier run's end left unreplayed.
+    triage_.Request();
     // Workers, reducers and replays inherit it; OMP_NUM_THREADS set by the
     // user wins.
     if (std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -274,11 +281,34 @@ class Supervisor {
       if (elapsed() > config_.budget_seconds + 30) StopAll(/*overdue=*/true);
     }
     const bool cut_short = stop_requested || !store_failure_.empty();
-    repros_.Finish(cut_short ? 0 : 30);
-    // Programs the reducers hung in (repro --hang_artifacts) become hang findings.
+    // Reducers still running kClosingSeconds past the budget are stopped:
+    // their buckets stay in unminimized.txt for `divfuzz repro`.
+    const auto budget_end = start + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(config_.budget_seconds - base));
+    const auto reducers_end =
+        cut_short ? Clock::now() : std::max(Clock::now(), budget_end) + kClosingSeconds;
+    repros_.Finish(static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::seconds>(reducers_end - Clock::now()).count())));
+    // Programs the reducers hung in (repro --hang_artifacts) become hang
+    // findings. The inputs that killed workers are replayed to the end: a
+    // hang's evidence is its replays, and an unresumed campaign would lose
+    // them. Ctrl-C leaves them for a resume.
+    if (cut_short) triage_.SetDeadline(Clock::now());
     if (!cut_short) triage_.Request();
-    triage_.Drain();
+    if (!triage_.Drain(std::chrono::milliseconds(200))) {
+      std::cout << "divfuzz campaign: replaying the inputs that killed workers (a hang's "
+                   "confirmation takes up to six --timeout's; Ctrl-C leaves them for --resume)\n"
+                << std::flush;
+      while (!triage_.Drain(std::chrono::milliseconds(200))) {
+        if (stop_requested) triage_.SetDeadline(Clock::now());
+      }
+    }
     TakeTriage();
+    if (const int left = UnhandledArtifacts(work_ + "/crashes", state_.handled_artifacts); left > 0) {
+      std::cout << "divfuzz campaign: " << left
+                << " worker-killing input(s) not replayed before the end; --resume=" << work_
+                << " replays them first\n";
+    }
     mps_.Stop();  // every client is gone
     state_.elapsed_seconds = elapsed();
     Checkpoint();  // also merges the last sampled corpora

@@ -293,6 +293,49 @@ TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
   EXPECT_EQ(hang[0]["detail"].value("other_side_failed", ""), "hang") << hang[0].dump();
 }
 
+// The campaign's end waits for the replays that confirm a hang (up to six
+// timeouts past the budget): stopped then, it ends at once and leaves the
+// input unreplayed, and the resumed campaign replays it first.
+TEST(CampaignReliability, StoppedWhileConfirmingAHangItLeavesTheInputForTheResume) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("closing_stop");
+  fs::create_directories(dir + "/seeds");
+  testing::WriteTextFile(dir + "/seeds/exp.dfz", UnaryProgram("aten::exp"));
+  fs::create_directories(dir + "/campaign/crashes");
+  testing::WriteTextFile(dir + "/campaign/crashes/timeout-hangs", UnaryProgram("aten::exp2"));
+  const std::string campaign = kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+                               " --seconds=2 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64" +
+                               " --corpus=" + dir + "/seeds";
+  // Replayed from the start: the hang shows at about 5 s, its replay at four
+  // times the timeout runs to about 19 s; SIGTERM comes at 8 s.
+  const auto start = std::chrono::steady_clock::now();
+  const testing::CommandRun stopped = testing::RunShell(
+      "cd " + dir + " && (" + campaign + " & pid=$!; sleep 8; kill -TERM $pid; wait $pid)");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(stopped.output.find("replaying the inputs that killed workers"), std::string::npos)
+      << stopped.output;
+  EXPECT_NE(stopped.output.find("timeout-hangs was being replayed when the campaign stopped"),
+            std::string::npos)
+      << stopped.output;
+  // With the inputs of the plugin's other faulty ops the workers met.
+  EXPECT_NE(stopped.output.find("worker-killing input(s) not replayed before the end"),
+            std::string::npos)
+      << stopped.output;
+  EXPECT_LT(seconds, 15.0) << stopped.output;
+  EXPECT_TRUE(Buckets(ReadIndex(dir + "/findings"), "aten::exp2", "hang").empty())
+      << stopped.output;
+  const testing::CommandRun resumed =
+      testing::RunShell("cd " + dir + " && " + kTool + " campaign --resume=" + dir +
+                        "/campaign --seconds=2");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto hang = Buckets(ReadIndex(dir + "/findings"), "aten::exp2", "hang");
+  ASSERT_EQ(hang.size(), 1u) << resumed.output;
+  EXPECT_EQ(hang[0]["detail"]["reproduced"], true) << hang[0].dump();
+  EXPECT_EQ(resumed.output.find("not replayed before the end"), std::string::npos)
+      << resumed.output;
+}
+
 TEST(CampaignReliability, AWorkerThatDiesBeforeLibFuzzerWritesAnArtifactStillLeavesItsInput) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("inflight");
