@@ -65,8 +65,11 @@ at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout) {
 }
 
 at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, graph::DType result) {
+  // bf16 -> f16 gains precision but loses range: 2^-133 becomes 0.
   if (!t.defined() || !graph::IsFloating(declared) ||
-      !(graph::Epsilon(declared) < graph::Epsilon(result))) {
+      !(graph::Epsilon(declared) < graph::Epsilon(result) ||
+        graph::DenormMin(declared) < graph::DenormMin(result) ||
+        graph::MaxFinite(declared) > graph::MaxFinite(result))) {
     return t;
   }
   return t.to(ToScalarType(result)).to(t.scalar_type());

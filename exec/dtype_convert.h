@@ -23,7 +23,8 @@ at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout);
 // `t`, a value the program declares as `declared`, as an elementwise op
 // whose result is `result` reads it: PyTorch casts tensor operands to the
 // result dtype first (an f32 0-dim tensor beside a bf16 one is rounded to
-// bf16), so a wider floating one is rounded to it; kept in t's own dtype.
+// bf16), so one wider in precision or range is rounded to it (a bf16 one
+// beside f16 underflows and overflows as f16); kept in t's own dtype.
 at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, graph::DType result);
 
 }  // namespace divfuzz::exec

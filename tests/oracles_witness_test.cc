@@ -219,6 +219,21 @@ TEST(RealBugs, FmodAndRemainderAtExtremesInAVector) {
   }
 }
 
+// Judged on this machine's campaign: fmod(f16 0, bf16 2^-133) is NaN on the
+// CPU, because PyTorch casts the bf16 divisor to the result dtype f16, where
+// it is 0. bf16 -> f16 gains precision but loses range: the witness and the
+// float64 reference must cast it too, or they blame a correct kernel.
+TEST(ExactWitness, AnOperandCastToTheResultDtypeUnderflowsThere) {
+  const std::string text =
+      "divfuzz v1\ninput %d: bf16[] = values(0x1p-133)\ninput %x: f16[1] = fill(0.0)\n"
+      "%z = aten::fmod.Tensor(%x, %d)\noutput %z\n";
+  std::optional<exec::ExactResult> e = ExactOf(text);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_TRUE(std::isnan(e->result.exact[0].item<double>())) << e->result.exact[0];
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  EXPECT_FALSE(j.diverged) << j.root.reason;
+}
+
 TEST(RealBugs, AFiniteLogdetOfAnExactlySingularMatrixIsABug) {
   // Rows proportional by a power of 2: elimination is exact, so the answer
   // is exactly -inf whatever the conditioning; ill_conditioned must not apply.
