@@ -1,6 +1,8 @@
 #include "exec/witnesses.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -16,6 +18,7 @@
 #include "exec/executor.h"
 #include "exec/scalar_helper.h"
 #include "ops/catalogue.h"
+#include "ops/infer.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -66,6 +69,24 @@ at::Tensor AbsTermsWitness(const graph::Node& node, const std::map<std::string, 
                            const ops::TypeEnv& types, size_t output) {
   std::map<std::string, at::Tensor> abs_inputs;
   for (const auto& [name, t] : inputs) abs_inputs[name] = t.defined() ? t.abs() : t;
+  // The terms are |dx|·(|y_i| + |y_i+1|)/2, where dx = diff(x): |x| has
+  // differences of either sign, which telescope (trapz(|x|, |x|) is
+  // (x_n^2 - x_0^2)/2, however large the terms). Sample points spaced by |dx|
+  // give sum|terms|.
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  const graph::Literal* x = ops::FindArg(node, 1, "x");
+  if (spec != nullptr && (spec->hints & ops::kSpacingDifferences) && x != nullptr &&
+      x->kind == graph::Literal::Kind::kValue && inputs.count(x->s) &&
+      inputs.at(x->s).defined() && inputs.at(x->s).dim() > 0) {
+    const at::Tensor points = UpcastF64(inputs.at(x->s));
+    const graph::Literal* d = ops::FindArg(node, 2, "dim");
+    int64_t dim = d != nullptr && d->kind == graph::Literal::Kind::kInt ? d->i : -1;
+    if (points.dim() == 1) dim = 0;  // 1-D x runs along y's dim
+    if (dim < 0) dim += points.dim();
+    if (dim < 0 || dim >= points.dim() || points.size(dim) < 1) return at::Tensor();
+    const at::Tensor steps = points.diff(1, dim).abs();
+    abs_inputs[x->s] = at::cat({at::zeros_like(points.narrow(dim, 0, 1)), steps.cumsum(dim)}, dim);
+  }
   const NodeResult s = RunNode(node, abs_inputs, types, Target::kCpuF64);
   if (s.error || s.exact.size() <= output || !s.exact[output].defined() ||
       s.exact[output].is_complex()) {

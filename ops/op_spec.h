@@ -103,6 +103,8 @@ enum Hint : uint32_t {
                                 // leading dim (mutators/value_variants.h)
   kBatchesLeadingDims = 1 << 29,  // computes each matrix of its leading (batch) dims on its
                                   // own (linear algebra): value variants may stack in front
+  kSpacingDifferences = 1u << 30,  // with kSumsInside: argument `x` holds sample points
+                                   // whose differences scale the terms (trapezoid's x)
   kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
                                 // the dtype (histc): an x at an edge may land either side
 };

@@ -397,6 +397,24 @@ TEST(KernelClasses, SumsInsideGetTheSummationBound) {
   EXPECT_EQ(k.root.wrong_side, "cpu");
 }
 
+// Judged on this machine's campaign: trapz(x, x) telescopes to
+// (x_n^2 - x_0^2)/2 = -8 here, but its terms are 5e13 to 2e14, and float32
+// rounds each by millions: the CPU's 0 is what any order may give. The bound
+// must take |diff(x)|; trapz over |x| telescopes too, to 8.
+TEST(KernelClasses, TrapezoidTermsTakeTheSpacingsMagnitude) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[4] = values(-5.0, 1e7, -1e7, 3.0)\n"
+      "%v = aten::trapz.x(%x, %x)\noutput %v\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "cancelling_reductions") << j.root.reason;
+  // Off by more than the bound (1.4e8 here) is still a bug.
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 1e9));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+}
+
 TEST(KernelClasses, FftDifferencesWithinTheNormwiseBoundAreExpected) {
   const std::string text =
       "divfuzz v1\ninput %x: f32[64] = uniform(seed=3, low=-1, high=1)\n%y = aten::fft_fft(%x)\n"
