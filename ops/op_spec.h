@@ -169,6 +169,29 @@ enum class Decomposition {
   kEig,   // (w, V): w as a multiset
 };
 
+// The outputs of a decomposition that are not unique (bit i: output i):
+// factors free up to sign or phase, pivots chosen among ties, a spectrum in
+// no particular order. Correct kernels may give different values there, and
+// so may anything computed from them.
+constexpr uint32_t FreeOutputs(Decomposition d) {
+  switch (d) {
+    case Decomposition::kQr:
+      return 0b11;  // signs of Q's columns and R's rows
+    case Decomposition::kSvd:
+    case Decomposition::kSvdV:
+      return 0b101;  // U and V (S is unique)
+    case Decomposition::kEigh:
+      return 0b10;  // V (w is unique, ascending)
+    case Decomposition::kLu:
+      return 0b111;  // pivots among ties
+    case Decomposition::kEig:
+      return 0b11;  // order, and V's phases
+    case Decomposition::kNone:
+      return 0;
+  }
+  return 0;
+}
+
 // Which input's condition number bounds a linear-algebra op (kConditioned),
 // and how the op reads it: whole, one triangle, or as a Cholesky factor L of
 // the system L L^T (cholesky_solve). `upper_pos` is where the op's `upper`

@@ -242,6 +242,12 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
   std::set<std::string> diverged;
   // Values PyTorch leaves to each device, and everything computed from them.
   std::set<std::string> device_defined;
+  // A decomposition's factors that are not unique (ops::FreeOutputs): their
+  // invariants are compared at the decomposition, so a node computing from
+  // them that diverges inherited the freedom and is no root. (On an H100
+  // campaign, 180 of 264 undecided buckets were ops downstream of a QR or
+  // eigh factor: t(Q), ceil(Q), Q / x ...)
+  std::set<std::string> free_values;
   const size_t n = std::min({program.nodes.size(), a.nodes.size(), b.nodes.size()});
   for (size_t i = 0; i < n; ++i) {
     const graph::Node& node = program.nodes[i];
@@ -250,12 +256,13 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
     bool inputs_agree = true, device_defined_input = false;
     for (const graph::Argument& arg : node.args) {
       if (arg.value.kind == graph::Literal::Kind::kValue) {
-        inputs_agree = inputs_agree && !diverged.count(arg.value.s);
+        inputs_agree =
+            inputs_agree && !diverged.count(arg.value.s) && !free_values.count(arg.value.s);
         device_defined_input = device_defined_input || device_defined.count(arg.value.s);
       }
       for (const graph::Literal& item : arg.value.list) {
         if (item.kind == graph::Literal::Kind::kValue) {
-          inputs_agree = inputs_agree && !diverged.count(item.s);
+          inputs_agree = inputs_agree && !diverged.count(item.s) && !free_values.count(item.s);
           device_defined_input = device_defined_input || device_defined.count(item.s);
         }
       }
@@ -270,6 +277,12 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
     if (spec != nullptr && !(spec->hints & ops::kDecomposition)) {
       for (size_t out = 0; out < node.results.size() && out < 32; ++out) {
         if ((spec->device_defined_outputs >> out) & 1u) device_defined.insert(node.results[out]);
+      }
+    }
+    if (spec != nullptr && (spec->hints & ops::kDecomposition)) {
+      const uint32_t free = ops::FreeOutputs(spec->decomposition);
+      for (size_t out = 0; out < node.results.size() && out < 32; ++out) {
+        if ((free >> out) & 1u) free_values.insert(node.results[out]);
       }
     }
     auto dtype_of = [&](size_t out) {

@@ -85,6 +85,43 @@ output %e
   EXPECT_EQ(Signature(*v.Roots()[0]), "aten::sub.Tensor|f32|tolerance|undecided");
 }
 
+// QR's factors are unique only up to the signs of Q's columns (and R's
+// rows): LAPACK and cuSOLVER may pick others. The decomposition is judged by
+// its invariants; an op on Q that diverges inherited the choice and is no
+// root (t(Q) was an undecided bucket of an H100 campaign). A side wrong in
+// the invariants is still the root.
+TEST(Compare, AnOpOnAFreeFactorOfADecompositionIsNoRoot) {
+  graph::Program p = testing::MustParse(R"(divfuzz v1
+input %m: f64[3,2] = values(1.0, 2.0, 3.0, 4.0, 5.0, 7.0)
+%q, %r = aten::linalg_qr(%m)
+%t = aten::t(%q)
+%s = aten::sum(%r)
+output %t, %s
+)");
+  ops::TypeEnv types = testing::MustInfer(p);
+  const exec::RunResult a = exec::Run(p, types, exec::Target::kCpu);
+  exec::RunResult b = exec::Run(p, types, exec::Target::kCpu);
+  // The other valid factorization: column 0 of Q and row 0 of R negated.
+  at::Tensor& q = b.nodes[0].outputs[0];
+  at::Tensor& r = b.nodes[0].outputs[1];
+  q = q.clone();
+  r = r.clone();
+  q.select(1, 0).neg_();
+  r.select(0, 0).neg_();
+  b.nodes[1].outputs[0] = q.t().contiguous();
+  b.nodes[2].outputs[0] = r.sum();
+  Verdict v = Compare(p, types, a, b);
+  ASSERT_EQ(v.divergences.size(), 2u);  // t(Q) and sum(R), both inherited
+  EXPECT_FALSE(v.divergences[0].root);
+  EXPECT_FALSE(v.divergences[1].root);
+  EXPECT_TRUE(v.Roots().empty());
+  // A Q that breaks Q R = A is the decomposition's own divergence.
+  b.nodes[0].outputs[0] = q.mul(1.5);
+  Verdict w = Compare(p, types, a, b);
+  ASSERT_EQ(w.Roots().size(), 1u);
+  EXPECT_EQ(w.Roots()[0]->op, "aten::linalg_qr");
+}
+
 TEST(Compare, OneSidedErrorIsAnErrorSplitAndDtypeGapWhenNotImplemented) {
   graph::Program p = testing::MustParse(
       "divfuzz v1\ninput %x: f32[2] = fill(1.0)\n%y = aten::exp(%x)\noutput %y\n");
