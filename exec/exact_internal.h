@@ -18,7 +18,7 @@
 
 namespace divfuzz::exec::exact_internal {
 
-constexpr mpfr_prec_t kPrecision = 160;
+constexpr mpfr_prec_t kPrecision = kExactBits;
 constexpr int64_t kMaxElements = 1 << 16;  // elements (or terms) a witness evaluates
 constexpr int64_t kMaxMatrix = 8;          // exact rational linear algebra up to n x n
 

@@ -17,6 +17,9 @@
 
 namespace divfuzz::exec {
 
+// The working precision of MPFR's elementwise witnesses, in bits.
+inline constexpr int kExactBits = 160;
+
 struct ExactResult {
   NodeResult result;  // outputs rounded to the node's result dtypes; exact: float64
   // Small matrices: every intermediate of Gaussian elimination with partial

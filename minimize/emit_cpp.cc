@@ -169,6 +169,15 @@ std::string Header(const graph::Program& program, const ReproSpec& spec, const s
   return s;
 }
 
+// {{"cpu", 0x1.8p-3}, ...}
+std::string CppExact(const std::map<std::string, double>& exact) {
+  std::vector<std::string> items;
+  for (const auto& [target, v] : exact) {
+    items.push_back(absl::StrCat("{", CppStr(target), ", ", CppDouble(v), "}"));
+  }
+  return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
+}
+
 // The program's constants: what it compares and how.
 std::string ProgramConstants(const graph::Program& program, const ReproSpec& spec, int node_index,
                              const std::string& where) {
@@ -208,6 +217,9 @@ std::string ProgramConstants(const graph::Program& program, const ReproSpec& spe
        oracles::IsOrthogonalPolynomial(target.op) ? "true" : "false", ""},
       {"The program's dtype of the diverging value (cpu-f64 rounds back to it).",
        "const std::optional<at::ScalarType> kValueDType", dtype, ""},
+      {"divfuzz's exact value (MPFR) at that element, from each side's own inputs: it decides.",
+       "const long long kExactElement", absl::StrCat(spec.exact_element), ""},
+      {"", "const std::map<std::string, double> kExact", CppExact(spec.exact), ""},
   };
   std::string s;
   for (const auto& [above, declaration, value_text, after] : constants) {

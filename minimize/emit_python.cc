@@ -155,6 +155,15 @@ std::string PyFloat(double v) {
   return absl::StrCat("F('", Hex(v), "')");
 }
 
+// {'cpu': F('0x1.8p-3'), ...}
+std::string PyExact(const std::map<std::string, double>& exact) {
+  std::vector<std::string> items;
+  for (const auto& [target, v] : exact) {
+    items.push_back(absl::StrCat(PyStr(target), ": ", PyFloat(v)));
+  }
+  return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
+}
+
 std::string PyValue(absl::string_view name) { return absl::StrCat("v[", PyStr(name), "]"); }
 
 std::string PyInt(int64_t i) { return absl::StrCat(i); }
@@ -394,6 +403,9 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
        "a decomposition: compared through invariants, not raw factors"},
       {"NAN_RULE", NanRule(target),
        "an orthogonal polynomial's (x, n): NaN at a NaN x when n >= 1"},
+      {"EXACT_ELEMENT", absl::StrCat(spec.exact_element), ""},
+      {"EXACT", PyExact(spec.exact),
+       "divfuzz's exact value there (MPFR), from each side's own inputs: it decides"},
   };
   std::string out;
   for (const auto& [name, value_text, comment] : constants) {

@@ -11,6 +11,7 @@
 // whether reruns of that target differ bit for bit.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "graph/program.h"
@@ -51,6 +52,13 @@ struct ReproSpec {
   std::string failure;
   std::string failure_target;
   int hang_seconds = 20;
+  // divfuzz's exact witness (MPFR, exact rationals) at the diverging element
+  // `exact_element` of the output, from each side's own inputs (target ->
+  // value), when it decided the finding: the repros then judge the sides by
+  // it, as report.md does, since a float64 run of the same kernels cannot.
+  // Empty: none.
+  long long exact_element = -1;
+  std::map<std::string, double> exact;
 };
 
 // How often the repros run the target of a nondeterminism finding, and for

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "exec/exact_reference.h"
 #include "exec/format.h"
 #include "graph/printer.h"
 #include "ops/catalogue.h"
@@ -285,7 +286,8 @@ std::string ReportTitle(const Divergence& d, const std::string& target_a,
 // The witness that decided (exec/witnesses.h), as a report names it.
 std::string WitnessPhrase(const Divergence& d) {
   if (d.witness == "exact") {
-    return "the exact value (MPFR at 256 bits or exact rational arithmetic, rounded once)";
+    return absl::StrCat("the exact value (MPFR at ", exec::kExactBits,
+                        " bits or exact rational arithmetic, rounded once)");
   }
   if (absl::StartsWith(d.witness, "cpu-f64+")) {
     return absl::StrCat("the float64 reference (", d.witness.substr(8),

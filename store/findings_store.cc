@@ -336,7 +336,7 @@ absl::Status AppendIndexLine(const std::string& dir, const Index& index, const s
 }  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  std::string tmp = absl::StrCat(path, kAtomicWriteInfix, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create", tmp);
   if (absl::Status status = WriteSyncClose(fd, content, tmp); !status.ok()) {

@@ -101,8 +101,10 @@ class FindingsStore {
   std::string dir_;
 };
 
-// Writes `content` to `path` atomically: <path>.tmp.<pid>, fsync, rename,
-// then fsync of the folder.
+// Writes `content` to `path` atomically: <path><kAtomicWriteInfix><pid>,
+// fsync, rename, then fsync of the folder.
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content);
+// What names a write under way (folder scans skip such files).
+inline constexpr char kAtomicWriteInfix[] = ".tmp.";
 
 }  // namespace divfuzz::store

@@ -249,6 +249,9 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   // heap): empty, though its name is the SHA-1 of a real input.
   testing::WriteTextFile(dir + "/campaign/crashes/crash-3108190d6245fca0cf675c39647d7f92a6d529da",
                          "");
+  // A write of the supervisor's under way (store::WriteFileAtomically's
+  // temporary): no artifact yet.
+  testing::WriteTextFile(dir + "/campaign/crashes/mps-fault-inflight-0123456789abcdef.tmp.676", "");
   const testing::CommandRun run =
       FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -264,6 +267,7 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   // cpu-f64 (float64) runs the faulty exp2 fine when it goes first: the hang is cpu's.
   EXPECT_EQ(hang[0]["wrong_side"], "cpu") << hang[0].dump();
   EXPECT_FALSE(hang[0]["detail"].contains("other_side_failed")) << hang[0].dump();
+  EXPECT_EQ(run.output.find(".tmp.676"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("crash-3108190d6245fca0cf675c39647d7f92a6d529da is empty: libFuzzer's "
                             "handler never wrote the input"),
             std::string::npos)

@@ -292,6 +292,32 @@ TEST(Commands, ReproWritesAllFilesAndTheScriptReproduces) {
   EXPECT_THAT(Read(dir + "/full/repro.py"), HasSubstr("aten.exp.default"));
 }
 
+// Judged on this machine's campaign: j0 of -inf (an f32 mm overflow) is NaN
+// on the CPU; its limit is 0. The float64 run gives NaN too (the same
+// kernel), so repro.py said "WRONG SIDE: undecided" while report.md, which
+// judges by the exact value, blamed cpu. The repros carry that value now.
+TEST(Commands, ReproAndReportNameTheSideTheExactValueShowsWrong) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("repro_exact");
+  std::ofstream(dir + "/j0.dfz") << R"(divfuzz v1
+input %a: f32[1,1] = fill(-1.2000000476837158)
+input %b: f32[1,1] = fill(3.0000000054977558e+38)
+%m = aten::mm(%a, %b)
+%v = aten::special_bessel_j0(%m)
+output %v
+)";
+  CommandRun r = RunShell(kTool + " repro --targets=cpu,cpu-f64 " + dir + "/j0.dfz");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(Read(dir + "/j0.repro/report.md"), HasSubstr("This shows that **cpu** is wrong"));
+  r = RunShell(Python() + " " + dir + "/j0.repro/repro.py");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cpu matches the float64 reference computed from its own"));
+  EXPECT_THAT(r.output, HasSubstr("cpu gives nan (nan), the exact value is 0.0 (0x0.0p+0): misses"));
+  EXPECT_THAT(r.output, HasSubstr("WRONG SIDE: cpu\n"));
+  EXPECT_THAT(Read(dir + "/j0.repro/repro_cpp/main.cpp"),
+              HasSubstr("const std::map<std::string, double> kExact = {{\"cpu\", 0x0p+0}"));
+}
+
 TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("findings");

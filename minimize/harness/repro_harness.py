@@ -40,6 +40,10 @@ FAILURE_TARGET = ''
 HANG_SECONDS = 1
 INVARIANTS = None
 NAN_RULE = None
+# divfuzz's exact witness at the diverging element (MPFR at 160 bits or exact
+# rationals, rounded once), from each side's own inputs: {target: value}.
+EXACT_ELEMENT = -1
+EXACT = {}
 LAYOUTS = {}
 
 
@@ -521,6 +525,27 @@ def check_side(name, value, reference):
         name, cls, detail)
 
 
+def check_exact(targets, results):
+    """The sides that miss divfuzz's exact value at EXACT_ELEMENT (within the
+    same tolerance), printed one a line."""
+    print('  the exact value at element %d (divfuzz\'s MPFR or exact rationals, from each '
+          'side\'s own inputs, rounded once), which decides:' % EXACT_ELEMENT)
+    blamed = []
+    for t in targets:
+        value = results.get(t)
+        if t not in EXACT or not isinstance(value, torch.Tensor) or value.is_complex() or \
+                not value.is_floating_point() or EXACT_ELEMENT >= value.numel():
+            continue
+        x = value.reshape(-1)[EXACT_ELEMENT:EXACT_ELEMENT + 1]
+        want = torch.tensor([EXACT[t]], dtype=torch.float64).to(value.dtype)
+        cls, _, _ = compare(x, want, t, 'exact')
+        print('    %s gives %s, the exact value is %s: %s' % (
+            t, _at(x, 0, 0), _at(want, 0, 0), 'matches' if cls is None else 'misses (%s)' % cls))
+        if cls is not None:
+            blamed.append(t)
+    return blamed
+
+
 def dump_inputs():
     for name, t in make_inputs().items():
         print('%s %s %s: %s' % (name, t.dtype, list(t.shape), exact(t, limit=t.numel())))
@@ -820,6 +845,10 @@ def main():
             except (IndexError, RuntimeError, TypeError):
                 pass
     blamed = [t for t in targets if wrong.get(t)]
+    if EXACT:
+        # The float64 run shares the kernels' algorithms; the exact value
+        # does not, and it is what divfuzz judged by.
+        blamed = check_exact(targets, results)
     if len(blamed) == 2:
         side = 'undecided' if cls == 'tolerance' else 'both'
     elif len(blamed) == 1:
