@@ -41,6 +41,16 @@ bool Representable(mpq_srcptr q, graph::DType dtype) {
   return true;
 }
 
+// Representable and not subnormal: vendor LU kernels may flush subnormals to
+// zero (on the H100 CUDA's LU lost a 2^-149 pivot of a matrix with
+// condition number 1e45, which the CPU kept), so an elimination through
+// one is not rounding-free on every device.
+bool RepresentableNormal(mpq_srcptr q, graph::DType dtype) {
+  if (!Representable(q, dtype)) return false;
+  const double d = std::fabs(mpq_get_d(q));
+  return d == 0 || d >= graph::SmallestNormal(dtype);
+}
+
 namespace {
 
 using graph::DType;
@@ -440,17 +450,18 @@ class ExactLu {
         negate_ = !negate_;
       }
       mpq_inv(t, at(k, k));
-      const bool reciprocal_exact = Representable(t, dtype);
+      const bool reciprocal_exact = RepresentableNormal(t, dtype);
+      if (!RepresentableNormal(at(k, k), dtype)) rounding_free_ = false;
       for (int64_t i = k + 1; i < n; ++i) {
         mpq_div(l, at(i, k), at(k, k));
-        if (mpq_sgn(l) != 0 && (!reciprocal_exact || !Representable(l, dtype))) {
+        if (mpq_sgn(l) != 0 && (!reciprocal_exact || !RepresentableNormal(l, dtype))) {
           rounding_free_ = false;
         }
         mpq_set(at(i, k), l);  // L below the diagonal
         for (int64_t j = k + 1; j < n; ++j) {
           mpq_mul(t, l, at(k, j));
           mpq_sub(at(i, j), at(i, j), t);
-          if (!Representable(at(i, j), dtype)) rounding_free_ = false;
+          if (!RepresentableNormal(at(i, j), dtype)) rounding_free_ = false;
         }
       }
     }
@@ -661,23 +672,50 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
   std::vector<int64_t> out_shape = x.sizes().vec();
   out_shape.pop_back();
   out_shape[nd - 1] = outs;
-  // Twiddles cos(2 pi m / len), sin(2 pi m / len).
-  std::vector<Mp> c(len), s(len);
-  Mp angle;
-  for (int64_t m = 0; m < len; ++m) {
-    mpfr_const_pi(angle.v, N);
-    mpfr_mul_si(angle.v, angle.v, 2 * m, N);
-    mpfr_div_si(angle.v, angle.v, len, N);
-    mpfr_sin_cos(s[m].v, c[m].v, angle.v, N);
-  }
   const bool f32 = dtype == DType::kC64;
   std::vector<double> re_im;
   std::vector<float> re_im_f;
   const double* p = rows.data_ptr<double>();
-  Mp re, im;
-  std::vector<Mp> tr(2 * len), ti(2 * len);
   const double sign = inverse ? 1 : -1;  // e^{sign 2 pi i jk / len}
-  for (int64_t r = 0; r < rows.size(0); ++r) {
+  // One row's transform at `prec` bits, appended to re_im (and re_im_f).
+  // The twiddles carry a relative error of 2^-prec, so an output is only as
+  // good as 2^-prec·sum|x| absolutely: where the row's inputs span many
+  // decades (one near 1e308 beside values near 1, on the H100) an output
+  // near 1 was off by 1e260. Such a row is evaluated again at kWidePrecision,
+  // where that error is below the smallest double.
+  constexpr mpfr_prec_t kWidePrecision = 2400;
+  auto transform = [&](int64_t r, mpfr_prec_t prec) {
+    auto make = [prec] {
+      Mp m;
+      mpfr_set_prec(m.v, prec);
+      return m;
+    };
+    std::vector<Mp> c, s, tr, ti;
+    for (int64_t m = 0; m < len; ++m) c.push_back(make()), s.push_back(make());
+    for (int64_t j = 0; j < 2 * len; ++j) tr.push_back(make()), ti.push_back(make());
+    Mp angle = make(), re = make(), im = make(), sc = make();
+    mpfr_set(sc.v, scale.v, N);  // 1, 1/len or 1/sqrt(len) (rounded at kPrecision)
+    if (norm == "ortho") {
+      mpfr_set_si(sc.v, len, N);
+      mpfr_rec_sqrt(sc.v, sc.v, N);
+    } else if (mpfr_cmp_ui(scale.v, 1) != 0) {
+      mpfr_set_ui(sc.v, 1, N);
+      mpfr_div_si(sc.v, sc.v, len, N);
+    }
+    for (int64_t m = 0; m < len; ++m) {  // cos(2 pi m / len), sin(2 pi m / len)
+      mpfr_const_pi(angle.v, N);
+      mpfr_mul_si(angle.v, angle.v, 2 * m, N);
+      mpfr_div_si(angle.v, angle.v, len, N);
+      mpfr_sin_cos(s[m].v, c[m].v, angle.v, N);
+    }
+    double sum_abs = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      sum_abs += std::fabs(p[(r * len + j) * 2]) + std::fabs(p[(r * len + j) * 2 + 1]);
+    }
+    // Every output is good to 2^-60 relatively, or to 2^-80 absolutely
+    // (far below any tolerance's atol: a true zero shows as 2^-prec·sum|x|).
+    const double bound = std::ldexp(sum_abs, -static_cast<int>(prec) + 8);
+    bool accurate = true;
     for (int64_t k = 0; k < outs; ++k) {
       for (int64_t j = 0; j < len; ++j) {
         const int64_t m = (j * k) % len;
@@ -690,11 +728,24 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
       }
       Sum(tr, re.v);
       Sum(ti, im.v);
-      mpfr_mul(re.v, re.v, scale.v, N);
-      mpfr_mul(im.v, im.v, scale.v, N);
-      re_im.push_back(mpfr_get_d(re.v, N));
-      re_im.push_back(mpfr_get_d(im.v, N));
+      mpfr_mul(re.v, re.v, sc.v, N);
+      mpfr_mul(im.v, im.v, sc.v, N);
+      const double dr = mpfr_get_d(re.v, N), di = mpfr_get_d(im.v, N);
+      for (double d : {dr, di}) {
+        accurate = accurate && (bound <= std::ldexp(1.0, -80) || std::fabs(d) >= std::ldexp(bound, 60));
+      }
+      re_im.push_back(dr);
+      re_im.push_back(di);
       if (f32) re_im_f.push_back(mpfr_get_flt(re.v, N)), re_im_f.push_back(mpfr_get_flt(im.v, N));
+    }
+    return accurate;
+  };
+  for (int64_t r = 0; r < rows.size(0); ++r) {
+    const size_t mark = re_im.size(), mark_f = re_im_f.size();
+    if (!transform(r, kPrecision)) {
+      re_im.resize(mark);
+      re_im_f.resize(mark_f);
+      transform(r, kWidePrecision);
     }
   }
   std::vector<int64_t> pairs = out_shape;

@@ -7,6 +7,8 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/linalg_cond.h>
 #include <ATen/ops/full_like.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/view_as_complex.h>
 #include <ATen/ops/view_as_real.h>
@@ -185,6 +187,35 @@ TEST(ExactWitness, SmallDftsAreTheDirectSum) {
 // (torch 2.11's vectorized f32 kernels; they vanish in the scalar tail, so
 // each sits in a 32-element tensor.)
 
+// Judged on the H100's campaign: ifft of 8 values, one of them -DBL_MAX.
+// Element 2's real part is -0.03745202892035733 (mpmath at 3000 bits; the
+// CPU matches it), but the direct sum at 160 bits was off by 2^-160·sum|x|,
+// 7e259, and blamed the correct CPU. Such a row is evaluated wide.
+TEST(ExactWitness, ADftOverInputsSpanningTheWholeRangeIsExactElementwise) {
+  std::optional<exec::ExactResult> e = ExactOf(
+      "divfuzz v1\ninput %x: f64[8] = values(0x1p-1022, 0x1.6f037daabe8c7p-1, -0x1p+0, "
+      "-0x1.fffffffffffffp+1023, -0x1.c0008225d15f3p-5, 0x1.a1c45cb367223p-3, "
+      "0x1.3eb3a229df583p+0, 0x1.6146a54605153p-1)\n%y = aten::fft_ifft(%x)\noutput %y\n");
+  ASSERT_TRUE(e.has_value());
+  const at::Tensor y = e->result.exact[0];
+  EXPECT_DOUBLE_EQ(at::real(y)[2].item<double>(), -0.037452028920357333);
+  EXPECT_DOUBLE_EQ(at::imag(y)[2].item<double>(), 2.2471164185778946e+307);
+  // cuFFT's NaN there: its butterflies overflow on -DBL_MAX (sum|x| rounds
+  // to DBL_MAX itself), which PyTorch's extremal-values note allows.
+  Judged j = Judge(
+      "divfuzz v1\ninput %x: f64[8] = values(0x1p-1022, 0x1.6f037daabe8c7p-1, -0x1p+0, "
+      "-0x1.fffffffffffffp+1023, -0x1.c0008225d15f3p-5, 0x1.a1c45cb367223p-3, "
+      "0x1.3eb3a229df583p+0, 0x1.6146a54605153p-1)\n%y = aten::fft_ifft(%x)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, {}, [](exec::RunResult& r) {
+        at::Tensor& t = r.nodes[0].outputs[0];
+        t = t.clone();
+        at::view_as_real(t)[2][0].fill_(std::numeric_limits<double>::quiet_NaN());
+      });
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "transform_normwise") << j.root.reason;
+}
+
 TEST(RealBugs, SinhNearItsOverflowThresholdInAVector) {
   Judged j = Judge(Fill32("sinh", "89.0"), exec::Target::kCpu, exec::Target::kCpuF64);
   if (!j.diverged) GTEST_SKIP() << "this CPU's vectorized sinh(89.0f) is right";
@@ -253,6 +284,20 @@ TEST(RealBugs, AFiniteLogdetOfAnExactlySingularMatrixIsABug) {
   ASSERT_TRUE(k.diverged);
   EXPECT_EQ(k.root.tier, "expected") << k.root.reason;
   EXPECT_EQ(k.root.expected_rule, "ill_conditioned");
+}
+
+// Judged on the H100's campaign: slogdet of [[-0, 2^-149], [2.04, -0.054]]
+// has sign -1, but its LU's last pivot is 2^-149, subnormal: CUDA's LU
+// flushed it and gave sign -0 (cond 1e45). Elimination through a subnormal
+// is not rounding-free on every device, so ill-conditioning applies.
+TEST(KernelClasses, AnEliminationThroughASubnormalPivotIsNotRoundingFree) {
+  const std::string text =
+      "divfuzz v1\ninput %m: f32[2,2] = values(-0.0, 0x1p-149, 0x1.058e28p+1, -0x1.b6519ep-5)\n"
+      "%s, %l = aten::linalg_slogdet(%m)\noutput %s, %l\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, {}, PlantFill(0, -0.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "ill_conditioned") << j.root.reason;
 }
 
 // --- Class 1: a float64 reference that is the CPU's own kernel ----------
