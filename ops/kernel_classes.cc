@@ -377,6 +377,13 @@ constexpr UncheckedFact kUnchecked[] = {
     {"aten::linalg_qr", UncheckedPrecondition::kFiniteInput},
     {"aten::qr", UncheckedPrecondition::kFiniteInput},
     {"aten::geqrf", UncheckedPrecondition::kFiniteInput},
+    // They take cuSOLVER's SVD: linalg_pinv of NaN hung on the H100 twice in
+    // one campaign (pinv and pinv.atol_rtol_float, ~90 s of the workers'
+    // GPU each to confirm); matrix_rank and nuclear_norm hung on the H200.
+    {"aten::linalg_pinv", UncheckedPrecondition::kFiniteInput},
+    {"aten::pinverse", UncheckedPrecondition::kFiniteInput},
+    {"aten::linalg_matrix_rank", UncheckedPrecondition::kFiniteInput},
+    {"aten::nuclear_norm", UncheckedPrecondition::kFiniteInput},
 };
 
 // Outputs PyTorch leaves to each device.

@@ -204,6 +204,18 @@ TEST(IndexPrecheck, DeclinesLoopsBoundedOnlyByAValue) {
     EXPECT_FALSE(UncheckedRead(op, finite).has_value()) << qr;
     EXPECT_TRUE(UncheckedRead(op, inf).has_value()) << qr;
   }
+  // And the ops that take cuSOLVER's SVD inside: linalg_pinv of NaN hung on
+  // the H100 (two hang buckets, trigger nan, in one campaign).
+  for (const auto& [name, overload] :
+       std::vector<std::pair<const char*, const char*>>{{"aten::linalg_pinv", ""},
+                                                        {"aten::linalg_pinv", "atol_rtol_float"},
+                                                        {"aten::pinverse", ""},
+                                                        {"aten::linalg_matrix_rank", ""},
+                                                        {"aten::nuclear_norm", ""}}) {
+    const c10::OperatorHandle op = Op(name, overload);
+    EXPECT_FALSE(UncheckedRead(op, {at::ones({2, 2})}).has_value()) << name << "." << overload;
+    EXPECT_TRUE(UncheckedRead(op, {at::full({2, 2}, NAN)}).has_value()) << name << "." << overload;
+  }
 }
 
 }  // namespace
