@@ -6,7 +6,9 @@
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/util/Backtrace.h>
 #include <c10/util/Lazy.h>
 #include <c10/util/Logging.h>
@@ -105,6 +107,22 @@ at::Tensor Upcast(const at::Tensor& t) {
   if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
   if (at::isFloatingType(t.scalar_type())) return t.to(at::kDouble);
   return t;
+}
+
+std::string InputWrittenMessage(const std::string& name) {
+  return absl::StrCat(kInputWritten, " %", name, ", which its schema does not declare mutable");
+}
+
+// Same shape, dtype and bits (a NaN matches only the same NaN).
+bool SameBits(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() || !b.defined()) return a.defined() == b.defined();
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  at::Tensor x = a.resolve_conj().resolve_neg(), y = b.resolve_conj().resolve_neg();
+  if (x.is_complex()) x = at::view_as_real(x), y = at::view_as_real(y);
+  const at::ScalarType bits = x.element_size() == 2   ? at::kShort
+                              : x.element_size() == 4 ? at::kInt
+                                                      : at::kLong;
+  return at::equal(x.contiguous().view(bits), y.contiguous().view(bits));
 }
 
 // A node's output copied to the host. `deferred`: the copy is only queued
@@ -245,8 +263,28 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
       return nr;
     }
   }
+  // Inputs to check after the call (ops::GuardsItsInputs), as they were.
+  std::vector<std::pair<std::string, at::Tensor>> guarded;
+  if (const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+      spec != nullptr && ops::GuardsItsInputs(*spec)) {
+    for (const std::string& name : node.Uses()) {
+      const at::Tensor t = lookup(name);
+      if (t.defined() && t.numel() > 0 && (t.is_floating_point() || t.is_complex())) {
+        guarded.emplace_back(name, t.clone());
+      }
+    }
+  }
   try {
     handle->callBoxed(&*stack);
+    for (const auto& [name, before] : guarded) {
+      if (at::Tensor now = lookup(name); !SameBits(before, now)) {
+        // Restored, so the nodes after it read what the program made: the
+        // finding is this op's, not theirs.
+        now.copy_(before);
+        nr.error = NodeError{NodeError::Kind::kRaised, InputWrittenMessage(name)};
+        return nr;
+      }
+    }
     if (stack->size() != node.results.size()) {
       nr.error = NodeError{NodeError::Kind::kBadArguments,
                            absl::StrCat(node.QualifiedName(), " returned ", stack->size(),

@@ -29,6 +29,9 @@ extern const char kNotImplementedMessage[];
 // refusals (CUDA histc: "HalfTensor is not supported"; cuDNN on integer convolutions).
 extern const char* const kDtypeGapMessages[4];
 bool SaysDtypeGap(absl::string_view message);
+// What a node's error says when its op wrote into an input it does not
+// declare mutable (ops::GuardsItsInputs; the repros say the same).
+inline constexpr char kInputWritten[] = "wrote into its input";
 // Visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without CUDA.
 int CudaDeviceCount();
 

@@ -1,5 +1,6 @@
 #include "graph/program.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -199,6 +200,22 @@ bool Input::operator==(const Input& o) const {
 }
 
 std::string Node::QualifiedName() const { return overload.empty() ? op : op + "." + overload; }
+
+namespace {
+void CollectUses(const Literal& l, std::vector<std::string>* uses) {
+  if (l.kind == Literal::Kind::kValue &&
+      std::find(uses->begin(), uses->end(), l.s) == uses->end()) {
+    uses->push_back(l.s);
+  }
+  for (const Literal& item : l.list) CollectUses(item, uses);
+}
+}  // namespace
+
+std::vector<std::string> Node::Uses() const {
+  std::vector<std::string> uses;
+  for (const Argument& a : args) CollectUses(a.value, &uses);
+  return uses;
+}
 
 bool Node::operator==(const Node& o) const {
   return results == o.results && op == o.op && overload == o.overload && args == o.args;

@@ -126,6 +126,8 @@ struct Node {
   std::vector<Argument> args;
   SourceLoc loc;
   std::string QualifiedName() const;     // "aten::add.Scalar"
+  // The values it reads (value arguments and list items), each once, in order.
+  std::vector<std::string> Uses() const;
   bool operator==(const Node& o) const;  // ignores loc
   bool operator!=(const Node& o) const { return !(*this == o); }
 };

@@ -14,6 +14,7 @@
 #include "exec/malloc_perturb.h"
 #include "exec/target.h"
 #include "graph/printer.h"
+#include "ops/catalogue.h"
 #include "oracles/expected_rules.h"
 
 namespace divfuzz::minimize {
@@ -112,6 +113,15 @@ std::string HarnessBlock(absl::string_view harness, absl::string_view comment,
   return out;
 }
 
+std::vector<int> GuardedNodes(const graph::Program& program) {
+  std::vector<int> out;
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    const ops::OpSpec* spec = ops::FindOp(program.nodes[i].QualifiedName());
+    if (spec != nullptr && ops::GuardsItsInputs(*spec)) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
 HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& op) {
   HarnessConstants c;
   for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
@@ -125,6 +135,7 @@ HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& 
   c.perturb_odd = exec::RerunPerturbByte(1);
   c.perturb_even = exec::RerunPerturbByte(2);
   for (const char* m : exec::kDtypeGapMessages) c.dtype_gaps.emplace_back(m);
+  c.input_written = exec::kInputWritten;
   c.malloc_cache_off = "DIVFUZZ_MALLOC_CACHE_OFF";
   c.no_malloc_cache = "glibc.malloc.tcache_count=0";
   c.start_seconds = 300;

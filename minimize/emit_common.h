@@ -62,8 +62,12 @@ struct HarnessConstants {
   int start_seconds = 0;
   double poll_seconds = 0;  // how often a hang check looks at its child
   int exact_limit = 0;      // how many elements a repro prints exactly
+  std::string input_written;  // exec::kInputWritten
 };
 HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& op);
+
+// The nodes whose op must leave its inputs as they were (ops::GuardsItsInputs).
+std::vector<int> GuardedNodes(const graph::Program& program);
 
 
 // The shortest decimal text that reads back as exactly `v` (finite values).

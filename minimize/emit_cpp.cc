@@ -220,6 +220,9 @@ std::string ProgramConstants(const graph::Program& program, const ReproSpec& spe
       {"divfuzz's exact value (MPFR) at that element, from each side's own inputs: it decides.",
        "const long long kExactElement", absl::StrCat(spec.exact_element), ""},
       {"", "const std::map<std::string, double> kExact", CppExact(spec.exact), ""},
+      {"Nodes whose op must leave its inputs as they were (linear algebra).",
+       "const std::set<int> kGuarded", absl::StrCat("{", absl::StrJoin(GuardedNodes(program), ", "), "}"),
+       ""},
   };
   std::string s;
   for (const auto& [above, declaration, value_text, after] : constants) {
@@ -264,7 +267,9 @@ std::string CppConstants(const HarnessConstants& c) {
       "const int kStartSeconds = ", c.start_seconds, ";\n",
       "const double kPollSeconds = ", ShortestDouble(c.poll_seconds),
       ";  // how often a hang check looks at its child\n",
-      "const int kExactLimit = ", c.exact_limit, ";  // how many elements show exactly\n");
+      "const int kExactLimit = ", c.exact_limit, ";  // how many elements show exactly\n",
+      "// What a node's failure says when its op wrote into an input (kGuarded).\n",
+      "const char* const kInputWritten = ", CppStr(c.input_written), ";\n");
 }
 
 // MakeInputs(), Layouts() and Program().

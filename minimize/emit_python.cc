@@ -155,6 +155,13 @@ std::string PyFloat(double v) {
   return absl::StrCat("F('", Hex(v), "')");
 }
 
+// (2, 5,): the nodes ops::GuardsItsInputs names.
+std::string PyGuarded(const graph::Program& program) {
+  std::string s = "(";
+  for (int i : GuardedNodes(program)) absl::StrAppend(&s, i, ", ");
+  return s + ")";
+}
+
 // {'cpu': F('0x1.8p-3'), ...}
 std::string PyExact(const std::map<std::string, double>& exact) {
   std::vector<std::string> items;
@@ -361,7 +368,9 @@ std::string PyConstants(const HarnessConstants& c) {
                   "  # a child's time to start the program before a hang's clock starts\n",
                   "POLL_SECONDS = ", PyNumber(c.poll_seconds),
                   "  # how often a hang check looks at its child\n",
-                  "EXACT_LIMIT = ", c.exact_limit, "  # how many elements show exactly\n");
+                  "EXACT_LIMIT = ", c.exact_limit, "  # how many elements show exactly\n",
+                  "# What a node's failure says when its op wrote into an input of GUARDED.\n",
+                  "INPUT_WRITTEN = ", PyStr(c.input_written), "\n");
   return out;
 }
 
@@ -406,6 +415,8 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
       {"EXACT_ELEMENT", absl::StrCat(spec.exact_element), ""},
       {"EXACT", PyExact(spec.exact),
        "divfuzz's exact value there (MPFR), from each side's own inputs: it decides"},
+      {"GUARDED", PyGuarded(program),
+       "nodes whose op must leave its inputs as they were (linear algebra)"},
   };
   std::string out;
   for (const auto& [name, value_text, comment] : constants) {

@@ -16,16 +16,6 @@ namespace {
 
 using graph::Literal;
 
-void CollectUses(const Literal& l, std::vector<std::string>* uses) {
-  if (l.kind == Literal::Kind::kValue) {
-    for (const std::string& u : *uses) {
-      if (u == l.s) return;
-    }
-    uses->push_back(l.s);
-  }
-  for (const Literal& item : l.list) CollectUses(item, uses);
-}
-
 void RenameLiteral(Literal& l, const std::map<std::string, std::string>& renames) {
   if (l.kind == Literal::Kind::kValue) {
     auto it = renames.find(l.s);
@@ -36,11 +26,7 @@ void RenameLiteral(Literal& l, const std::map<std::string, std::string>& renames
 
 }  // namespace
 
-std::vector<std::string> Uses(const graph::Node& node) {
-  std::vector<std::string> uses;
-  for (const graph::Argument& a : node.args) CollectUses(a.value, &uses);
-  return uses;
-}
+std::vector<std::string> Uses(const graph::Node& node) { return node.Uses(); }
 
 void RenameUses(graph::Program& program, const std::map<std::string, std::string>& renames) {
   if (renames.empty()) return;

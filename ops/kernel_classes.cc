@@ -67,6 +67,12 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "upsample_linear", kSumsInside, "interpolates (weighted sums)"},
     {Match::kContains, "upsample_bilinear", kSumsInside, "interpolates (weighted sums)"},
     {Match::kContains, "upsample_bicubic", kSumsInside, "interpolates (weighted sums)"},
+    {Match::kBase, "addr", kMultipliesInputs, "adds an outer product formed in the dtype"},
+    // Householder QR takes column norms: cuSOLVER's are not scaled, so an
+    // entry past sqrt(max) gave a NaN Q on the H100 (the CPU's LAPACK scales).
+    {Match::kBase, "linalg_qr", kSquaresInside, "Householder reflections take column norms"},
+    {Match::kBase, "qr", kSquaresInside, "Householder reflections take column norms"},
+    {Match::kBase, "geqrf", kSquaresInside, "Householder reflections take column norms"},
     {Match::kBase, "rnn_tanh_cell", kSumsInside, "matrix products"},
     {Match::kBase, "rnn_relu_cell", kSumsInside, "matrix products"},
     // Scatter/index reductions add with atomics on CUDA, in arrival order.

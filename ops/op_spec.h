@@ -105,6 +105,9 @@ enum Hint : uint32_t {
                                   // own (linear algebra): value variants may stack in front
   kSpacingDifferences = 1u << 30,  // with kSumsInside: argument `x` holds sample points
                                    // whose differences scale the terms (trapezoid's x)
+  kMultipliesInputs = 1u << 31,  // multiplies two of its inputs inside without summing them
+                                 // (addr's vec1[i]·vec2[j]): that product may overflow the
+                                 // dtype though the result is defined
   kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
                                 // the dtype (histc): an x at an edge may land either side
 };
@@ -271,5 +274,16 @@ struct OpSpec {
 
   std::string Qualified() const;  // "aten::add.Scalar"
 };
+
+// Linear algebra: its kernels hand an input's storage to LAPACK, cuSOLVER or
+// MAGMA when its layout suits them, and must copy it first if the routine
+// overwrites it. The executor and both repro harnesses check that such an op
+// leaves its inputs as they were (CUDA's linalg_eigvals overwrote a
+// column-major input, QR's Q, with its Schur form on the H100, and the next
+// op that read Q diverged with nothing to show why).
+inline bool GuardsItsInputs(const OpSpec& spec) {
+  return spec.family == "linalg" || spec.family == "decomposition" ||
+         (spec.hints & (kDecomposition | kConditioned | kInfoGated)) != 0;
+}
 
 }  // namespace divfuzz::ops

@@ -774,7 +774,8 @@ std::optional<RuleMatch> ExtremalValues(const Context& c) {
   int floating_args = 0;
   for (DType d : c.ArgDTypes()) floating_args += graph::IsFloating(d) || graph::IsComplex(d);
   const bool products =
-      (c.spec.hints & (ops::kSumsInside | ops::kCancellingMatmul)) && floating_args >= 2;
+      (c.spec.hints & (ops::kSumsInside | ops::kCancellingMatmul | ops::kMultipliesInputs)) &&
+      floating_args >= 2;
   double scale = c.spec.inside_scale;
   if (c.spec.inside_scale_pow10_arg >= 0) {
     const Literal* d = ops::FindArg(c.node, c.spec.inside_scale_pow10_arg, "decimals");

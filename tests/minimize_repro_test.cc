@@ -318,6 +318,41 @@ output %v
               HasSubstr("const std::map<std::string, double> kExact = {{\"cpu\", 0x0p+0}"));
 }
 
+// On the H100, CUDA's linalg_eigvals of QR's Q (stored column-major)
+// overwrote Q with its Schur form, and the finding named the next op that
+// read Q. A deliberately faulty plugin does the same on the CPU: the op that
+// writes is the finding (an error split), the program after it reads the
+// values it made, and repro.py (run with the plugin preloaded) says so.
+TEST(Commands, AnOpThatWritesIntoItsInputIsTheFindingAndItsReproSaysSo) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("input_writer");
+  const std::string plugin = DIVFUZZ_FAULTY_INPUT_WRITER_PLUGIN;
+  std::ofstream(dir + "/ev.dfz") << R"(divfuzz v1
+input %m: f32[2,2] layout=transposed = values(1.0, 2.0, 3.0, 4.0)
+%w = aten::linalg_eigvals(%m)
+%t = aten::t(%m)
+output %w, %t
+)";
+  CommandRun r = RunShell(kTool + " replay --targets=cpu,cpu-f64 --plugins=" + plugin + " " + dir +
+                          "/ev.dfz 2>&1 | grep -v '^W'");
+  EXPECT_THAT(r.output, HasSubstr("verdict: error_split at node 0 (%w = aten::linalg_eigvals"));
+  EXPECT_THAT(r.output, HasSubstr("wrote into its input %m, which its schema does not declare"));
+  EXPECT_THAT(r.output, HasSubstr("tier: bug, wrong side: cpu"));
+  EXPECT_THAT(r.output, Not(HasSubstr("[root]: element")));  // t reads what the program made
+  r = RunShell(kTool + " repro --targets=cpu,cpu-f64 --plugins=" + plugin + " " + dir + "/ev.dfz");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(Read(dir + "/ev.repro/repro.py"), HasSubstr("GUARDED = (0, )"));
+  EXPECT_THAT(Read(dir + "/ev.repro/repro_cpp/main.cpp"), HasSubstr("kGuarded = {0}"));
+  r = RunShell("LD_PRELOAD=" + plugin + " " + Python() + " " + dir + "/ev.repro/repro.py");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("VERDICT: divergence reproduces (cpu vs cpu-f64): error_split: "
+                                  "only cpu raised: RuntimeError: wrote into its input %m"));
+  EXPECT_THAT(r.output, HasSubstr("WRONG SIDE: cpu\n"));
+  // Without the faulty kernel nothing writes, and nothing diverges.
+  r = RunShell(Python() + " " + dir + "/ev.repro/repro.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 TEST(Commands, ReproOfAFindingFolderUpdatesTheIndex) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("findings");

@@ -44,6 +44,7 @@ NAN_RULE = None
 # rationals, rounded once), from each side's own inputs: {target: value}.
 EXACT_ELEMENT = -1
 EXACT = {}
+GUARDED = ()  # nodes whose op must leave its inputs as they were (linear algebra)
 LAYOUTS = {}
 
 
@@ -71,6 +72,7 @@ NO_MALLOC_CACHE = ''
 START_SECONDS = 0
 POLL_SECONDS = 1.0
 EXACT_LIMIT = 1
+INPUT_WRITTEN = 'wrote into its input'
 # divfuzz-harness end constants
 
 
@@ -202,9 +204,17 @@ def run(target):
             if index == NODE and target in ('cpu', 'cuda'):
                 REFERENCES[target] = _reference(v, results, uses, fn)
             try:
+                kept = [(u, v[u].clone()) for u in uses if index in GUARDED and
+                        isinstance(v.get(u), torch.Tensor) and v[u].numel() and
+                        (v[u].is_floating_point() or v[u].is_complex())]
                 out = fn()
                 if device == 'cuda':
                     torch.cuda.synchronize()
+                for u, before in kept:
+                    if not same_bits(before, v[u])[0]:
+                        v[u].copy_(before)  # the nodes after it read what the program made
+                        raise RuntimeError('%s %%%s, which its schema does not declare mutable'
+                                           % (INPUT_WRITTEN, u))
             except Exception as e:  # noqa: BLE001 -- every error is a result here
                 out = Failure('%s: %s' % (type(e).__name__, str(e).strip()), index)
         if isinstance(out, Failure):

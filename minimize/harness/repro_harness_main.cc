@@ -38,6 +38,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,7 @@ const bool kNanRule = false;
 const std::optional<at::ScalarType> kValueDType = std::nullopt;
 const long long kExactElement = -1;
 const std::map<std::string, double> kExact = {};
+const std::set<int> kGuarded = {};
 
 // divfuzz-harness end program-constants
 // ------------------------------------------------------------------------
@@ -96,6 +98,7 @@ const char* const kNoMallocCache = "";
 const int kStartSeconds = 0;
 const double kPollSeconds = 1;
 const int kExactLimit = 1;
+const char* const kInputWritten = "wrote into its input";
 // divfuzz-harness end constants
 
 // A node argument as the program writes it.
@@ -192,6 +195,8 @@ struct Result {
   std::vector<at::Tensor> values;
   std::optional<Failure> failure;
 };
+
+std::string BitDifference(const at::Tensor& x, const at::Tensor& y);  // below
 
 std::string FirstLine(std::string s) {
   const size_t nl = s.find('\n');
@@ -491,8 +496,24 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
     }
     if (!failure) {
       try {
+        // A linear-algebra op must leave its inputs as they were (kGuarded).
+        std::vector<std::pair<std::string, at::Tensor>> kept;
+        for (const std::string& u : kGuarded.count(i) ? Uses(node) : std::vector<std::string>{}) {
+          auto it = env.find(u);
+          if (it != env.end() && it->second.defined() && it->second.numel() > 0 &&
+              (it->second.is_floating_point() || it->second.is_complex())) {
+            kept.emplace_back(u, it->second.clone());
+          }
+        }
         torch::jit::Stack stack = Call(node, lookup);
         if (cuda) at::detail::getCUDAHooks().deviceSynchronize(0);
+        for (const auto& [u, before] : kept) {
+          if (!BitDifference(before, env[u]).empty()) {
+            env[u].copy_(before);  // the nodes after it read what the program made
+            throw std::runtime_error(std::string(kInputWritten) + " %" + u +
+                                     ", which its schema does not declare mutable");
+          }
+        }
         for (size_t k = 0; k < stack.size(); ++k) {
           if (stack[k].isTensor()) env[node.results[k]] = stack[k].toTensor();
         }
