@@ -300,6 +300,35 @@ TEST(KernelClasses, AnEliminationThroughASubnormalPivotIsNotRoundingFree) {
   EXPECT_EQ(j.root.expected_rule, "ill_conditioned") << j.root.reason;
 }
 
+// Judged on the H100's campaign: addr forms vec1[i]·vec2[j] in the dtype,
+// which overflows float32 here though self + the product fits (1.5e38); the
+// CPU's FMA got it, CUDA gave inf. And cuSOLVER's QR takes an unscaled
+// column norm: an entry of 2e28 squares past float32's range, and Q came
+// out NaN where LAPACK's scaled norm is fine. Both: extremal values.
+TEST(KernelClasses, AProductOrASquareInsideThatOverflowsIsExtremal) {
+  Judged addr = Judge(
+      "divfuzz v1\ninput %s: f32[1,1] = fill(-3e38)\ninput %a: f32[1] = fill(3e38)\n"
+      "input %b: f32[1] = fill(1.5)\n%y = aten::addr(%s, %a, %b)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64);  // this CPU gives inf too
+  ASSERT_TRUE(addr.diverged);
+  EXPECT_EQ(addr.root.tier, "expected") << addr.root.reason;
+  EXPECT_EQ(addr.root.expected_rule, "extremal_values") << addr.root.reason;
+  // A product that fits is no excuse.
+  Judged fits = Judge(
+      "divfuzz v1\ninput %s: f32[1,1] = fill(-3.0)\ninput %a: f32[1] = fill(3.0)\n"
+      "input %b: f32[1] = fill(1.5)\n%y = aten::addr(%s, %a, %b)\noutput %y\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, INFINITY));
+  ASSERT_TRUE(fits.diverged);
+  EXPECT_EQ(fits.root.tier, "bug") << fits.root.reason;
+  Judged qr = Judge(
+      "divfuzz v1\ninput %m: f32[2,1] = values(0.0, -2e28)\n%q, %r = aten::linalg_qr(%m)\n"
+      "output %q, %r\n",
+      exec::Target::kCpu, exec::Target::kCpuF64, {}, PlantFill(0, NAN));
+  ASSERT_TRUE(qr.diverged);
+  EXPECT_EQ(qr.root.tier, "expected") << qr.root.reason;
+  EXPECT_EQ(qr.root.expected_rule, "extremal_values") << qr.root.reason;
+}
+
 // --- Class 1: a float64 reference that is the CPU's own kernel ----------
 
 TEST(Independence, AFloat64ProgramWithoutAnExactWitnessIsUndecided) {
