@@ -207,10 +207,18 @@ bool Binary(absl::string_view f, mpfr_t r, const mpfr_t x, const mpfr_t y, doubl
     if (mpfr_inf_p(x) && mpfr_inf_p(y) && mpfr_signbit(x) == mpfr_signbit(y)) {
       return mpfr_set(r, x, N), true;
     }
-    two ? mpfr_exp2(t.v, x, N) : mpfr_exp(t.v, x, N);
-    two ? mpfr_exp2(u.v, y, N) : mpfr_exp(u.v, y, N);
-    mpfr_add(t.v, t.v, u.v, N);
-    return (two ? mpfr_log2(r, t.v, N) : mpfr_log(r, t.v, N)), true;
+    if (mpfr_nan_p(x) || mpfr_nan_p(y)) return mpfr_set_nan(r), true;
+    // max + log(1 + exp(-|x - y|)): exp(x) itself overflows even MPFR's
+    // exponent range past |x| ~ 3e18 (the H100 campaign's logaddexp of
+    // -1.27e308, which the CPU got right, was blamed on it).
+    const bool x_larger = mpfr_cmp(x, y) >= 0;
+    mpfr_srcptr big = x_larger ? x : y;
+    if (mpfr_inf_p(big)) return mpfr_set(r, big, N), true;  // +inf; -inf both is above
+    mpfr_sub(t.v, x_larger ? y : x, big, N);                // -|x - y| <= 0
+    two ? mpfr_exp2(u.v, t.v, N) : mpfr_exp(u.v, t.v, N);   // in (0, 1]
+    mpfr_log1p(u.v, u.v, N);
+    if (two) mpfr_const_log2(t.v, N), mpfr_div(u.v, u.v, t.v, N);  // log2(1 + 2^d)
+    return mpfr_add(r, big, u.v, N), true;
   }
   return false;
 }

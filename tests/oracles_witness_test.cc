@@ -187,6 +187,28 @@ TEST(ExactWitness, SmallDftsAreTheDirectSum) {
 // (torch 2.11's vectorized f32 kernels; they vanish in the scalar tail, so
 // each sits in a 32-element tensor.)
 
+// Judged on the H100's campaign: logaddexp(-1.27e308, -1.27e308) is
+// -1.27e308 + ln 2; the witness formed exp(x), which overflows even MPFR's
+// exponent range, and blamed the CPU. logaddexp2 likewise.
+TEST(ExactWitness, LogAddExpOfHugeArgumentsIsTheLargerPlusALog1p) {
+  for (const char* op : {"logaddexp", "logaddexp2"}) {
+    std::optional<exec::ExactResult> e = ExactOf(absl::StrCat(
+        "divfuzz v1\ninput %x: f64[3] = values(-1e308, 1e300, -inf)\n"
+        "input %y: f64[3] = values(-1e308, 2.0, -inf)\n%z = aten::", op,
+        "(%x, %y)\noutput %z\n"));
+    ASSERT_TRUE(e.has_value()) << op;
+    const at::Tensor z = e->result.exact[0];
+    EXPECT_DOUBLE_EQ(z[0].item<double>(), -1e308) << op;  // + ln 2 (or 1) is below 1 ulp
+    EXPECT_DOUBLE_EQ(z[1].item<double>(), 1e300) << op;
+    EXPECT_EQ(z[2].item<double>(), -INFINITY) << op;
+  }
+  std::optional<exec::ExactResult> small = ExactOf(
+      "divfuzz v1\ninput %x: f64[1] = values(1.0)\ninput %y: f64[1] = values(2.0)\n"
+      "%z = aten::logaddexp2(%x, %y)\noutput %z\n");
+  ASSERT_TRUE(small.has_value());
+  EXPECT_DOUBLE_EQ(small->result.exact[0][0].item<double>(), std::log2(6.0));
+}
+
 // Judged on the H100's campaign: ifft of 8 values, one of them -DBL_MAX.
 // Element 2's real part is -0.03745202892035733 (mpmath at 3000 bits; the
 // CPU matches it), but the direct sum at 160 bits was off by 2^-160·sum|x|,
