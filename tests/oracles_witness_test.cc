@@ -967,8 +967,10 @@ TEST(ReferenceUpcast, ACallTheUpcastChangesLeavesTheBugTier) {
 
 // The reference holds an f32 product past FLT_MAX as a finite double; an op
 // that promotes it to f64 then computes what the program never does (the
-// program's value is inf). Blamed on the reference, that is another call,
-// not a bug (judged in a CPU campaign: logaddexp and logaddexp2 f64). The
+// program's value is inf). That is another call, not a bug (judged in a CPU
+// campaign: logaddexp and logaddexp2 f64). Each side is right for its own
+// inputs (logaddexp(3e39, 1) = 3e39; the exact witness used to overflow
+// there and blame the reference, which reference_upcast then absolved). The
 // same finite double lets the reference expose a kernel that mishandles the
 // program's inf: blamed on cpu, that stays a bug (bessel_j0(inf) is NaN on
 // the CPU, 0 exactly; from the same campaign).
@@ -981,11 +983,9 @@ TEST(ReferenceUpcast, AnInputPastItsDTypesRangeAbsolvesOnlyTheReference) {
                           exec::Target::kCpu, exec::Target::kCpuF64);
   ASSERT_TRUE(promoted.diverged);
   EXPECT_EQ(promoted.root.op, "aten::logaddexp");
-  EXPECT_EQ(promoted.root.wrong_side, "cpu-f64") << promoted.root.reason;
   EXPECT_EQ(promoted.root.tier, "expected") << promoted.root.reason;
-  EXPECT_EQ(promoted.root.expected_rule, "reference_upcast") << promoted.root.reason;
-  EXPECT_NE(promoted.root.reason.find("%m is 3.0000000"), std::string::npos)
-      << promoted.root.reason;
+  EXPECT_EQ(promoted.root.expected_rule, "inherited_difference") << promoted.root.reason;
+  EXPECT_NE(promoted.root.wrong_side, "cpu") << promoted.root.reason;
 
   Judged j0 = Judge(head + "%j = aten::special_bessel_j0(%m)\noutput %j\n", exec::Target::kCpu,
                     exec::Target::kCpuF64);
