@@ -677,75 +677,84 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
   std::vector<float> re_im_f;
   const double* p = rows.data_ptr<double>();
   const double sign = inverse ? 1 : -1;  // e^{sign 2 pi i jk / len}
-  // One row's transform at `prec` bits, appended to re_im (and re_im_f).
-  // The twiddles carry a relative error of 2^-prec, so an output is only as
-  // good as 2^-prec·sum|x| absolutely: where the row's inputs span many
-  // decades (one near 1e308 beside values near 1, on the H100) an output
-  // near 1 was off by 1e260. Such a row is evaluated again at kWidePrecision,
-  // where that error is below the smallest double.
-  constexpr mpfr_prec_t kWidePrecision = 2400;
-  auto transform = [&](int64_t r, mpfr_prec_t prec) {
-    auto make = [prec] {
+  // Twiddles, the scale and scratch at one precision.
+  struct Work {
+    std::vector<Mp> c, s, tr, ti;
+    Mp re, im, sc;
+  };
+  auto make_work = [&](mpfr_prec_t prec) {
+    auto at_prec = [prec] {
       Mp m;
       mpfr_set_prec(m.v, prec);
       return m;
     };
-    std::vector<Mp> c, s, tr, ti;
-    for (int64_t m = 0; m < len; ++m) c.push_back(make()), s.push_back(make());
-    for (int64_t j = 0; j < 2 * len; ++j) tr.push_back(make()), ti.push_back(make());
-    Mp angle = make(), re = make(), im = make(), sc = make();
-    mpfr_set(sc.v, scale.v, N);  // 1, 1/len or 1/sqrt(len) (rounded at kPrecision)
-    if (norm == "ortho") {
-      mpfr_set_si(sc.v, len, N);
-      mpfr_rec_sqrt(sc.v, sc.v, N);
-    } else if (mpfr_cmp_ui(scale.v, 1) != 0) {
-      mpfr_set_ui(sc.v, 1, N);
-      mpfr_div_si(sc.v, sc.v, len, N);
-    }
+    Work w{{}, {}, {}, {}, at_prec(), at_prec(), at_prec()};
+    for (int64_t m = 0; m < len; ++m) w.c.push_back(at_prec()), w.s.push_back(at_prec());
+    for (int64_t j = 0; j < 2 * len; ++j) w.tr.push_back(at_prec()), w.ti.push_back(at_prec());
+    Mp angle = at_prec();
     for (int64_t m = 0; m < len; ++m) {  // cos(2 pi m / len), sin(2 pi m / len)
       mpfr_const_pi(angle.v, N);
       mpfr_mul_si(angle.v, angle.v, 2 * m, N);
       mpfr_div_si(angle.v, angle.v, len, N);
-      mpfr_sin_cos(s[m].v, c[m].v, angle.v, N);
+      mpfr_sin_cos(w.s[m].v, w.c[m].v, angle.v, N);
     }
+    mpfr_set_ui(w.sc.v, 1, N);  // 1, 1/len or 1/sqrt(len), at this precision
+    if (norm == "ortho") {
+      mpfr_set_si(w.sc.v, len, N);
+      mpfr_rec_sqrt(w.sc.v, w.sc.v, N);
+    } else if (mpfr_cmp_ui(scale.v, 1) != 0) {
+      mpfr_div_si(w.sc.v, w.sc.v, len, N);
+    }
+    return w;
+  };
+  // Output k of row r into w.re, w.im.
+  auto output = [&](Work& w, int64_t r, int64_t k) {
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t m = (j * k) % len;
+      const double xr = p[(r * len + j) * 2], xi = p[(r * len + j) * 2 + 1];
+      // (xr + i xi)(c + i sign s) = xr c - sign xi s + i (xi c + sign xr s)
+      mpfr_mul_d(w.tr[2 * j].v, w.c[m].v, xr, N);
+      mpfr_mul_d(w.tr[2 * j + 1].v, w.s[m].v, -sign * xi, N);
+      mpfr_mul_d(w.ti[2 * j].v, w.c[m].v, xi, N);
+      mpfr_mul_d(w.ti[2 * j + 1].v, w.s[m].v, sign * xr, N);
+    }
+    Sum(w.tr, w.re.v);
+    Sum(w.ti, w.im.v);
+    mpfr_mul(w.re.v, w.re.v, w.sc.v, N);
+    mpfr_mul(w.im.v, w.im.v, w.sc.v, N);
+  };
+  // The twiddles carry a relative error of 2^-prec, so an output is only as
+  // good as 2^-prec·sum|x| absolutely: where a row's inputs span many
+  // decades (-DBL_MAX beside values near 1, on the H100) an output near 1
+  // was off by 1e260. An output not good to 2^-60 relatively or 2^-80
+  // absolutely (far below any atol; a true zero shows as 2^-prec·sum|x|) is
+  // evaluated again at kWidePrecision, where that error is below the
+  // smallest double. Only those outputs: the rest stay cheap.
+  constexpr mpfr_prec_t kWidePrecision = 2400;
+  Work narrow = make_work(kPrecision);
+  std::optional<Work> wide;
+  for (int64_t r = 0; r < rows.size(0); ++r) {
     double sum_abs = 0;
     for (int64_t j = 0; j < len; ++j) {
       sum_abs += std::fabs(p[(r * len + j) * 2]) + std::fabs(p[(r * len + j) * 2 + 1]);
     }
-    // Every output is good to 2^-60 relatively, or to 2^-80 absolutely
-    // (far below any tolerance's atol: a true zero shows as 2^-prec·sum|x|).
-    const double bound = std::ldexp(sum_abs, -static_cast<int>(prec) + 8);
-    bool accurate = true;
+    const double bound = std::ldexp(sum_abs, -static_cast<int>(kPrecision) + 8);
     for (int64_t k = 0; k < outs; ++k) {
-      for (int64_t j = 0; j < len; ++j) {
-        const int64_t m = (j * k) % len;
-        const double xr = p[(r * len + j) * 2], xi = p[(r * len + j) * 2 + 1];
-        // (xr + i xi)(c + i sign s) = xr c - sign xi s + i (xi c + sign xr s)
-        mpfr_mul_d(tr[2 * j].v, c[m].v, xr, N);
-        mpfr_mul_d(tr[2 * j + 1].v, s[m].v, -sign * xi, N);
-        mpfr_mul_d(ti[2 * j].v, c[m].v, xi, N);
-        mpfr_mul_d(ti[2 * j + 1].v, s[m].v, sign * xr, N);
+      output(narrow, r, k);
+      Work* w = &narrow;
+      for (mpfr_srcptr part : {static_cast<mpfr_srcptr>(narrow.re.v),
+                               static_cast<mpfr_srcptr>(narrow.im.v)}) {
+        const double d = std::fabs(mpfr_get_d(part, N));
+        if (bound > std::ldexp(1.0, -80) && d < std::ldexp(bound, 60)) w = nullptr;
       }
-      Sum(tr, re.v);
-      Sum(ti, im.v);
-      mpfr_mul(re.v, re.v, sc.v, N);
-      mpfr_mul(im.v, im.v, sc.v, N);
-      const double dr = mpfr_get_d(re.v, N), di = mpfr_get_d(im.v, N);
-      for (double d : {dr, di}) {
-        accurate = accurate && (bound <= std::ldexp(1.0, -80) || std::fabs(d) >= std::ldexp(bound, 60));
+      if (w == nullptr) {
+        if (!wide) wide.emplace(make_work(kWidePrecision));
+        output(*wide, r, k);
+        w = &*wide;
       }
-      re_im.push_back(dr);
-      re_im.push_back(di);
-      if (f32) re_im_f.push_back(mpfr_get_flt(re.v, N)), re_im_f.push_back(mpfr_get_flt(im.v, N));
-    }
-    return accurate;
-  };
-  for (int64_t r = 0; r < rows.size(0); ++r) {
-    const size_t mark = re_im.size(), mark_f = re_im_f.size();
-    if (!transform(r, kPrecision)) {
-      re_im.resize(mark);
-      re_im_f.resize(mark_f);
-      transform(r, kWidePrecision);
+      re_im.push_back(mpfr_get_d(w->re.v, N));
+      re_im.push_back(mpfr_get_d(w->im.v, N));
+      if (f32) re_im_f.push_back(mpfr_get_flt(w->re.v, N)), re_im_f.push_back(mpfr_get_flt(w->im.v, N));
     }
   }
   std::vector<int64_t> pairs = out_shape;

@@ -263,18 +263,22 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
       return nr;
     }
   }
-  // Inputs to check after the call (ops::GuardsItsInputs), as they were.
-  std::vector<std::pair<std::string, at::Tensor>> guarded;
-  if (const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-      spec != nullptr && ops::GuardsItsInputs(*spec)) {
-    for (const std::string& name : node.Uses()) {
-      const at::Tensor t = lookup(name);
-      if (t.defined() && t.numel() > 0 && (t.is_floating_point() || t.is_complex())) {
-        guarded.emplace_back(name, t.clone());
+  try {
+    // Inputs to check after the call (ops::GuardsItsInputs), as they were.
+    // Copied inside the try: a CUDA error that surfaces here (another MPS
+    // client's fault) must be classified like one in the call, or it kills
+    // the worker as an uncaught exception (on the H100 that made six "crash
+    // did not recur" buckets in linear-algebra programs).
+    std::vector<std::pair<std::string, at::Tensor>> guarded;
+    if (const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+        spec != nullptr && ops::GuardsItsInputs(*spec)) {
+      for (const std::string& name : node.Uses()) {
+        const at::Tensor t = lookup(name);
+        if (t.defined() && t.numel() > 0 && (t.is_floating_point() || t.is_complex())) {
+          guarded.emplace_back(name, t.clone());
+        }
       }
     }
-  }
-  try {
     handle->callBoxed(&*stack);
     for (const auto& [name, before] : guarded) {
       if (at::Tensor now = lookup(name); !SameBits(before, now)) {
