@@ -351,6 +351,37 @@ TEST(KernelClasses, AProductOrASquareInsideThatOverflowsIsExtremal) {
   EXPECT_EQ(qr.root.expected_rule, "extremal_values") << qr.root.reason;
 }
 
+// Judged on the H100's campaigns: the CPU returned garbage for chebyshev_t
+// at a NaN x (a real bug), while CUDA's value on another element was off by
+// 1.29e-5, within the phase rounding 2 eps·78·acos(x) of the float32 kernel
+// (2.07e-5) but past the plain tolerance: the finding blamed "both". The
+// side check allows the phase rounding; the NaN element still blames cpu.
+TEST(KernelClasses, APhaseRoundingErrorDoesNotMakeASideWrong) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[2] = values(nan, 0x1.3p-2)\n"
+      "%y = aten::special_chebyshev_polynomial_t.n_scalar(%x, 78.0)\noutput %y\n";
+  auto phase_off = [](exec::RunResult& r) {  // what CUDA's kernel gave
+    at::Tensor& t = r.nodes[0].outputs[0];
+    t = t.clone();
+    t[0].fill_(NAN);
+    t[1].add_(1.29e-5);
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, phase_off);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  // Off by more than the phase bound, it is wrong too.
+  Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {},
+                   [](exec::RunResult& r) {
+                     at::Tensor& t = r.nodes[0].outputs[0];
+                     t = t.clone();
+                     t[0].fill_(NAN);
+                     t[1].add_(1e-3);
+                   });
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.wrong_side, "both") << k.root.reason;
+}
+
 // --- Class 1: a float64 reference that is the CPU's own kernel ----------
 
 TEST(Independence, AFloat64ProgramWithoutAnExactWitnessIsUndecided) {
