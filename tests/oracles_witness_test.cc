@@ -382,6 +382,31 @@ TEST(KernelClasses, APhaseRoundingErrorDoesNotMakeASideWrong) {
   EXPECT_EQ(k.root.wrong_side, "both") << k.root.reason;
 }
 
+// Judged on the H100's campaign: instance_norm of [[NaN, 0.84]] with one
+// element per instance is [NaN, 0] exactly; the CPU gives -1.32e-5 (its
+// statistics' rounding, amplified by 1/sigma), within the rule's bound, but
+// the NaN channel made the bound NaN and the CPU was blamed.
+TEST(KernelClasses, ANanChannelLeavesTheNormalizationBoundOfTheOthers) {
+  const std::string text =
+      "divfuzz v1\ninput %v: f32[1,2] = values(nan, 0x1.ae147ap-1)\n"
+      "%n = aten::instance_norm(%v, None, None, None, None, True, 1.0, 1e-05, True)\n"
+      "output %n\n";
+  auto exact = [](exec::RunResult& r) {  // what CUDA gave
+    at::Tensor& t = r.nodes[0].outputs[0];
+    t = t.clone();
+    t[0][1].fill_(0.0);
+  };
+  auto off = [](exec::RunResult& r) {  // a CPU 1.32e-5 off, as on the H100 host
+    at::Tensor& t = r.nodes[0].outputs[0];
+    t = t.clone();
+    t[0][1].fill_(-1.32e-5);
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, off, exact);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "normalization_statistics") << j.root.reason;
+}
+
 // --- Class 1: a float64 reference that is the CPU's own kernel ----------
 
 TEST(Independence, AFloat64ProgramWithoutAnExactWitnessIsUndecided) {
