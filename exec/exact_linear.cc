@@ -655,17 +655,9 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
     return std::nullopt;
   }
   const bool inverse = f == "ifft";
-  Mp scale(1);
-  if (norm == "ortho") {
-    mpfr_set_si(scale.v, len, N);
-    mpfr_rec_sqrt(scale.v, scale.v, N);
-  } else if ((norm == "forward") != inverse) {
-    if (norm != "forward" && norm != "backward") return std::nullopt;
-    mpfr_set_ui(scale.v, 1, N);
-    mpfr_div_si(scale.v, scale.v, len, N);
-  } else if (norm != "forward" && norm != "backward") {
-    return std::nullopt;
-  }
+  if (norm != "ortho" && norm != "forward" && norm != "backward") return std::nullopt;
+  // The scale: 1/sqrt(len) (ortho), 1/len (forward fft, backward ifft) or 1.
+  const bool by_len = norm != "ortho" && (norm == "forward") != inverse;
   const int64_t outs = real_only ? len / 2 + 1 : len;
   const at::Tensor rows = x.contiguous().reshape({-1, len, 2});
   if (rows.size(0) * outs * len > kMaxElements) return std::nullopt;
@@ -698,11 +690,11 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
       mpfr_div_si(angle.v, angle.v, len, N);
       mpfr_sin_cos(w.s[m].v, w.c[m].v, angle.v, N);
     }
-    mpfr_set_ui(w.sc.v, 1, N);  // 1, 1/len or 1/sqrt(len), at this precision
+    mpfr_set_ui(w.sc.v, 1, N);  // the scale, at this precision
     if (norm == "ortho") {
       mpfr_set_si(w.sc.v, len, N);
       mpfr_rec_sqrt(w.sc.v, w.sc.v, N);
-    } else if (mpfr_cmp_ui(scale.v, 1) != 0) {
+    } else if (by_len) {
       mpfr_div_si(w.sc.v, w.sc.v, len, N);
     }
     return w;

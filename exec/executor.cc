@@ -219,11 +219,11 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
                          absl::StrCat("no ATen operator named ", node.QualifiedName())};
     return nr;
   }
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   // The float64 targets hold every value in float64; an elementwise op's
   // operands are rounded to its result dtype first, as PyTorch does.
   ValueLookup promoted = lookup;
   if (target == Target::kCpuF64 || target == Target::kCudaF64) {
-    const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
     auto result = node.results.empty() ? types.end() : types.find(node.results[0]);
     if (spec != nullptr && result != types.end() && graph::IsFloating(result->second.dtype) &&
         (spec->rule == ops::Rule::kUnary || spec->rule == ops::Rule::kBinary ||
@@ -270,8 +270,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     // the worker as an uncaught exception (on the H100 that made six "crash
     // did not recur" buckets in linear-algebra programs).
     std::vector<std::pair<std::string, at::Tensor>> guarded;
-    if (const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-        spec != nullptr && ops::GuardsItsInputs(*spec)) {
+    if (spec != nullptr && ops::GuardsItsInputs(*spec)) {
       for (const std::string& name : node.Uses()) {
         const at::Tensor t = lookup(name);
         if (t.defined() && t.numel() > 0 && (t.is_floating_point() || t.is_complex())) {

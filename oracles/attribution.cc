@@ -11,6 +11,7 @@
 #include "graph/printer.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
+#include "oracles/expected_rules.h"
 #include "oracles/invariants.h"
 #include "oracles/nan_rule.h"
 
@@ -95,45 +96,15 @@ struct SideCheck {
 };
 
 // Whether `judged` misses `reference` at the elements where the two sides
-// (`side_a`, `side_b`) differ; everywhere when their shapes differ.
-// phase_rounding's bound as a tolerance: 2 eps·phase relatively, and that
-// times the amplitude floor absolutely.
-struct PhaseAllowance {
-  double rel = 0, floor = 0;
-};
-
-PhaseAllowance PhaseOf(const ops::OpSpec* spec, const graph::Node& node,
-                       const std::map<std::string, at::Tensor>& inputs, DType dtype) {
-  if (spec == nullptr || spec->phase.arg < 0 || !graph::IsFloating(dtype)) return {};
-  const ops::OpSpec::Phase& ph = spec->phase;
-  const graph::Literal* l = static_cast<size_t>(ph.arg) < node.args.size()
-                                ? &node.args[static_cast<size_t>(ph.arg)].value
-                                : nullptr;
-  double v = -1;
-  if (l != nullptr && l->kind == graph::Literal::Kind::kValue && inputs.count(l->s) &&
-      inputs.at(l->s).defined() && inputs.at(l->s).numel() > 0) {
-    const at::Tensor a = inputs.at(l->s).to(at::kDouble).abs();
-    const at::Tensor finite = a.masked_select(a.isfinite());
-    if (finite.numel() > 0) v = finite.max().item<double>();
-  } else if (l != nullptr && l->kind == graph::Literal::Kind::kFloat) {
-    v = std::fabs(l->f);
-  } else if (l != nullptr && l->kind == graph::Literal::Kind::kInt) {
-    v = std::fabs(static_cast<double>(l->i));
-  }
-  if (!(v > 0) || !std::isfinite(v)) return {};
-  // The kernels compute f16/bf16 in float32.
-  const double eps = graph::Epsilon(dtype == DType::kF64 ? DType::kF64 : DType::kF32);
-  const double phase = ph.scale * std::pow(v, ph.power);
-  return {2 * eps * phase, ph.amplitude * std::pow(v, ph.amplitude_power)};
-}
-
+// (`side_a`, `side_b`) differ; everywhere when their shapes differ. `phase`:
+// an oscillatory kernel's phase rounding is no miss (PhaseBoundOf).
 std::optional<Divergence> Misses(const ops::OpSpec* spec, const graph::Node& node,
                                  const ops::TypeEnv& types, const Policy& policy,
                                  const std::vector<at::Tensor>& judged,
                                  const std::vector<at::Tensor>& side_a,
                                  const std::vector<at::Tensor>& side_b,
                                  const std::vector<at::Tensor>& reference,
-                                 const PhaseAllowance& phase = {}) {
+                                 const std::optional<PhaseBound>& phase = std::nullopt) {
   const std::vector<at::Tensor> mine = Comparable(spec, judged);
   const std::vector<at::Tensor> sa = Comparable(spec, side_a);
   const std::vector<at::Tensor> sb = Comparable(spec, side_b);
@@ -164,9 +135,9 @@ std::optional<Divergence> Misses(const ops::OpSpec* spec, const graph::Node& nod
     // An oscillatory kernel's own phase rounding (phase_rounding's bound)
     // is no miss: judged by the plain tolerance, CUDA's chebyshev_t on one
     // element was blamed beside the CPU's real NaN bug on another (H100).
-    if (phase.rel > 0) {
-      tol.rtol += phase.rel;
-      tol.atol += phase.rel * phase.floor;
+    if (phase) {
+      tol.rtol += 2 * phase->eps * phase->phase;
+      tol.atol += 2 * phase->eps * phase->phase * phase->floor;
     }
     if (mask.defined()) {
       if (!mask.any().item<bool>()) continue;  // the sides agree on this output
@@ -337,7 +308,9 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
   }
   std::optional<Divergence> miss =
       Misses(spec, node, types, policy, got.outputs, got.outputs, theirs.outputs,
-             judge->result.outputs, PhaseOf(spec, node, inputs, dtype));
+             judge->result.outputs,
+             spec != nullptr && graph::IsFloating(dtype) ? PhaseBoundOf(*spec, node, inputs, dtype)
+                                                         : std::nullopt);
   if (miss) {
     if (rounded != nullptr && !rounded->result.error &&
         !Misses(spec, node, types, policy, got.outputs, got.outputs, theirs.outputs,

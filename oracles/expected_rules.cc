@@ -104,6 +104,13 @@ struct Context {
 
 at::Tensor F64(const at::Tensor& t) { return t.defined() ? t.to(at::kDouble).contiguous() : t; }
 
+// The largest finite |x| (0 when there is none).
+double FiniteAbsMax(const at::Tensor& t) {
+  const at::Tensor a = at::abs(t.to(at::kDouble));
+  const at::Tensor finite = a.masked_select(at::isfinite(a));
+  return finite.numel() == 0 ? 0.0 : finite.max().item<double>();
+}
+
 // A catalogue position (-1: keyword-only) as FindArg's position.
 size_t ArgPos(int pos) { return pos < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(pos); }
 
@@ -544,9 +551,7 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
     absl::ConsumePrefix(&base, "aten::");
     const bool std_dev = absl::StartsWith(base, "std");
     if (std_dev || absl::StartsWith(base, "var")) {
-      const at::Tensor a = x0.abs();
-      const at::Tensor finite = a.masked_select(at::isfinite(a));
-      const double largest = finite.numel() == 0 ? 0.0 : finite.max().item<double>();
+      const double largest = FiniteAbsMax(x0);
       const double root_n = std::sqrt(static_cast<double>(terms));
       const at::Tensor kappa_terms =
           std_dev ? at::full_like(sum_abs, root_n * largest / 2)
@@ -1047,28 +1052,13 @@ std::optional<RuleMatch> DocumentedDomain(const Context& c) {
 // of eps there is an absolute error of eps·phase in the argument of its
 // cos/sin, which the result carries times its amplitude.
 std::optional<RuleMatch> PhaseRounding(const Context& c) {
-  const ops::OpSpec::Phase& ph = c.spec.phase;
-  if (ph.arg < 0 || static_cast<size_t>(ph.arg) >= c.node.args.size() ||
-      (c.d.cls != DivergenceClass::kTolerance && c.d.cls != DivergenceClass::kClassSplit) ||
+  if ((c.d.cls != DivergenceClass::kTolerance && c.d.cls != DivergenceClass::kClassSplit) ||
       !graph::IsFloating(c.dtype)) {
     return std::nullopt;
   }
-  const Literal& l = c.node.args[static_cast<size_t>(ph.arg)].value;
-  double v = -1;
-  if (l.kind == Literal::Kind::kValue) {
-    const at::Tensor t = c.Input(static_cast<size_t>(ph.arg));
-    if (!t.defined() || t.numel() == 0) return std::nullopt;
-    const at::Tensor a = F64(t).abs();
-    const at::Tensor finite = a.masked_select(at::isfinite(a));
-    if (finite.numel() == 0) return std::nullopt;
-    v = finite.max().item<double>();
-  } else if (l.kind == Literal::Kind::kFloat) {
-    v = std::fabs(l.f);
-  } else if (l.kind == Literal::Kind::kInt) {
-    v = std::fabs(static_cast<double>(l.i));
-  }
-  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
-  const double phase = ph.scale * std::pow(v, ph.power);
+  const std::optional<PhaseBound> ph = PhaseBoundOf(c.spec, c.node, c.inputs, c.dtype);
+  if (!ph) return std::nullopt;
+  const double phase = ph->phase;
   const bool f64 = c.dtype == DType::kF64;
   const double acc_max = f64 ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
   if (c.d.cls == DivergenceClass::kClassSplit) {
@@ -1081,11 +1071,8 @@ std::optional<RuleMatch> PhaseRounding(const Context& c) {
   if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.is_complex()) {
     return std::nullopt;
   }
-  // The kernels compute f16/bf16 in float32.
-  const double eps = graph::Epsilon(f64 ? DType::kF64 : DType::kF32);
-  const double floor = ph.amplitude * std::pow(v, ph.amplitude_power);
-  const at::Tensor amplitude = at::maximum(ya.abs(), yb.abs()).clamp_min(floor);
-  const at::Tensor bound = amplitude.mul(2 * eps * phase);
+  const at::Tensor amplitude = at::maximum(ya.abs(), yb.abs()).clamp_min(ph->floor);
+  const at::Tensor bound = amplitude.mul(2 * ph->eps * phase);
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   const at::Tensor diff = ya.sub(yb).abs();
   if (!at::all(at::logical_or(diff.le(bound.add(tol.atol)), at::isfinite(diff).logical_not()))
@@ -1160,30 +1147,25 @@ std::optional<RuleMatch> NormalizationStatistics(const Context& c) {
   }
   // Over finite values: a NaN in one channel (its outputs NaN on both sides)
   // made every bound NaN, and a CPU rounding in another channel a bug (H100).
-  auto finite_max = [](const at::Tensor& t) {
-    const at::Tensor a = at::abs(t.to(at::kDouble));
-    const at::Tensor finite = a.masked_select(at::isfinite(a));
-    return finite.numel() == 0 ? 0.0 : finite.max().item<double>();
-  };
   double w = 1;
   int64_t n = 1;
   for (const auto& [name, t] : c.inputs) {
     if (!t.defined() || t.numel() == 0) continue;
     n = std::max<int64_t>(n, t.numel());
     if (name != c.node.args[0].value.s && at::isFloatingType(t.scalar_type())) {
-      w = std::max(w, finite_max(t));
+      w = std::max(w, FiniteAbsMax(t));
     }
   }
   const Literal* eps_arg = ops::FindArg(c.node, 1000, "eps");
   const double eps_value =
       eps_arg != nullptr && eps_arg->kind == Literal::Kind::kFloat && eps_arg->f > 0 ? eps_arg->f
                                                                                     : 1e-5;
-  const double big = finite_max(x);
+  const double big = FiniteAbsMax(x);
   const double bound = 4.0 * n * graph::Epsilon(c.dtype) * big * w / std::sqrt(eps_value) +
                        c.policy.For(c.node.QualifiedName(), c.dtype).atol;
   // A tolerance divergence: where one side is not finite the other is the
   // same class, so the finite differences are all there is to bound.
-  const double diff = finite_max(ya.to(at::kDouble).sub(yb.to(at::kDouble)));
+  const double diff = FiniteAbsMax(ya.to(at::kDouble).sub(yb.to(at::kDouble)));
   if (!(diff <= bound)) return std::nullopt;
   return RuleMatch{"normalization_statistics",
                    absl::StrCat("max|A - B| = ", graph::FormatFloat(diff),
@@ -1356,6 +1338,29 @@ std::optional<RuleMatch> InheritedDifference(const Context& c) {
   return RuleMatch{"inherited_difference",
                    "each side is right for its own inputs: the difference is inherited from "
                    "upstream values within tolerance, amplified by this op"};
+}
+
+std::optional<PhaseBound> PhaseBoundOf(const ops::OpSpec& spec, const graph::Node& node,
+                                       const std::map<std::string, at::Tensor>& inputs,
+                                       DType dtype) {
+  const ops::OpSpec::Phase& ph = spec.phase;
+  if (ph.arg < 0 || static_cast<size_t>(ph.arg) >= node.args.size()) return std::nullopt;
+  const Literal& l = node.args[static_cast<size_t>(ph.arg)].value;
+  double v = -1;
+  if (l.kind == Literal::Kind::kValue) {
+    auto it = inputs.find(l.s);
+    if (it == inputs.end() || !it->second.defined() || it->second.numel() == 0) return std::nullopt;
+    v = FiniteAbsMax(it->second);
+  } else if (l.kind == Literal::Kind::kFloat) {
+    v = std::fabs(l.f);
+  } else if (l.kind == Literal::Kind::kInt) {
+    v = std::fabs(static_cast<double>(l.i));
+  }
+  if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
+  // The kernels compute f16/bf16 in float32.
+  return PhaseBound{ph.scale * std::pow(v, ph.power),
+                    graph::Epsilon(dtype == DType::kF64 ? DType::kF64 : DType::kF32),
+                    ph.amplitude * std::pow(v, ph.amplitude_power)};
 }
 
 std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const ops::TypeEnv& types,

@@ -3,6 +3,7 @@
 // `expected` tier with the evidence; nothing is dropped.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,18 @@ struct RuleMatch {
   std::string rule;    // a rule of oracles/rules.def
   std::string reason;  // the evidence, one line
 };
+
+// An oscillatory kernel's phase (the catalogue fact OpSpec::phase) on these
+// inputs: at the largest finite argument, with the eps the kernel works in
+// (f16/bf16 in float32) and the amplitude floor. The phase_rounding rule
+// allows 2·eps·phase·max(|y|, floor) between the sides; the side check
+// (attribution.cc) allows the same between a side and its witness.
+struct PhaseBound {
+  double phase = 0, eps = 0, floor = 0;
+};
+std::optional<PhaseBound> PhaseBoundOf(const ops::OpSpec& spec, const graph::Node& node,
+                                       const std::map<std::string, at::Tensor>& inputs,
+                                       graph::DType dtype);
 
 std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const ops::TypeEnv& types,
                                            const exec::RunResult& a, const exec::RunResult& b,

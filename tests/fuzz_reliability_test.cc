@@ -43,6 +43,18 @@ std::string MarkedUnaryProgram(const std::string& op, const std::string& marker)
          "(%x)\noutput %y\n";
 }
 
+// A fresh folder `name` with a seed (dir/seeds/exp.dfz) and, in the
+// campaign's crashes/, an artifact `artifact` that hangs under the faulty
+// plugin (aten::exp2 on float32), as a worker left it.
+std::string DirWithAHangingArtifact(const std::string& name, const std::string& artifact) {
+  const std::string dir = testing::TempDir(name);
+  fs::create_directories(dir + "/seeds");
+  testing::WriteTextFile(dir + "/seeds/exp.dfz", UnaryProgram("aten::exp"));
+  fs::create_directories(dir + "/campaign/crashes");
+  testing::WriteTextFile(dir + "/campaign/crashes/" + artifact, UnaryProgram("aten::exp2"));
+  return dir;
+}
+
 // A campaign in `dir` under the faulty ops plugin, its corpus dir/seeds.
 testing::CommandRun FaultyCampaign(const std::string& dir, const std::string& flags) {
   return testing::RunShell("cd " + dir + " && " + kTool + " campaign --plugins=" +
@@ -236,15 +248,10 @@ TEST(CampaignReliability, AHangIsConfirmedInTheBackgroundWhileTheCampaignGoesOn)
 
 TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const std::string dir = testing::TempDir("slow_units");
-  const std::string seeds = dir + "/seeds";
-  fs::create_directories(seeds);
-  testing::WriteTextFile(seeds + "/exp.dfz", UnaryProgram("aten::exp"));
-  // libFuzzer's slow-unit artifacts, as a worker left them: one returns on
-  // replay, one hangs (aten::exp2 under the faulty plugin).
-  fs::create_directories(dir + "/campaign/crashes");
+  // libFuzzer's slow-unit artifacts, as a worker left them: one hangs
+  // (aten::exp2 under the faulty plugin), one returns on replay.
+  const std::string dir = DirWithAHangingArtifact("slow_units", "slow-unit-hangs");
   testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-returns", UnaryProgram("aten::sinh"));
-  testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-hangs", UnaryProgram("aten::exp2"));
   // An artifact libFuzzer's handler created and never wrote (a corrupted
   // heap): empty, though its name is the SHA-1 of a real input.
   testing::WriteTextFile(dir + "/campaign/crashes/crash-3108190d6245fca0cf675c39647d7f92a6d529da",
@@ -283,11 +290,7 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
 // helper runs the faulty float32 exp2 too.)
 TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const std::string dir = testing::TempDir("hang_both");
-  fs::create_directories(dir + "/seeds");
-  testing::WriteTextFile(dir + "/seeds/exp.dfz", UnaryProgram("aten::exp"));
-  fs::create_directories(dir + "/campaign/crashes");
-  testing::WriteTextFile(dir + "/campaign/crashes/slow-unit-hangs", UnaryProgram("aten::exp2"));
+  const std::string dir = DirWithAHangingArtifact("hang_both", "slow-unit-hangs");
   const testing::CommandRun run =
       FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-scalar");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -302,11 +305,7 @@ TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
 // input unreplayed, and the resumed campaign replays it first.
 TEST(CampaignReliability, StoppedWhileConfirmingAHangItLeavesTheInputForTheResume) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const std::string dir = testing::TempDir("closing_stop");
-  fs::create_directories(dir + "/seeds");
-  testing::WriteTextFile(dir + "/seeds/exp.dfz", UnaryProgram("aten::exp"));
-  fs::create_directories(dir + "/campaign/crashes");
-  testing::WriteTextFile(dir + "/campaign/crashes/timeout-hangs", UnaryProgram("aten::exp2"));
+  const std::string dir = DirWithAHangingArtifact("closing_stop", "timeout-hangs");
   const std::string campaign = kTool + " campaign --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
                                " --seconds=2 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64" +
                                " --corpus=" + dir + "/seeds";
