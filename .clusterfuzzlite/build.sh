@@ -25,7 +25,7 @@ ninja -C "$BUILD_DIR" graph_fuzzer parser_fuzzer
 mkdir -p "$OUT"
 for f in graph_fuzzer parser_fuzzer; do
   cp "$BUILD_DIR/fuzz/$f" "$OUT/"
-  cp "$SRC_DIR/fuzz/$f.options" "$OUT/"
+  cp "$SRC_DIR/fuzz/harness/$f.options" "$OUT/"
 done
 cp "$SRC_DIR/corpus/parser_fuzzer.dict" "$OUT/"
 rm -f "$OUT/graph_fuzzer_seed_corpus.zip"

@@ -15,7 +15,7 @@ inline constexpr int kExitCannotRun = 2;
 // (after one "divfuzz: cannot record a finding ..." line on stderr); the
 // supervisor stops the campaign with that message instead of losing findings.
 inline constexpr int kExitWorkerStoreFailed = 86;
-// A campaign worker on the campaign's MPS server (fuzz/mps_server.h) that
+// A campaign worker on the campaign's MPS server (fuzz/campaign/mps_server.h) that
 // met a CUDA fault exits with this, recording nothing: a fault reaches every
 // client of the server, so it may be another worker's. The supervisor keeps
 // its input (mps-fault-*), replays it away from the server, and restarts

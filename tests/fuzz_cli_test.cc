@@ -1,6 +1,6 @@
-// The divfuzz tool as a new user meets it (issue 20): help per command, exit
-// codes (0 clean, 1 findings at or above --fail_on, 2 could not run), the
-// campaign's checks of its work folder and findings store, a worker that
+// The divfuzz tool as a new user meets it (issue 20): help per command (and
+// docs/CLI.md, the same help as Markdown), exit codes (0 clean, 1 findings at
+// or above --fail_on, 2 could not run), the campaign's checks of its work folder and findings store, a worker that
 // cannot record findings, --resume's rules, targets this machine cannot run,
 // and corrupt index lines said on stderr.
 #include <filesystem>
@@ -56,6 +56,38 @@ TEST(Help, EveryFormPrintsTheCommandsOwnFlagsAndExitsZero) {
   const testing::CommandRun unknown = testing::RunShell(kTool + " help nosuch");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
   EXPECT_TRUE(Contains(unknown.output, "unknown command 'nosuch'")) << unknown.output;
+}
+
+// docs/CLI.md is what `divfuzz help --markdown` prints: the reference and the
+// help come from the same two tables, so an edit to either fails here until
+// the document is regenerated.
+TEST(Help, DocsCliMdIsWhatHelpMarkdownPrints) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const testing::CommandRun run = testing::RunShell(kTool + " help --markdown 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(Contains(run.output, "\n## campaign\n")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "| `--fail_on` | `none` |")) << run.output;
+  const std::string path = std::string(DIVFUZZ_SOURCE_DIR) + "/docs/CLI.md";
+  const std::string doc = testing::ReadTextFile(path);
+  if (doc == run.output) return;
+  // The first line that differs, not two whole documents.
+  size_t at = 0, line = 1, line_start = 0;
+  while (at < doc.size() && at < run.output.size() && doc[at] == run.output[at]) {
+    if (doc[at++] == '\n') {
+      ++line;
+      line_start = at;
+    }
+  }
+  auto line_of = [line_start](const std::string& text) {
+    return line_start >= text.size() ? std::string("(end of file)")
+                                     : text.substr(line_start, text.find('\n', line_start) -
+                                                                   line_start);
+  };
+  ADD_FAILURE() << path << " differs from `divfuzz help --markdown` at line " << line
+                << "\n  docs/CLI.md:     " << line_of(doc)
+                << "\n  help --markdown: " << line_of(run.output)
+                << "\nRegenerate it: scripts/gen_cli_md.sh " << DIVFUZZ_BINARY_DIR
+                << "  (that is, divfuzz help --markdown > docs/CLI.md)";
 }
 
 // (repro is the exception: it writes a GPU finding's repros unminimized and
@@ -187,7 +219,7 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
   EXPECT_TRUE(fs::exists(copy + "/campaign/logs/stats-0-1.json")) << run.output;
 }
 
-// --mps (fuzz/mps_server.h) on a machine without a GPU, and what the
+// --mps (fuzz/campaign/mps_server.h) on a machine without a GPU, and what the
 // campaign makes of an input a worker met a CUDA fault in on its MPS server:
 // a fault reaches every client, so only an input that fails again alone is
 // a finding (a crash- artifact that does not recur still is one, in the

@@ -1,4 +1,4 @@
-// fuzz/commands.def carries the subcommands: each one the table names has its
+// fuzz/cli/commands.def carries the subcommands: each one the table names has its
 // help (synopsis, summary and every flag it lists, none misspelled) and
 // reaches its entry point.
 #include <filesystem>
@@ -26,7 +26,7 @@ std::vector<Command> TableCommands() {
   all.push_back({#name, synopsis, summary, flags, false});
 #define DIVFUZZ_EARLY_COMMAND(name, synopsis, summary) \
   all.push_back({#name, synopsis, summary, "", true});
-#include "fuzz/commands.def"
+#include "fuzz/cli/commands.def"
   return all;
 }
 

@@ -1,4 +1,4 @@
-#include "fuzz/crash_hang_triage.h"
+#include "fuzz/harness/crash_hang_triage.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "fuzz/exit_codes.h"
-#include "fuzz/feedback.h"
-#include "fuzz/harness.h"
+#include "fuzz/harness/feedback.h"
+#include "fuzz/harness/harness.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -103,7 +103,7 @@ TEST(Harness, BucketsOtherProcessesRecordedAreBatchedNotRecordedAgain) {
 
 // A CUDA fault poisons the worker's context: the harness records the input
 // and aborts. The bucket is named after the node that faulted, as the crash
-// artifact the abort leaves is (fuzz/artifacts.cc), so `divfuzz repro` can
+// artifact the abort leaves is (fuzz/campaign/artifact_replay.cc), so `divfuzz repro` can
 // reduce it (a "cuda_fatal" bucket could not be). The fault is planted on a
 // CPU run labelled cuda.
 // A cpu pair whose side B is labelled cuda and faults at node 1 with `message`.

@@ -1,4 +1,4 @@
-// The in-flight input record (fuzz/inflight.h): what a worker was running
+// The in-flight input record (fuzz/harness/inflight.h): what a worker was running
 // survives the worker's death by SIGKILL, and a record read back is whole.
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "fuzz/inflight.h"
+#include "fuzz/harness/inflight.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

@@ -1,11 +1,11 @@
-// The campaign's private MPS server (fuzz/mps_server.h). No CI machine has a
+// The campaign's private MPS server (fuzz/campaign/mps_server.h). No CI machine has a
 // GPU or the driver's nvidia-cuda-mps-control, so these tests put a stand-in
 // of that program first on PATH: a shell script that speaks its protocol
 // (`-f` runs the daemon in the foreground with a control pipe in
 // $CUDA_MPS_PIPE_DIRECTORY; without arguments it is a client passing its
 // stdin's command to the daemon) and logs what it was given. The real daemon
 // is exercised on the GPU host (issue 18's note).
-#include "fuzz/mps_server.h"
+#include "fuzz/campaign/mps_server.h"
 
 #include <signal.h>
 #include <sys/wait.h>

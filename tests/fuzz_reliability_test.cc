@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "fuzz/harness.h"
-#include "fuzz/repro_supervisor.h"
-#include "fuzz/restart_corpus.h"
+#include "fuzz/harness/harness.h"
+#include "fuzz/campaign/reducer_supervisor.h"
+#include "fuzz/campaign/restart_corpus.h"
 #include "graph/parser.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -855,7 +855,7 @@ TEST(CampaignResume, KillNineAtRandomMomentsThenResumeLosesNothing) {
 }
 
 // A worker that replaces a dead one starts from a sample of the corpus
-// (fuzz/restart_corpus.h) instead of running all of it first; its new inputs
+// (fuzz/campaign/restart_corpus.h) instead of running all of it first; its new inputs
 // join the corpus, and its folder is gone when the campaign ends. The first
 // run builds a corpus; the second, in the same work folder, has the faulty
 // plugin's crashing ops kill its workers.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "exec/executor.h"
-#include "fuzz/harness.h"
+#include "fuzz/harness/harness.h"
 #include "fuzz/settings.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"

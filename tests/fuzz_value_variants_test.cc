@@ -10,7 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "exec/executor.h"
-#include "fuzz/harness.h"
+#include "fuzz/harness/harness.h"
 #include "graph/materialize.h"
 #include "graph/parser.h"
 #include "graph/printer.h"

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "exec/executor.h"
-#include "fuzz/harness.h"
+#include "fuzz/harness/harness.h"
 #include "graph/printer.h"
 #include "gtest/gtest.h"
 #include "mutators/mutator.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
-#include "fuzz/harness.h"
+#include "fuzz/harness/harness.h"
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"

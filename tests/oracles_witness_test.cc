@@ -23,7 +23,7 @@
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "exec/witnesses.h"
-#include "fuzz/crash_hang_triage.h"
+#include "fuzz/harness/crash_hang_triage.h"
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"

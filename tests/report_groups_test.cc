@@ -6,7 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "fuzz/campaign_status.h"
+#include "fuzz/campaign/status.h"
 #include "gtest/gtest.h"
 #include "report/groups.h"
 #include "report/report.h"

@@ -1,0 +1,354 @@
+#include "fuzz/campaign/artifact_replay.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "fuzz/harness/crash_hang_triage.h"
+#include "fuzz/harness/harness.h"
+#include "fuzz/harness/inflight.h"
+#include "fuzz/campaign/spawn.h"
+#include "graph/printer.h"
+#include "minimize/emit_python.h"
+#include "mutators/value_variants.h"
+#include "ops/infer.h"
+#include "store/findings_store.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Replay {
+  bool hung = false;        // still running at the deadline
+  bool crashed = false;     // died from a signal, or from a CUDA fault
+  bool cuda_fault = false;  // a device-side assert or illegal access (signal 0)
+  int signal = 0;
+  std::string target;  // the target and node running last
+  int node = -1;
+  std::string op;
+  std::string input_trigger;  // what locate saw in that node's inputs ("" ordinary)
+  std::string other_failed;   // target "both": how the other side failed on its own run
+  bool slow = false;          // hung once, then finished within four times the timeout
+  bool batched = false;       // it failed in the batched run of the value variants
+  bool cut = false;           // stopped at the context's deadline: tells nothing
+};
+
+// libFuzzer names an artifact after the SHA-1 of its input. An empty file
+// under any other name is a write its handler began and never finished (on a
+// heap the kernel corrupted): not an input, whose program would be one
+// generated from the hash of nothing. The worker's in-flight record keeps
+// the real input (SaveInflightArtifact).
+bool FailedWrite(const std::string& path, const std::string& data) {
+  return data.empty() && !absl::EndsWith(path, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+}
+
+// An input that killed a worker: libFuzzer's crash-, timeout- and oom-
+// files, and the in-flight ones saved beside them (not locate's logs).
+bool KillerArtifact(const std::string& name) {
+  return (absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
+          absl::StartsWith(name, "oom-") || absl::StartsWith(name, kMpsFaultPrefix)) &&
+         !absl::EndsWith(name, ".log") && !absl::StrContains(name, store::kAtomicWriteInfix);
+}
+
+std::optional<std::string> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std::string& targets,
+                const std::string& out, int timeout_seconds) {
+  Replay r;
+  const pid_t pid =
+      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets),
+                 absl::StrCat("--variants=", c.variants), artifact},
+                {{}, out, /*append_log=*/false,
+                 c.outside_mps ? std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY"}
+                               : std::vector<std::string>{}});
+  // A hang is one node running past the timeout: the clock restarts at every
+  // "RUN" line locate prints, and process start-up (loading libtorch, which
+  // takes seconds on a loaded machine) gets a minute of its own.
+  using Clock = std::chrono::steady_clock;
+  auto since = Clock::now();
+  auto allowed = std::chrono::seconds(60);
+  std::uintmax_t seen_size = 0;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(out, ec);
+    if (!ec && size != seen_size) {
+      seen_size = size;
+      if (absl::StrContains(ReadBytes(out).value_or(""), "RUN ")) {
+        since = Clock::now();
+        allowed = std::chrono::seconds(timeout_seconds);
+      }
+    }
+    if (c.out_of_time()) {
+      r.cut = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return r;
+    }
+    if (Clock::now() - since > allowed) {
+      r.hung = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!r.hung && WIFSIGNALED(status)) {
+    r.crashed = true;
+    r.signal = WTERMSIG(status);
+  }
+  std::ifstream log(out);
+  std::map<std::pair<std::string, int>, std::string> triggers;  // INPUTS lines
+  for (std::string line; std::getline(log, line);) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    if (parts.size() == 2 && parts[0] == "BATCH") {
+      r.batched = true;  // node numbers from here on are the batched program's
+      triggers.clear();
+      continue;
+    }
+    if (parts.size() == 4 && parts[0] == "INPUTS") {
+      triggers[{parts[1], std::atoi(parts[2].c_str())}] = parts[3];
+      continue;
+    }
+    if (parts.size() != 4 || (parts[0] != "RUN" && parts[0] != "CUDA_FATAL")) continue;
+    r.target = parts[1];
+    r.node = std::atoi(parts[2].c_str());
+    r.op = parts[3];
+    if (parts[0] == "CUDA_FATAL") {
+      r.crashed = r.cuda_fault = true;
+      break;
+    }
+  }
+  if (auto it = triggers.find({r.target, r.node}); it != triggers.end()) r.input_trigger = it->second;
+  return r;
+}
+
+// Locate runs the pair's targets one after the other, so a hang or crash on
+// the first says nothing of the second: the second then runs first in a
+// fresh process. If it fails too, both sides fail; if not, the first is the
+// one (a CUDA fault needs no second run: it names its own side).
+Replay Locate(const ArtifactContext& c, const std::string& artifact) {
+  Replay r = LocateIn(c, artifact, c.targets, artifact + ".locate.log", c.timeout_seconds);
+  if (r.cut) return r;
+  if (r.hung) {
+    // A node slow only on a loaded machine (a jiterator kernel compiled on
+    // its first call in a fresh process, beside busy workers) is not a hang:
+    // it must also run past four times the timeout.
+    const Replay again =
+        LocateIn(c, artifact, c.targets, artifact + ".locate-again.log", 4 * c.timeout_seconds);
+    if (again.cut) return again;
+    if (!again.hung) {
+      if (again.crashed) return again;
+      r.hung = false;
+      r.slow = true;
+      return r;
+    }
+  }
+  std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
+  if (!(r.hung || r.crashed) || r.cuda_fault || pair.size() != 2 || pair[0] == pair[1] ||
+      r.target != pair[0]) {
+    return r;
+  }
+  const Replay other = LocateIn(c, artifact, absl::StrCat(pair[1], ",", pair[0]),
+                                artifact + ".locate-other.log", c.timeout_seconds);
+  if (other.cut) return other;
+  if ((other.hung || other.crashed) && other.target == pair[1] && other.batched == r.batched) {
+    r.target = "both";
+    r.other_failed = other.hung ? "hang" : "crash";
+  }
+  return r;
+}
+
+// The first op of `program` in `quarantine` ("" when none).
+std::string QuarantinedOp(const graph::Program& program, const std::set<std::string>& quarantine) {
+  for (const graph::Node& n : program.nodes) {
+    if (quarantine.count(n.QualifiedName())) return n.QualifiedName();
+  }
+  return "";
+}
+
+// Artifacts in crashes_dir not in `seen`, as paths.
+std::vector<std::string> Unhandled(const std::string& crashes_dir,
+                                   const std::set<std::string>& seen) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // A write under way (SaveInflightArtifact's) is no artifact yet: on the
+    // H100 one was replayed as an empty input.
+    const bool artifact = KillerArtifact(name) || (absl::StartsWith(name, "slow-unit-") &&
+                                                   !absl::StrContains(name, store::kAtomicWriteInfix));
+    if (!artifact || absl::EndsWith(name, ".log") || seen.count(name)) continue;
+    paths.push_back(entry.path().string());
+  }
+  return paths;
+}
+
+}  // namespace
+
+int UnhandledArtifacts(const std::string& crashes_dir, const std::set<std::string>& seen) {
+  return static_cast<int>(Unhandled(crashes_dir, seen).size());
+}
+
+int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
+                       std::set<std::string>* quarantine) {
+  std::vector<std::string> fresh = Unhandled(c.crashes_dir, *seen);
+  for (const std::string& path : fresh) seen->insert(fs::path(path).filename().string());
+  absl::StatusOr<std::unique_ptr<store::FindingsStore>> store =
+      store::FindingsStore::Open(c.findings_dir);
+  if (!store.ok()) return 0;
+  int recorded = 0;
+  for (const std::string& path : fresh) {
+    const std::string data = ReadBytes(path).value_or("");
+    if (FailedWrite(path, data)) {
+      std::cout << "divfuzz campaign: " << path
+                << " is empty: libFuzzer's handler never wrote the input (the worker's in-flight"
+                   " record keeps it); not a finding\n";
+      continue;
+    }
+    graph::Program program =
+        ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    // Workers that started before an op's quarantine reached them die on its
+    // mutants: a replay of each (a minute for a hang) would tell nothing new.
+    const std::string known = QuarantinedOp(program, *quarantine);
+    if (!known.empty()) {
+      std::cout << "divfuzz campaign: " << path << " uses " << known
+                << ", already quarantined; not replayed\n";
+      continue;
+    }
+    // Past the deadline: left for the next pass (the campaign counts them).
+    if (c.out_of_time()) {
+      seen->erase(fs::path(path).filename().string());
+      continue;
+    }
+    const Replay r = Locate(c, path);
+    if (r.cut) {
+      seen->erase(fs::path(path).filename().string());
+      std::cout << "divfuzz campaign: " << path
+                << " was being replayed when the campaign stopped; a resumed campaign replays it\n";
+      continue;
+    }
+    if (const std::string why = WhyNotAFinding(path, r.hung, r.crashed, c.outside_mps);
+        !why.empty()) {
+      std::cout << "divfuzz campaign: " << path << " " << why << "; not a finding\n";
+      continue;
+    }
+    const bool timeout_artifact = absl::StrContains(path, "/timeout-");
+    const bool hang = r.hung || (!r.crashed && timeout_artifact);
+    const bool reproduced = r.hung || r.crashed;
+    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+    // Failed only with its value variants: the batched program (an ordinary
+    // program, as locate ran it) is the finding, so its repro reproduces.
+    if (r.batched && types.ok()) {
+      absl::StatusOr<mutators::VariantBatch> batch =
+          mutators::BatchVariants(program, *types, c.variants - 1);
+      if (batch.ok()) {
+        program = std::move(batch->program);
+        types = std::move(batch->types);
+      }
+    }
+    store::FindingHit hit = FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
+                                       hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced,
+                                       r.input_trigger);
+    hit.targets = c.targets;
+    hit.detail["artifact"] = path;
+    hit.detail["reproduced"] = reproduced;
+    hit.detail["signal"] = r.signal;
+    if (r.slow) hit.detail["slow_not_hung"] = true;
+    if (r.batched) hit.detail["value_variants"] = c.variants - 1;
+    if (!r.other_failed.empty()) hit.detail["other_side_failed"] = r.other_failed;
+    // An op that kills workers again and again would stall the campaign on it.
+    if ((r.hung || r.crashed) && !r.op.empty() && quarantine->insert(r.op).second) {
+      std::cout << "divfuzz campaign: " << r.op << (r.hung ? " hangs" : " crashes")
+                << " reproducibly; later workers skip programs that use it\n";
+    }
+    absl::StatusOr<store::RecordResult> rec = (*store)->Record(hit, graph::PrintProgram(program));
+    if (!rec.ok()) continue;
+    ++recorded;
+    std::cout << "divfuzz campaign: " << hit.divergence_class << " in " << hit.root_op << " on "
+              << hit.wrong_side << (reproduced ? "" : " (did not recur)") << " -> " << rec->id
+              << "\n";
+    if (rec->is_new && r.node >= 0) {
+      minimize::ReproSpec spec;
+      std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
+      if (pair.size() == 2) spec.target_a = pair[0], spec.target_b = pair[1];
+      spec.node_index = r.node;
+      spec.title = absl::StrCat(hit.root_op, ": ", hit.divergence_class, " on ", hit.wrong_side);
+      // Runs the failing side in a child process, so the script itself
+      // neither hangs nor dies (divfuzz repro replaces it with a minimal one).
+      if (!r.target.empty()) {
+        spec.failure = hit.divergence_class;
+        spec.failure_target = r.target == "both" && pair.size() == 2 ? pair[0] : r.target;
+        spec.hang_seconds = c.timeout_seconds;
+      }
+      (void)(*store)->WriteArtifact(rec->id, "repro.py", minimize::EmitPython(program, spec),
+                                    "repro_py");
+    }
+  }
+  return recorded;
+}
+
+std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
+                                 const std::string& prefix) {
+  const std::optional<std::string> input = ReadInflight(record);
+  ClearInflight(record);
+  if (!input) return "";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::error_code size_ec;
+    if (!KillerArtifact(name) || fs::file_size(entry.path(), size_ec) != input->size() || size_ec) {
+      continue;
+    }
+    if (ReadBytes(entry.path().string()) == input) return "";  // libFuzzer's own artifact
+  }
+  const std::string path = absl::StrCat(
+      crashes_dir, "/", prefix, "inflight-",
+      absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(input->data()), input->size()),
+                absl::kZeroPad16));
+  if (absl::Status s = store::WriteFileAtomically(path, *input); !s.ok()) {
+    std::cerr << "divfuzz campaign: saving the input a worker died on failed: " << s.message()
+              << "\n";
+    return "";
+  }
+  return path;
+}
+
+void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
+                   const std::string& path) {
+  std::string text;
+  for (const std::string& op : quarantine) absl::StrAppend(&text, "op ", op, "\n");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!KillerArtifact(name)) continue;
+    const std::optional<std::string> data = ReadBytes(crashes_dir + "/" + name);
+    if (!data || FailedWrite(name, *data)) continue;
+    absl::StrAppend(
+        &text, absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(data->data()), data->size())),
+        "\n");
+  }
+  if (absl::Status s = store::WriteFileAtomically(path, text); !s.ok()) {
+    std::cerr << "divfuzz campaign: writing " << path << " failed: " << s.message() << "\n";
+  }
+}
+
+}  // namespace divfuzz::fuzz

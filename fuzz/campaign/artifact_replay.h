@@ -1,0 +1,57 @@
+// Turns the inputs that killed a libFuzzer worker (crash-*, timeout-*, oom-*
+// files under the campaign's crashes/ folder) into `crash` and `hang`
+// findings: each is replayed once in a fresh `divfuzz locate` process, which
+// names the node (and target) it died in. A slow-unit-* input becomes a
+// finding only when its replay hangs or crashes.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "fuzz/harness/crash_hang_triage.h"  // kMpsFaultPrefix
+
+namespace divfuzz::fuzz {
+
+struct ArtifactContext {
+  std::string crashes_dir;   // where libFuzzer writes artifacts
+  std::string findings_dir;  // the findings store
+  std::string targets;       // "cpu,cuda"
+  int timeout_seconds = 20;  // a replay running longer is a hang
+  int variants = 1;          // the workers' value variants (fuzz/harness/harness.h): replayed too
+  // The workers share an MPS server: replays run away from it, so that one
+  // fault neither reaches the workers nor is blamed on another replay.
+  bool outside_mps = false;
+  // True once the campaign's closing deadline has passed: a replay still
+  // running then is stopped, and its artifact (with every one not yet
+  // replayed) is left out of `seen` for the next pass, a resumed campaign's,
+  // instead of holding the campaign past its budget (a hang's confirmation
+  // takes five timeouts). Called from the triage thread.
+  std::function<bool()> out_of_time = [] { return false; };
+};
+
+// Handles every artifact not in `seen` (and adds it), up to the context's
+// deadline; returns how many became findings. Progress goes to stdout.
+// Ops of reproduced hangs and crashes are added to `quarantine`.
+int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
+                       std::set<std::string>* quarantine);
+
+// Saves the input a dead worker was running (its in-flight record,
+// fuzz/harness/inflight.h) as crashes_dir/<prefix>inflight-<InputHash> when libFuzzer
+// left no artifact of those bytes, and clears the record. Returns the path
+// written, or "" when there was nothing to save.
+std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
+                                 const std::string& prefix);
+
+// Writes what workers skip to `path` (their DIVFUZZ_SKIP_INPUTS, which they
+// read again when it changes): the InputHash of every crash-/timeout-/oom-
+// artifact in crashes_dir (hex, one a line), so an input that killed a
+// worker is not run again even before it is replayed or where its op stays
+// unnamed, and "op NAME" for each quarantined op.
+// Killer and slow-unit artifacts in crashes_dir that are not in `seen`.
+int UnhandledArtifacts(const std::string& crashes_dir, const std::set<std::string>& seen);
+
+void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
+                   const std::string& path);
+
+}  // namespace divfuzz::fuzz

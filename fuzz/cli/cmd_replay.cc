@@ -1,0 +1,113 @@
+// divfuzz replay: rerun programs and show both targets' outputs and the verdict.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "exec/executor.h"
+#include "exec/format.h"
+#include "exec/memory_budget.h"
+#include "fuzz/cli/cli_common.h"
+#include "fuzz/cli/commands.h"
+#include "fuzz/flags.h"
+#include "graph/parser.h"
+#include "ops/infer.h"
+#include "oracles/compare.h"
+#include "oracles/triage.h"
+
+namespace divfuzz::fuzz {
+
+namespace {
+
+void PrintSide(const exec::RunResult& r, size_t node) {
+  std::cout << "    " << exec::TargetName(r.target) << ": ";
+  if (node >= r.nodes.size()) {
+    std::cout << (r.setup_error.empty() ? "not run" : r.setup_error) << "\n";
+    return;
+  }
+  const exec::NodeResult& n = r.nodes[node];
+  if (n.error) {
+    std::cout << "error (" << exec::ErrorKindName(n.error->kind) << "): " << n.error->message
+              << "\n";
+    return;
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    std::cout << (i ? "\n      " : "") << exec::FormatTensor(n.outputs[i]);
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int RunReplay(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << "divfuzz replay: expected one or more program files (.dfz)\n";
+    return 2;
+  }
+  absl::StatusOr<std::pair<exec::Target, exec::Target>> pair =
+      TargetPairFromFlag(absl::GetFlag(FLAGS_targets));
+  absl::StatusOr<oracles::Policy> loaded = PolicyFromFlags();
+  for (const absl::Status& s : {pair.status(), loaded.status()}) {
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
+      return 2;
+    }
+  }
+  const exec::Target* ta = &pair->first;
+  const exec::Target* tb = &pair->second;
+  const oracles::Policy& policy = *loaded;
+  int worst = 0;
+  for (const std::string& path : args) {
+    absl::StatusOr<graph::Program> program = LoadProgramFile(path);
+    if (!program.ok()) {
+      std::cerr << program.status().message() << "\n";
+      return 2;
+    }
+    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(*program, path);
+    if (!types.ok()) {
+      std::cerr << types.status().message() << "\n";
+      return 2;
+    }
+    if (absl::Status budget =
+            exec::CheckMemoryBudget(*program, *types, absl::GetFlag(FLAGS_memory_budget_mb), path);
+        !budget.ok()) {
+      std::cerr << budget.message() << "\n";
+      return 2;
+    }
+    const exec::RunResult a = exec::Run(*program, *types, *ta);
+    const exec::RunResult b = exec::Run(*program, *types, *tb);
+    oracles::Verdict v = oracles::Compare(*program, *types, a, b, policy);
+    oracles::Triage(*program, *types, a, b, policy, v);
+    std::cout << "== " << path << " (" << v.target_a << " vs " << v.target_b << ")\n";
+    for (size_t i = 0; i < program->nodes.size(); ++i) {
+      const graph::Node& n = program->nodes[i];
+      std::cout << "  [" << i << "] %" << absl::StrJoin(n.results, ", %") << " = "
+                << n.QualifiedName() << "\n";
+      PrintSide(a, i);
+      PrintSide(b, i);
+    }
+    if (!v.Diverged()) {
+      std::cout << "verdict: agree\n";
+      continue;
+    }
+    worst = 1;
+    for (const oracles::Divergence& d : v.divergences) {
+      std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index << " (%"
+                << d.value << " = " << d.op << ", " << d.dtype << ")"
+                << (d.root ? " [root]" : " [downstream]") << ": " << d.detail << "\n";
+      if (!d.root) continue;
+      std::cout << "  tier: " << d.tier << ", wrong side: " << d.wrong_side
+                << (d.expected_rule.empty() ? "" : ", rule: " + d.expected_rule) << "\n"
+                << "  witness: " << d.witness << "; trigger: " << d.trigger << "\n"
+                << "  reference (" << (d.witness == "none" ? "cpu-f64" : d.witness)
+                << ", from each side's inputs): " << d.reference_a << " / "
+                << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
+                << "  why: " << d.reason << "\n";
+    }
+  }
+  return worst;
+}
+
+}  // namespace divfuzz::fuzz

@@ -1,0 +1,145 @@
+#include "fuzz/harness/crash_hang_triage.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "graph/materialize.h"
+#include "ops/catalogue.h"
+
+namespace divfuzz::fuzz {
+namespace {
+
+// The values of a program input that argument `l` names directly (none for
+// a computed value or a number).
+std::vector<double> DirectInputValues(const graph::Program& program, const graph::Literal& l) {
+  if (l.kind != graph::Literal::Kind::kValue) return {};
+  for (const graph::Input& in : program.inputs) {
+    if (in.name == l.s) return graph::MaterializePayload(in);
+  }
+  return {};
+}
+
+// "nan" or "inf" when node `node` reads a program input holding one directly.
+std::string NonFiniteInput(const graph::Program& program, int node) {
+  std::string found;
+  if (node < 0 || static_cast<size_t>(node) >= program.nodes.size()) return found;
+  for (const graph::Argument& a : program.nodes[node].args) {
+    for (double v : DirectInputValues(program, a.value)) {
+      if (std::isnan(v)) return "nan";
+      if (std::isinf(v)) found = "inf";
+    }
+  }
+  return found;
+}
+
+// Whether argument `pos` of node `node` (a program input or a number) holds
+// a value a cast to int64 leaves undefined: non-finite or beyond 2^63.
+bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
+  if (node < 0 || static_cast<size_t>(node) >= program.nodes.size()) return false;
+  const graph::Node& n = program.nodes[node];
+  if (pos >= n.args.size()) return false;
+  const graph::Literal& l = n.args[pos].value;
+  auto bad = [](double v) { return !std::isfinite(v) || std::fabs(v) >= 9223372036854775808.0; };
+  if (l.kind == graph::Literal::Kind::kFloat) return bad(l.f);
+  for (double v : DirectInputValues(program, l)) {
+    if (bad(v)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* types, int node,
+                             const std::string& op, const std::string& kind,
+                             const std::string& target, bool cuda_fault, bool reproduced,
+                             const std::string& input_trigger) {
+  store::FindingHit hit;
+  hit.divergence_class = kind;
+  hit.root_op = op.empty() ? "<unknown>" : op;
+  hit.wrong_side = target.empty() ? "undecided" : target;
+  hit.tier = "bug";
+  hit.severity = kind;
+  if (types != nullptr && node >= 0 && static_cast<size_t>(node) < program.nodes.size() &&
+      !program.nodes[node].results.empty()) {
+    if (auto t = types->find(program.nodes[node].results[0]); t != types->end()) {
+      hit.dtype = std::string(graph::DTypeName(t->second.dtype));
+    }
+  }
+  hit.signature =
+      absl::StrCat(hit.root_op, "|", hit.dtype, "|", hit.divergence_class, "|", hit.wrong_side);
+  // A failure that did not recur in a fresh process proves nothing on its
+  // own; linear algebra, FFTs and reductions carry no guarantee for
+  // non-finite inputs in any failure class (rule nonfinite_inputs).
+  std::string rule, trigger = NonFiniteInput(program, node);
+  if (trigger.empty()) trigger = input_trigger;
+  if (trigger.empty()) trigger = "ordinary";
+  const bool nonfinite = trigger == "nan" || trigger == "inf";
+  const ops::OpSpec* spec = ops::FindOp(hit.root_op);
+  if (!reproduced) {
+    hit.tier = "divergence";
+  } else if (spec != nullptr && (spec->hints & ops::kNoNonFiniteGuarantee) &&
+             nonfinite) {
+    hit.tier = "expected";
+    rule = "nonfinite_inputs";
+  } else if (spec != nullptr && (spec->hints & ops::kInternalIntCast) && spec->int_cast_arg >= 0 &&
+             // near_max is beyond sqrt(max) >= 2^63 in f32 and f64 alike
+             (nonfinite || trigger == "near_max" ||
+              CastsOutOfRange(program, node, static_cast<size_t>(spec->int_cast_arg)))) {
+    // An orthogonal polynomial's n = inf saturates to INT64_MAX on CUDA: its
+    // recurrence then runs 9.2e18 steps (a hang), undefined behaviour anyway.
+    hit.tier = "expected";
+    rule = "float_to_int_casts";
+  } else if (spec != nullptr &&
+             ((spec->hints & (ops::kConditioned | ops::kDecomposition)) ||
+              spec->family == "linalg" || spec->family == "decomposition") &&
+             trigger == "near_max") {
+    // Linear algebra on values whose squares overflow: matrix_exp's norm is
+    // inf and its squaring count an undefined cast (a CUDA hang, an identity
+    // matrix on the CPU).
+    hit.tier = "expected";
+    rule = "extremal_values";
+  }
+  hit.detail = {{"node", node},
+                {"cuda_fault", cuda_fault},
+                {"expected_rule", rule},
+                {"trigger", trigger},
+                {"witness", "none"},
+                {"summary", absl::StrCat(kind, " in ", hit.root_op, " on ", hit.wrong_side,
+                                         cuda_fault ? " (a CUDA fault)" : "",
+                                         reproduced    ? ""
+                                         : cuda_fault ? " (where it surfaced; not yet replayed "
+                                                        "with CUDA_LAUNCH_BLOCKING=1)"
+                                                      : " (did not recur in a fresh process)")}};
+  return hit;
+}
+
+bool ReproWaitsForTheEnd(const nlohmann::json& entry, bool workers_on_mps) {
+  return workers_on_mps && entry.value("class", "") == "hang" &&
+         entry.value("wrong_side", "") != "cpu";
+}
+
+std::string WhyNotAFinding(const std::string& path, bool hung, bool crashed, bool on_mps) {
+  if (hung || crashed) return "";
+  // libFuzzer writes slow-unit-* for an input that took long but returned:
+  // only one that hangs or crashes on replay is a finding (on the H100 two
+  // such inputs, slow while hanging kernels held the GPU, had been filed as
+  // crashes that "did not recur").
+  if (absl::StrContains(path, "/slow-unit-")) return "ran to its end on replay";
+  // A fault on the MPS server reached every worker: only the input that
+  // faults again alone is the finding.
+  if (absl::StrContains(path, absl::StrCat("/", kMpsFaultPrefix))) {
+    return "ran cleanly alone: its worker met another client's CUDA fault on the MPS server";
+  }
+  // On the MPS server a worker's kernels share the GPU with every other
+  // client's: one that hangs there stalls the rest (8 such timeouts were
+  // filed as hangs that did not recur in the H200's first 10-minute run).
+  if (on_mps && absl::StrContains(path, "/timeout-")) {
+    return "ran to its end alone: on the MPS server its worker waited on another client's "
+           "kernels";
+  }
+  return "";
+}
+
+}  // namespace divfuzz::fuzz
