@@ -3,10 +3,10 @@
 // minimize/emit_cpp.cc embeds this file at build time and emits it, with the
 // program's parts, as one standalone main.cpp. It replaces each block between
 // the lines "divfuzz-harness begin NAME" and "divfuzz-harness end NAME"
-// (minimize/harness_text.h): header with the repro's comment header,
+// (minimize/emit_common.h): header with the repro's comment header,
 // program-constants with the program's constants, constants with the numbers
 // of the policy in effect (oracles::Policy) and the other constants declared
-// once in C++ (minimize/harness_text.h), program with MakeInputs(), Layouts()
+// once in C++ (minimize/emit_common.h), program with MakeInputs(), Layouts()
 // and Program(). What stands in those blocks here only makes this file a
 // complete program: the build compiles it (divfuzz_repro_harness_cpp).
 // divfuzz-harness end header
@@ -75,8 +75,27 @@ const std::set<int> kGuarded = {};
 // divfuzz-harness end program-constants
 // ------------------------------------------------------------------------
 // The harness below is the same in every divfuzz C++ repro; the program is at the end.
+//
+// What it does, in the order of Main(); each step is a section below.
+//   1. Arguments and reruns: the two targets (default: the finding's pair) or
+//      --dump-inputs; this program reruns itself where a kernel choice is made
+//      at start-up (glibc's malloc cache off for a nondeterminism check, ATen's
+//      scalar kernels for cpu-scalar).
+//   2. Run the program on every target up to the diverging node (Run): the
+//      inputs placed on the target (PlaceInputs), each node called through the
+//      c10 dispatcher and checked (CallChecked), and on cpu and cuda the node's
+//      float64 reference from that side's own inputs (ReferenceOf).
+//   3. Compare the two sides as divfuzz's oracle does (Compare), trying a
+//      racing kernel up to kAttempts times (CompareWithAttempts).
+//   4. Who is wrong: each side against its own float64 reference
+//      (JudgeAgainstReference), or divfuzz's exact value where it decided
+//      (CheckExact); prints VERDICT and WRONG SIDE (CheckDivergence).
+// A nondeterminism finding (kRerun) runs one target against itself instead of
+// steps 3-4 (CheckNondeterminism); a hang or crash finding runs its target in a
+// child process instead of steps 2-4 (CheckFailure, FailureChild).
+// Exit status: 1 when the finding reproduces, 0 when not, 2 when it cannot run.
 
-// Constants rendered from divfuzz's own declarations (minimize/harness_text.h).
+// Constants rendered from divfuzz's own declarations (minimize/emit_common.h).
 struct DTypeTolerance {  // the policy's at the diverging op
   at::ScalarType dtype;
   double rtol, atol;
@@ -100,6 +119,8 @@ const double kPollSeconds = 1;
 const int kExactLimit = 1;
 const char* const kInputWritten = "wrote into its input";
 // divfuzz-harness end constants
+
+// ==== The program's parts: literals, nodes, inputs ===========================
 
 // A node argument as the program writes it.
 struct Lit {
@@ -210,7 +231,17 @@ at::Tensor Upcast(const at::Tensor& t) {
   return t;
 }
 
+// ==== Calling one node through the c10 dispatcher ============================
+
 using Lookup = std::function<at::Tensor(const std::string&)>;
+
+// Looks names up in `env` (which must outlive the lookup).
+Lookup LookupIn(const std::map<std::string, at::Tensor>& env) {
+  return [&env](const std::string& n) {
+    auto it = env.find(n);
+    return it == env.end() ? at::Tensor() : it->second;
+  };
+}
 
 [[noreturn]] void Mismatch(const c10::Argument& arg, const std::string& expected) {
   throw std::invalid_argument("argument '" + arg.name() + "' expects " + expected);
@@ -345,6 +376,23 @@ std::vector<std::string> Uses(const Node& node) {
   return uses;
 }
 
+// Calls one node through the c10 dispatcher; throws on any failure.
+torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
+  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle.has_value()) {
+    throw std::invalid_argument("no ATen operator named " + node.op + "." + node.overload);
+  }
+  torch::jit::Stack stack = BuildStack(handle->schema(), node, lookup);
+  handle->callBoxed(&stack);
+  if (stack.size() != node.results.size()) {
+    throw std::runtime_error(node.op + " returned " + std::to_string(stack.size()) +
+                             " values; the program names " + std::to_string(node.results.size()));
+  }
+  return stack;
+}
+
+// ==== What is kept and compared of the diverging node ========================
+
 at::Tensor Snapshot(const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
@@ -410,21 +458,6 @@ std::vector<at::Tensor> RoundLike(std::vector<at::Tensor> values,
   return values;
 }
 
-// Calls one node through the c10 dispatcher; throws on any failure.
-torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
-  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
-  if (!handle.has_value()) {
-    throw std::invalid_argument("no ATen operator named " + node.op + "." + node.overload);
-  }
-  torch::jit::Stack stack = BuildStack(handle->schema(), node, lookup);
-  handle->callBoxed(&stack);
-  if (stack.size() != node.results.size()) {
-    throw std::runtime_error(node.op + " returned " + std::to_string(stack.size()) +
-                             " values; the program names " + std::to_string(node.results.size()));
-  }
-  return stack;
-}
-
 // An orthogonal polynomial's value at a NaN x is NaN when n >= 1, but
 // PyTorch's kernel returns a variable it never set there, the float64 one
 // too: the reference says NaN (divfuzz's oracles/nan_rule.h).
@@ -446,14 +479,12 @@ void CorrectReference(const Node& node, const Lookup& lookup, std::vector<at::Te
   if (nan.sizes() == out.sizes()) out = at::where(nan, at::full_like(out, NAN), out);
 }
 
-// Runs the program on a target and returns the diverging output. On cpu and
-// cuda, `reference` receives the diverging node rerun on the CPU in float64
-// from this side's own inputs: the oracle's per-node reference.
-Result Run(const std::string& target, std::optional<Result>* reference) {
-  const bool cuda = target == "cuda";
-  const bool f64 = target == "cpu-f64";
+// ==== Step 2: running the program on one target ==============================
+
+// The program's inputs on a target: upcast to float64 for cpu-f64, moved to
+// the GPU for cuda, then laid out as the program names.
+std::map<std::string, at::Tensor> PlaceInputs(bool cuda, bool f64) {
   std::map<std::string, at::Tensor> env;
-  std::map<std::string, Failure> failed;
   const std::map<std::string, std::string> layouts = Layouts();
   for (auto& [name, t] : MakeInputs()) {
     at::Tensor x = f64 ? Upcast(t) : t;
@@ -461,59 +492,87 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
     env[name] = ApplyLayout(cuda ? x.to(at::kCUDA) : x,
                             layout == layouts.end() ? "" : layout->second);
   }
-  const Lookup lookup = [&env](const std::string& n) {
-    auto it = env.find(n);
-    return it == env.end() ? at::Tensor() : it->second;
-  };
+  return env;
+}
+
+// The failure a node inherits from a value it uses (the last such use's).
+std::optional<Failure> InheritedFailure(const Node& node,
+                                        const std::map<std::string, Failure>& failed) {
+  std::optional<Failure> failure;
+  for (const std::string& u : Uses(node)) {
+    auto it = failed.find(u);
+    if (it != failed.end()) failure = it->second;
+  }
+  return failure;
+}
+
+// The oracle's per-node reference: node `index` rerun on the CPU in float64
+// from the inputs this side gave it (its values, or its failure).
+Result ReferenceOf(const Node& node, int index, const std::map<std::string, at::Tensor>& env) {
+  std::map<std::string, at::Tensor> up;
+  for (const std::string& u : Uses(node)) {
+    auto it = env.find(u);
+    if (it != env.end()) up[u] = Upcast(it->second.detach().to(at::kCPU)).clone();
+  }
+  const Lookup up_lookup = LookupIn(up);
+  Result ref;
+  try {
+    ref.values = Capture(Call(node, up_lookup));
+    CorrectReference(node, up_lookup, &ref.values);
+  } catch (const std::exception& e) {
+    ref.failure = Failure{FirstLine(e.what()), index};
+  }
+  return ref;
+}
+
+// Calls node `index` as divfuzz's executor does: on cuda it synchronizes, and
+// a linear-algebra op (kGuarded) must leave its inputs as they were. An input
+// it wrote into is restored (the nodes after it read what the program made)
+// and the node fails. Throws on any failure.
+torch::jit::Stack CallChecked(const Node& node, int index, bool cuda,
+                              std::map<std::string, at::Tensor>* env, const Lookup& lookup) {
+  std::vector<std::pair<std::string, at::Tensor>> kept;
+  for (const std::string& u : kGuarded.count(index) ? Uses(node) : std::vector<std::string>{}) {
+    auto it = env->find(u);
+    if (it != env->end() && it->second.defined() && it->second.numel() > 0 &&
+        (it->second.is_floating_point() || it->second.is_complex())) {
+      kept.emplace_back(u, it->second.clone());
+    }
+  }
+  torch::jit::Stack stack = Call(node, lookup);
+  if (cuda) at::detail::getCUDAHooks().deviceSynchronize(0);
+  for (const auto& [u, before] : kept) {
+    if (!BitDifference(before, (*env)[u]).empty()) {
+      (*env)[u].copy_(before);
+      throw std::runtime_error(std::string(kInputWritten) + " %" + u +
+                               ", which its schema does not declare mutable");
+    }
+  }
+  return stack;
+}
+
+// Runs the program on a target up to the diverging node and returns that
+// node's output. A node that fails, or uses a value of one that did, records
+// its failure. On cpu and cuda, `reference` receives the diverging node's
+// float64 reference from this side's own inputs (ReferenceOf).
+Result Run(const std::string& target, std::optional<Result>* reference) {
+  const bool cuda = target == "cuda";
+  std::map<std::string, at::Tensor> env = PlaceInputs(cuda, target == "cpu-f64");
+  const Lookup lookup = LookupIn(env);
+  std::map<std::string, Failure> failed;  // by the value names of failed nodes
   const std::vector<Node> nodes = Program();
   Result result;
   result.failure = Failure{"the node did not run", kNode};
   at::NoGradGuard no_grad;
   for (int i = 0; i < static_cast<int>(nodes.size()) && i <= kNode; ++i) {
     const Node& node = nodes[i];
-    std::optional<Failure> failure;
-    for (const std::string& u : Uses(node)) {
-      auto it = failed.find(u);
-      if (it != failed.end()) failure = it->second;
-    }
+    std::optional<Failure> failure = InheritedFailure(node, failed);
     if (!failure && i == kNode && reference != nullptr && (target == "cpu" || cuda)) {
-      std::map<std::string, at::Tensor> up;
-      for (const std::string& u : Uses(node)) {
-        if (env.count(u)) up[u] = Upcast(env[u].detach().to(at::kCPU)).clone();
-      }
-      const Lookup up_lookup = [&up](const std::string& n) {
-        auto it = up.find(n);
-        return it == up.end() ? at::Tensor() : it->second;
-      };
-      Result ref;
-      try {
-        ref.values = Capture(Call(node, up_lookup));
-        CorrectReference(node, up_lookup, &ref.values);
-      } catch (const std::exception& e) {
-        ref.failure = Failure{FirstLine(e.what()), i};
-      }
-      *reference = ref;
+      *reference = ReferenceOf(node, i, env);
     }
     if (!failure) {
       try {
-        // A linear-algebra op must leave its inputs as they were (kGuarded).
-        std::vector<std::pair<std::string, at::Tensor>> kept;
-        for (const std::string& u : kGuarded.count(i) ? Uses(node) : std::vector<std::string>{}) {
-          auto it = env.find(u);
-          if (it != env.end() && it->second.defined() && it->second.numel() > 0 &&
-              (it->second.is_floating_point() || it->second.is_complex())) {
-            kept.emplace_back(u, it->second.clone());
-          }
-        }
-        torch::jit::Stack stack = Call(node, lookup);
-        if (cuda) at::detail::getCUDAHooks().deviceSynchronize(0);
-        for (const auto& [u, before] : kept) {
-          if (!BitDifference(before, env[u]).empty()) {
-            env[u].copy_(before);  // the nodes after it read what the program made
-            throw std::runtime_error(std::string(kInputWritten) + " %" + u +
-                                     ", which its schema does not declare mutable");
-          }
-        }
+        torch::jit::Stack stack = CallChecked(node, i, cuda, &env, lookup);
         for (size_t k = 0; k < stack.size(); ++k) {
           if (stack[k].isTensor()) env[node.results[k]] = stack[k].toTensor();
         }
@@ -533,7 +592,7 @@ Result Run(const std::string& target, std::optional<Result>* reference) {
   return result;
 }
 
-// ---- the oracle's rules for one output --------------------------------
+// ==== Step 3: the oracle's rules for one output ==============================
 
 struct Tol {
   double rtol, atol;
@@ -751,7 +810,7 @@ void Show(const std::string& name, const Result& r) {
   }
 }
 
-// ---- the environment ---------------------------------------------------------
+// ==== The environment the repro prints ======================================
 
 std::string FileValue(const std::string& path, const std::string& key, char sep) {
   std::ifstream in(path);
@@ -853,7 +912,7 @@ void PrintEnvironment() {
   }
 }
 
-// ---- nondeterminism: one target against itself ---------------------------
+// ==== Nondeterminism: one target against itself (kRerun) ====================
 
 // "" when two runs agree bit for bit (a NaN matches any NaN in the same place;
 // -0.0 and 0.0 differ), else the first element that differs, exactly.
@@ -966,6 +1025,8 @@ int CheckNondeterminism(const std::string& target, bool cuda) {
   return 0;
 }
 
+// ==== Steps 2 and 3 over every target =========================================
+
 // Every target's result (CUDA skipped when absent), comparable with the
 // others, and each side's float64 reference of the node.
 void Collect(const std::vector<std::string>& runs, bool cuda,
@@ -1015,6 +1076,8 @@ void ShowAll(const std::vector<std::string>& runs, std::map<std::string, Result>
   }
   std::cout << "\n";
 }
+
+// ==== Hangs and crashes: the target in a child process (kFailure) ============
 
 // What a CUDA fault says (it poisons the process's CUDA context: a crash).
 bool CudaFault(const std::string& message) {
@@ -1122,6 +1185,8 @@ int CheckFailure(const std::string& kind, const std::string& target, bool cuda, 
   return 0;
 }
 
+// ==== Step 1: arguments and reruns ============================================
+
 bool KnownTarget(const std::string& t) {
   for (const std::string& k : kTargets) {
     if (k == t) return true;
@@ -1135,38 +1200,44 @@ std::string KnownTargets() {
   return out;
 }
 
-int Main(int argc, char** argv) {
-  if (const char* child = std::getenv("DIVFUZZ_REPRO_FAILURE_CHILD")) return FailureChild(child);
-  std::string ta = kTargetA, tb = kTargetB;
-  if (argc == 2 && std::string(argv[1]) == "--dump-inputs") {
-    // Every input exactly: hex floats (complex: re, im), integers.
-    // A layout shows as its name and the strides it gives on the CPU.
-    const std::map<std::string, std::string> layouts = Layouts();
-    for (const auto& [name, t] : MakeInputs()) {
-      std::cout << name << " " << c10::toString(t.scalar_type()) << " " << t.sizes();
-      if (const auto l = layouts.find(name); l != layouts.end()) {
-        std::cout << " " << l->second << " strides " << ApplyLayout(t, l->second).strides();
-      }
-      std::cout << ": " << Exact(t, t.numel()) << "\n";
+// --dump-inputs: every input exactly: hex floats (complex: re, im), integers.
+// A layout shows as its name and the strides it gives on the CPU.
+int DumpInputs() {
+  const std::map<std::string, std::string> layouts = Layouts();
+  for (const auto& [name, t] : MakeInputs()) {
+    std::cout << name << " " << c10::toString(t.scalar_type()) << " " << t.sizes();
+    if (const auto l = layouts.find(name); l != layouts.end()) {
+      std::cout << " " << l->second << " strides " << ApplyLayout(t, l->second).strides();
     }
-    return 0;
+    std::cout << ": " << Exact(t, t.numel()) << "\n";
   }
+  return 0;
+}
+
+// TARGET_A TARGET_B from the command line (none: the finding's pair). An exit
+// status when they are not usable, else nullopt.
+std::optional<int> ParseTargets(int argc, char** argv, std::string* ta, std::string* tb) {
   if (argc == 3) {
-    ta = argv[1];
-    tb = argv[2];
+    *ta = argv[1];
+    *tb = argv[2];
   } else if (argc != 1) {
     std::cout << "usage: " << argv[0]
               << " [TARGET_A TARGET_B | --dump-inputs]  (" << KnownTargets() << ")\n";
     return 2;
   }
-  if (!KnownTarget(ta) || !KnownTarget(tb)) {
+  if (!KnownTarget(*ta) || !KnownTarget(*tb)) {
     std::cout << "unknown target (known: " << KnownTargets() << ")\n";
     return 2;
   }
+  return std::nullopt;
+}
+
+// malloc's perturb byte (CheckNondeterminism) never reaches the blocks
+// glibc's thread cache hands back, and glibc 2.38+ serves PyTorch's aligned
+// CPU allocations from it too: rerun this program once with the cache off.
+// Returns only where it does not rerun (or cannot).
+void RerunWithoutMallocCache(char** argv) {
 #if defined(__GLIBC__)
-  // malloc's perturb byte (CheckNondeterminism) never reaches the blocks
-  // glibc's thread cache hands back, and glibc 2.38+ serves PyTorch's aligned
-  // CPU allocations from it too: rerun this program once with the cache off.
   if (*kRerun != '\0' && std::string(kRerun) != "cuda" &&
       std::getenv(kMallocCacheOff) == nullptr) {
     const char* tunables = std::getenv("GLIBC_TUNABLES");
@@ -1180,31 +1251,35 @@ int Main(int argc, char** argv) {
     execv("/proc/self/exe", argv);
     std::cout << "cannot rerun with " << kNoMallocCache << ": perturbing less memory\n";
   }
+#else
+  (void)argv;
 #endif
-  if (ta == "cpu-scalar" || tb == "cpu-scalar") {
-    // ATen picks its kernels at start-up: rerun this program with the scalar ones.
-    const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
-    if (cap == nullptr || std::string(cap) != "default") {
-      setenv("ATEN_CPU_CAPABILITY", "default", 1);
-      execv("/proc/self/exe", argv);
-      std::cout << "cannot rerun with ATEN_CPU_CAPABILITY=default\n";
-      return 2;
-    }
-    if (ta == "cpu" || tb == "cpu") {
-      std::cout << "cpu-scalar replaces cpu's kernels in this process: compare it with cpu-f64 "
-                   "or cuda\n";
-      return 2;
-    }
+}
+
+// ATen picks its kernels at start-up: with cpu-scalar, rerun this program
+// with the scalar ones. An exit status where that cannot be, else nullopt.
+std::optional<int> RerunWithScalarKernels(const std::string& ta, const std::string& tb,
+                                          char** argv) {
+  if (ta != "cpu-scalar" && tb != "cpu-scalar") return std::nullopt;
+  const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
+  if (cap == nullptr || std::string(cap) != "default") {
+    setenv("ATEN_CPU_CAPABILITY", "default", 1);
+    execv("/proc/self/exe", argv);
+    std::cout << "cannot rerun with ATEN_CPU_CAPABILITY=default\n";
+    return 2;
   }
-  std::cout << "divfuzz repro: " << kTitle << "\n";
-  if (*kSeen != '\0') std::cout << "divfuzz saw: " << kSeen << "\n";
-  PrintEnvironment();
-  const bool cuda = at::hasCUDA();
-  // Running the program here would hang or kill this process.
-  if (*kFailure != '\0') return CheckFailure(kFailure, kFailureTarget, cuda, argv);
+  if (ta == "cpu" || tb == "cpu") {
+    std::cout << "cpu-scalar replaces cpu's kernels in this process: compare it with cpu-f64 "
+                 "or cuda\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+// CPU, CUDA and the float64 reference always (CUDA skipped when absent),
+// and whatever else the two targets name; cpu-scalar stands in for cpu.
+std::vector<std::string> TargetsToRun(const std::string& ta, const std::string& tb) {
   const bool scalar = ta == "cpu-scalar" || tb == "cpu-scalar";
-  // CPU, CUDA and the float64 reference always (CUDA skipped when absent),
-  // and whatever else the two targets name; cpu-scalar stands in for cpu.
   std::vector<std::string> runs;
   for (const std::string& t : {std::string(scalar ? "cpu-scalar" : "cpu"), std::string("cuda"),
                                std::string("cpu-f64"), ta, tb}) {
@@ -1212,23 +1287,75 @@ int Main(int argc, char** argv) {
     for (const std::string& r : runs) seen = seen || r == t;
     if (!seen) runs.push_back(t);
   }
-  std::map<std::string, Result> results;
-  std::map<std::string, std::optional<Result>> refs;
-  Collect(runs, cuda, &results, &refs);
-  ShowAll(runs, results, refs);
-  if (*kRerun != '\0') return CheckNondeterminism(kRerun, cuda);
-  if ((ta == "cuda" || tb == "cuda") && !cuda) {
-    std::cout << "CUDA not available: skipping the verdict (compare other targets: " << argv[0]
-              << " cpu cpu-f64)\n";
-    return 0;
-  }
-  Verdict v = Compare(results[ta], results[tb], ta, tb);
+  return runs;
+}
+
+// ==== Step 4: the verdict and who is wrong ====================================
+
+// The two targets compared; a divergence at a racing kernel is tried up to
+// kAttempts times, each a fresh run of every target. `attempts` receives the
+// number of the last attempt.
+Verdict CompareWithAttempts(const std::string& ta, const std::string& tb,
+                            const std::vector<std::string>& runs, bool cuda,
+                            std::map<std::string, Result>* results,
+                            std::map<std::string, std::optional<Result>>* refs, int* attempts) {
+  Verdict v = Compare((*results)[ta], (*results)[tb], ta, tb);
   int attempt = 1;
   while (v.cls.empty() && attempt < kAttempts) {
     ++attempt;
-    Collect(runs, cuda, &results, &refs);
-    v = Compare(results[ta], results[tb], ta, tb);
+    Collect(runs, cuda, results, refs);
+    v = Compare((*results)[ta], (*results)[tb], ta, tb);
   }
+  *attempts = attempt;
+  return v;
+}
+
+// Whether side `t` misses the float64 reference computed from its own inputs
+// (`ref`), and why, with the error in ULPs at the element that diverged (`v`).
+std::pair<bool, std::string> JudgeAgainstReference(const std::string& t, const Result& r,
+                                                   const Result& ref, const Verdict& v) {
+  bool miss = false;
+  std::string why;
+  if (ref.failure) {
+    miss = !r.failure;
+    why = miss ? "the float64 reference raises (" + ref.failure->message + ") but " + t +
+                     " returns values"
+               : t + " raises, and so does the float64 reference";
+  } else if (r.failure) {
+    miss = true;
+    why = t + " raises (" + r.failure->message + ") where the float64 reference computes a value";
+  } else {
+    const Verdict own = Compare(r, ref, t, "reference");
+    miss = !own.cls.empty();
+    why = miss ? t + " misses the float64 reference computed from its own inputs: " + own.cls +
+                     ": " + own.detail
+               : t + " matches the float64 reference computed from its own inputs";
+    const at::Tensor rv = v.part < r.values.size() ? r.values[v.part] : at::Tensor();
+    const at::Tensor fv = v.part < ref.values.size() ? ref.values[v.part] : at::Tensor();
+    if (v.flat >= 0 && rv.defined() && fv.defined() &&
+        (at::isFloatingType(rv.scalar_type()) || at::isComplexType(rv.scalar_type()))) {
+      const std::vector<double> pv = Parts(rv), pr = Parts(fv);
+      if (static_cast<size_t>(v.flat) < pv.size() && static_cast<size_t>(v.flat) < pr.size()) {
+        const double u = Ulps(pv[v.flat], pr[v.flat], rv.scalar_type());
+        std::ostringstream m;
+        m << "\n    at that element: " << t << " " << Num(pv[v.flat]) << ", float64 reference "
+          << Num(pr[v.flat]);
+        if (!std::isnan(u)) m << ", error " << u << " ULPs";
+        why += m.str();
+      }
+    }
+  }
+  return {miss, why};
+}
+
+// Steps 3 and 4 over the results Collect made: 1 when ta and tb diverge
+// (then VERDICT and WRONG SIDE), else 0.
+int CheckDivergence(const std::string& ta, const std::string& tb,
+                    const std::vector<std::string>& runs, bool cuda,
+                    std::map<std::string, Result>& results,
+                    std::map<std::string, std::optional<Result>>& refs) {
+  int attempt = 1;
+  const Verdict v = CompareWithAttempts(ta, tb, runs, cuda, &results, &refs, &attempt);
   if (v.cls.empty()) {
     std::cout << "VERDICT: no divergence (" << ta << " vs " << tb
               << (attempt == 1 ? std::string() : ", " + std::to_string(attempt) + " attempts")
@@ -1250,40 +1377,9 @@ int Main(int argc, char** argv) {
       std::cout << "  " << t << ": the reference itself\n";
       continue;
     }
-    const Result& r = results[t];
     const std::optional<Result>& ref = refs[t];
     if (!ref) continue;
-    bool miss = false;
-    std::string why;
-    if (ref->failure) {
-      miss = !r.failure;
-      why = miss ? "the float64 reference raises (" + ref->failure->message + ") but " + t +
-                       " returns values"
-                 : t + " raises, and so does the float64 reference";
-    } else if (r.failure) {
-      miss = true;
-      why = t + " raises (" + r.failure->message + ") where the float64 reference computes a value";
-    } else {
-      const Verdict own = Compare(r, *ref, t, "reference");
-      miss = !own.cls.empty();
-      why = miss ? t + " misses the float64 reference computed from its own inputs: " + own.cls +
-                       ": " + own.detail
-                 : t + " matches the float64 reference computed from its own inputs";
-      const at::Tensor rv = v.part < r.values.size() ? r.values[v.part] : at::Tensor();
-      const at::Tensor fv = v.part < ref->values.size() ? ref->values[v.part] : at::Tensor();
-      if (v.flat >= 0 && rv.defined() && fv.defined() &&
-          (at::isFloatingType(rv.scalar_type()) || at::isComplexType(rv.scalar_type()))) {
-        const std::vector<double> pv = Parts(rv), pr = Parts(fv);
-        if (static_cast<size_t>(v.flat) < pv.size() && static_cast<size_t>(v.flat) < pr.size()) {
-          const double u = Ulps(pv[v.flat], pr[v.flat], rv.scalar_type());
-          std::ostringstream m;
-          m << "\n    at that element: " << t << " " << Num(pv[v.flat]) << ", float64 reference "
-            << Num(pr[v.flat]);
-          if (!std::isnan(u)) m << ", error " << u << " ULPs";
-          why += m.str();
-        }
-      }
-    }
+    const auto [miss, why] = JudgeAgainstReference(t, results[t], *ref, v);
     std::cout << "  " << why << "\n";
     if (miss) blamed.push_back(t);
   }
@@ -1295,6 +1391,37 @@ int Main(int argc, char** argv) {
                                                 : "undecided";
   std::cout << "WRONG SIDE: " << side << "\n";
   return 1;
+}
+
+// The steps in order (the outline at the top of the harness).
+int Main(int argc, char** argv) {
+  if (const char* child = std::getenv("DIVFUZZ_REPRO_FAILURE_CHILD")) return FailureChild(child);
+  if (argc == 2 && std::string(argv[1]) == "--dump-inputs") return DumpInputs();
+  // Step 1: arguments and reruns.
+  std::string ta = kTargetA, tb = kTargetB;
+  if (const std::optional<int> status = ParseTargets(argc, argv, &ta, &tb)) return *status;
+  RerunWithoutMallocCache(argv);
+  if (const std::optional<int> status = RerunWithScalarKernels(ta, tb, argv)) return *status;
+  std::cout << "divfuzz repro: " << kTitle << "\n";
+  if (*kSeen != '\0') std::cout << "divfuzz saw: " << kSeen << "\n";
+  PrintEnvironment();
+  const bool cuda = at::hasCUDA();
+  // Running the program here would hang or kill this process.
+  if (*kFailure != '\0') return CheckFailure(kFailure, kFailureTarget, cuda, argv);
+  // Step 2: every target's run.
+  const std::vector<std::string> runs = TargetsToRun(ta, tb);
+  std::map<std::string, Result> results;
+  std::map<std::string, std::optional<Result>> refs;
+  Collect(runs, cuda, &results, &refs);
+  ShowAll(runs, results, refs);
+  if (*kRerun != '\0') return CheckNondeterminism(kRerun, cuda);
+  if ((ta == "cuda" || tb == "cuda") && !cuda) {
+    std::cout << "CUDA not available: skipping the verdict (compare other targets: " << argv[0]
+              << " cpu cpu-f64)\n";
+    return 0;
+  }
+  // Steps 3 and 4.
+  return CheckDivergence(ta, tb, runs, cuda, results, refs);
 }
 // divfuzz-harness begin program
 // A stand-in program that uses every builder, so the compiler checks them all.
