@@ -150,185 +150,259 @@ std::optional<Divergence> Misses(const ops::OpSpec* spec, const graph::Node& nod
   return std::nullopt;
 }
 
-SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
-                    const exec::RunResult& run, const exec::RunResult& other,
-                    const Policy& policy, const exec::WitnessPlan& plan, const Divergence& d) {
-  SideCheck c;
-  const graph::Node& node = program.nodes[d.node_index];
-  const std::string side(exec::TargetName(run.target));
-  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  const exec::NodeResult& got = run.nodes[d.node_index];
-  const exec::NodeResult& theirs = other.nodes[d.node_index];
-  // Metadata needs no witness run: judged before any is computed.
-  if (d.cls == DivergenceClass::kMetaSplit && !got.error &&
-      static_cast<size_t>(d.output_index) < got.outputs.size() &&
-      static_cast<size_t>(d.output_index) < node.results.size()) {
-    // Shape and dtype are the op's documented metadata: what the meta kernel
-    // infers (ops::InferProgram), not what the CPU happens to return.
-    const at::Tensor& t = got.outputs[d.output_index];
-    auto it = types.find(node.results[d.output_index]);
-    if (it != types.end() && t.defined()) {
-      const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-      const auto dt = exec::FromScalarType(t.scalar_type());
-      c.witness = "meta";
-      c.wrong = shape != it->second.shape || !dt || *dt != it->second.dtype;
-      c.why = absl::StrCat(side, c.wrong ? " differs from" : " matches",
-                           " the shape and dtype the meta kernel infers (",
-                           graph::PrintType(it->second), ")");
-      return c;
-    }
+// What judging one side works from: its node result beside the other side's,
+// and the witnesses computed from its own inputs (GatherWitnesses). Built in
+// place and never copied: the witness pointers point into `witnesses`.
+struct SideEvidence {
+  const graph::Node& node;
+  const ops::OpSpec* spec;  // null for an op the catalogue does not know
+  const ops::TypeEnv& types;
+  const Policy& policy;
+  const Divergence& d;
+  const exec::RunResult& run;
+  const exec::NodeResult& got;     // this side's result at the node
+  const exec::NodeResult& theirs;  // the other side's
+  std::string side;                // this side's target name, for reasons
+  std::map<std::string, at::Tensor> inputs;  // what this side fed the node
+  DType dtype = DType::kF32;                 // the diverging output's dtype
+  exec::WitnessPlan plan;  // the caller's, limited to the elements where the sides differ
+  std::vector<exec::Witness> witnesses;
+  const exec::Witness* exact = nullptr;  // none where it raises without rounding-free elimination
+  const exec::Witness* f64 = nullptr;
+  const exec::Witness* second = nullptr;   // a second float64 implementation (cuda-f64)
+  const exec::Witness* rounded = nullptr;  // float64 with the number literals rounded to the dtype
+};
+
+// Metadata needs no witness run: judged before any is computed. Shape and
+// dtype are the op's documented metadata: what the meta kernel infers
+// (ops::InferProgram), not what the CPU happens to return.
+std::optional<SideCheck> JudgeMetadata(const SideEvidence& e) {
+  const Divergence& d = e.d;
+  if (d.cls != DivergenceClass::kMetaSplit || e.got.error ||
+      static_cast<size_t>(d.output_index) >= e.got.outputs.size() ||
+      static_cast<size_t>(d.output_index) >= e.node.results.size()) {
+    return std::nullopt;
   }
-  const std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
-  const DType dtype = graph::ParseDType(d.dtype).value_or(DType::kF32);
-  // The exact witness is evaluated where the sides differ only (output 0 of an
-  // elementwise op; Misses judges those elements).
-  exec::WitnessPlan local = plan;
+  const at::Tensor& t = e.got.outputs[d.output_index];
+  auto it = e.types.find(e.node.results[d.output_index]);
+  if (it == e.types.end() || !t.defined()) return std::nullopt;
+  SideCheck c;
+  const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+  const auto dt = exec::FromScalarType(t.scalar_type());
+  c.witness = "meta";
+  c.wrong = shape != it->second.shape || !dt || *dt != it->second.dtype;
+  c.why = absl::StrCat(e.side, c.wrong ? " differs from" : " matches",
+                       " the shape and dtype the meta kernel infers (",
+                       graph::PrintType(it->second), ")");
+  return c;
+}
+
+// Computes the witnesses of the side's own inputs and picks out each kind.
+// The exact witness is evaluated where the sides differ only (output 0 of an
+// elementwise op; Misses judges those elements).
+void GatherWitnesses(const graph::Program& program, const exec::WitnessPlan& plan,
+                     SideEvidence& e) {
+  e.inputs = NodeInputs(program, e.d.node_index, e.run);
+  e.dtype = graph::ParseDType(e.d.dtype).value_or(DType::kF32);
+  e.plan = plan;
+  const exec::NodeResult& got = e.got;
+  const exec::NodeResult& theirs = e.theirs;
   if (!got.error && !theirs.error && !got.outputs.empty() && !theirs.outputs.empty() &&
       got.outputs[0].defined() && theirs.outputs[0].defined() && !got.outputs[0].is_complex()) {
-    local.only = DifferingElements(got.outputs[0], theirs.outputs[0], dtype,
-                                   policy.For(node.QualifiedName(), dtype));
+    e.plan.only = DifferingElements(got.outputs[0], theirs.outputs[0], e.dtype,
+                                    e.policy.For(e.node.QualifiedName(), e.dtype));
   }
-  std::vector<exec::Witness> witnesses = exec::NodeWitnesses(node, inputs, types, dtype, local);
-  for (exec::Witness& w : witnesses) {
-    CorrectReference(node, inputs, &w.result.outputs);
-    CorrectReference(node, inputs, &w.result.exact);
+  e.witnesses = exec::NodeWitnesses(e.node, e.inputs, e.types, e.dtype, e.plan);
+  for (exec::Witness& w : e.witnesses) {
+    CorrectReference(e.node, e.inputs, &w.result.outputs);
+    CorrectReference(e.node, e.inputs, &w.result.exact);
   }
   auto find = [&](exec::Witness::Kind kind) -> const exec::Witness* {
-    for (const exec::Witness& w : witnesses) {
+    for (const exec::Witness& w : e.witnesses) {
       if (w.kind == kind) return &w;
     }
     return nullptr;
   };
-  const exec::Witness* exact = find(exec::Witness::Kind::kExact);
+  e.exact = find(exec::Witness::Kind::kExact);
   // An exact witness that raises says so only for an exactly singular matrix
   // whose elimination is rounding-free (the kernels meet the zero pivot too).
-  if (exact != nullptr && exact->result.error && !exact->rounding_free) exact = nullptr;
-  const exec::Witness* f64 = find(exec::Witness::Kind::kF64);
-  const exec::Witness* second = find(exec::Witness::Kind::kSecondF64);
-  const exec::Witness* rounded = find(exec::Witness::Kind::kScalarsRounded);
-  auto value_of = [&](const exec::Witness* w) -> std::optional<double> {
-    if (w == nullptr || w->result.error) return std::nullopt;
-    const std::vector<at::Tensor>& v = w->result.exact.empty() ? w->result.outputs : w->result.exact;
-    if (static_cast<size_t>(d.output_index) >= v.size()) return std::nullopt;
-    return ElementAt(v[d.output_index], d.element, d.component);
-  };
+  if (e.exact != nullptr && e.exact->result.error && !e.exact->rounding_free) e.exact = nullptr;
+  e.f64 = find(exec::Witness::Kind::kF64);
+  e.second = find(exec::Witness::Kind::kSecondF64);
+  e.rounded = find(exec::Witness::Kind::kScalarsRounded);
+}
 
-  if (exact == nullptr && run.target == exec::Target::kCpuF64) {
-    // The reference target itself: nothing independent can judge it.
-    c.is_reference = true;
-    const exec::NodeResult& own = run.nodes[d.node_index];
-    if (!own.error && static_cast<size_t>(d.output_index) < own.exact.size()) {
-      std::vector<at::Tensor> e = own.exact;
-      CorrectReference(node, inputs, &e);
-      c.ref_value = ElementAt(e[d.output_index], d.element, d.component);
-    }
-    return c;
+// The witness's value at the diverging element.
+std::optional<double> WitnessValue(const exec::Witness* w, const Divergence& d) {
+  if (w == nullptr || w->result.error) return std::nullopt;
+  const std::vector<at::Tensor>& v = w->result.exact.empty() ? w->result.outputs : w->result.exact;
+  if (static_cast<size_t>(d.output_index) >= v.size()) return std::nullopt;
+  return ElementAt(v[d.output_index], d.element, d.component);
+}
+
+// The reference target itself, with no exact witness: nothing independent
+// can judge it; its own float64 value is the reference value shown.
+SideCheck JudgeReferenceSide(const SideEvidence& e) {
+  SideCheck c;
+  c.is_reference = true;
+  const Divergence& d = e.d;
+  if (!e.got.error && static_cast<size_t>(d.output_index) < e.got.exact.size()) {
+    std::vector<at::Tensor> exact = e.got.exact;
+    CorrectReference(e.node, e.inputs, &exact);
+    c.ref_value = ElementAt(exact[d.output_index], d.element, d.component);
   }
-  const exec::Witness* judge = exact != nullptr ? exact : f64;
-  c.witness = exact != nullptr ? "exact" : "cpu-f64";
-  c.ref_value = value_of(judge);
-  if (exact != nullptr) c.rounding_free = exact->rounding_free;
-  if (exact == nullptr) {
-    if (std::optional<std::string> changed = exec::UpcastChangesCall(
-            node, inputs, d.cls == DivergenceClass::kErrorSplit,
-            f64 != nullptr && f64->result.error && !got.error
-                ? std::optional<std::string>(f64->result.error->message)
-                : std::nullopt)) {
-      c.undecidable = true;
-      c.why = absl::StrCat(*changed, ": the float64 reference is not the same call, so it cannot "
-                           "judge ", side);
-      return c;
-    }
-    // At a pole the float64 kernel runs the same reflection formula and
-    // returns its rounding residue (the exact witness knows the pole's value
-    // only where every differing element is one).
-    if (spec != nullptr && (spec->hints & ops::kPolesAtNonPositiveIntegers) && local.only.defined()) {
-      const graph::Literal* self = ops::FindArg(node, 1, "self");
-      auto it = self != nullptr && self->kind == graph::Literal::Kind::kValue ? inputs.find(self->s)
-                                                                       : inputs.end();
-      if (it != inputs.end() && it->second.defined() &&
-          it->second.numel() == local.only.numel()) {
-        const at::Tensor x = it->second.to(at::kDouble).reshape({-1});
-        const at::Tensor pole = x.le(0).logical_and(x.eq(x.floor()));
-        if (pole.logical_and(local.only.reshape({-1}).to(at::kBool)).any().item<bool>()) {
-          c.undecidable = true;
-          c.why = absl::StrCat("some differing elements sit on a pole of ", node.QualifiedName(),
-                               ", where the float64 reference returns the residue of the same "
-                               "formula: it cannot judge ", side);
-          return c;
-        }
-      }
-    }
-    // Without the exact witness, float64 decides only where it is
-    // independent of both kernels and its implementations agree.
-    if (std::optional<std::string> shared = SharesCpuAlgorithm(spec, dtype, inputs)) {
-      c.undecidable = true;
-      c.why = absl::StrCat(*shared, ": it cannot judge ", side, " (no exact witness for ",
-                           node.QualifiedName(), " here)");
-      return c;
-    }
-    if (second != nullptr && f64 != nullptr && f64->result.error.has_value() !=
-                                                   second->result.error.has_value()) {
-      c.undecidable = true;
-      c.why = absl::StrCat("the float64 witnesses disagree: ", f64->result.error ? "cpu-f64" : second->name,
-                           " raises and the other does not");
-      return c;
-    }
-    if (second != nullptr && f64 != nullptr && !f64->result.error && !second->result.error) {
-      // Only where it matters: the elements where the sides differ.
-      if (std::optional<Divergence> split =
-              Misses(spec, node, types, policy, second->result.outputs, got.outputs,
-                     theirs.outputs, f64->result.outputs)) {
-        c.undecidable = true;
-        c.why = absl::StrCat("the float64 witnesses disagree (", second->name, " vs cpu-f64: ",
-                             split->detail, "): float64 cannot decide");
-        return c;
-      }
-      c.witness = absl::StrCat("cpu-f64+", second->name);
+  return c;
+}
+
+// At a pole the float64 kernel runs the same reflection formula and returns
+// its rounding residue (the exact witness knows the pole's value only where
+// every differing element is one): whether a differing element sits on one.
+bool DiffersOnAPole(const SideEvidence& e) {
+  if (e.spec == nullptr || !(e.spec->hints & ops::kPolesAtNonPositiveIntegers) ||
+      !e.plan.only.defined()) {
+    return false;
+  }
+  const graph::Literal* self = ops::FindArg(e.node, 1, "self");
+  auto it = self != nullptr && self->kind == graph::Literal::Kind::kValue ? e.inputs.find(self->s)
+                                                                         : e.inputs.end();
+  if (it == e.inputs.end() || !it->second.defined() ||
+      it->second.numel() != e.plan.only.numel()) {
+    return false;
+  }
+  const at::Tensor x = it->second.to(at::kDouble).reshape({-1});
+  const at::Tensor pole = x.le(0).logical_and(x.eq(x.floor()));
+  return pole.logical_and(e.plan.only.reshape({-1}).to(at::kBool)).any().item<bool>();
+}
+
+// Without the exact witness, float64 decides only where it is the same call,
+// independent of both kernels, and its implementations agree: why not, or
+// nullopt where it may judge.
+std::optional<std::string> WhyFloat64CannotJudge(const SideEvidence& e) {
+  const exec::Witness* f64 = e.f64;
+  const exec::Witness* second = e.second;
+  if (std::optional<std::string> changed = exec::UpcastChangesCall(
+          e.node, e.inputs, e.d.cls == DivergenceClass::kErrorSplit,
+          f64 != nullptr && f64->result.error && !e.got.error
+              ? std::optional<std::string>(f64->result.error->message)
+              : std::nullopt)) {
+    return absl::StrCat(*changed, ": the float64 reference is not the same call, so it cannot "
+                        "judge ", e.side);
+  }
+  if (DiffersOnAPole(e)) {
+    return absl::StrCat("some differing elements sit on a pole of ", e.node.QualifiedName(),
+                        ", where the float64 reference returns the residue of the same "
+                        "formula: it cannot judge ", e.side);
+  }
+  if (std::optional<std::string> shared = SharesCpuAlgorithm(e.spec, e.dtype, e.inputs)) {
+    return absl::StrCat(*shared, ": it cannot judge ", e.side, " (no exact witness for ",
+                        e.node.QualifiedName(), " here)");
+  }
+  if (second != nullptr && f64 != nullptr &&
+      f64->result.error.has_value() != second->result.error.has_value()) {
+    return absl::StrCat("the float64 witnesses disagree: ",
+                        f64->result.error ? "cpu-f64" : second->name,
+                        " raises and the other does not");
+  }
+  if (second != nullptr && f64 != nullptr && !f64->result.error && !second->result.error) {
+    // Only where it matters: the elements where the sides differ.
+    if (std::optional<Divergence> split =
+            Misses(e.spec, e.node, e.types, e.policy, second->result.outputs, e.got.outputs,
+                   e.theirs.outputs, f64->result.outputs)) {
+      return absl::StrCat("the float64 witnesses disagree (", second->name, " vs cpu-f64: ",
+                          split->detail, "): float64 cannot decide");
     }
   }
-  const std::string judge_name =
-      exact != nullptr ? "exact witness (MPFR / exact rationals)"
-      : c.witness == "cpu-f64" ? "float64 reference"
-                               : absl::StrCat("float64 reference (", c.witness, " agree)");
-  if (judge->result.error) {
+  return std::nullopt;
+}
+
+// The side against the deciding witness (`judge`, named `judge_name` in
+// reasons): which raised, whether it misses, or whether rounding the number
+// literals to the dtype first explains the miss. `c` carries what is known.
+SideCheck JudgeAgainst(const SideEvidence& e, const exec::Witness& judge,
+                       const std::string& judge_name, SideCheck c) {
+  const exec::NodeResult& got = e.got;
+  if (judge.result.error) {
     c.reference_failed = true;
     // The reference raises on these inputs: a side that returns values
     // silently is the odd one out.
     c.wrong = !got.error;
-    c.why = absl::StrCat("the ", judge_name, " raises (", judge->result.error->message, ")",
-                         c.wrong ? absl::StrCat(" but ", side, " returns values") : "");
+    c.why = absl::StrCat("the ", judge_name, " raises (", judge.result.error->message, ")",
+                         c.wrong ? absl::StrCat(" but ", e.side, " returns values") : "");
     return c;
   }
   if (got.error) {
     c.wrong = true;
-    c.why = absl::StrCat(side, " raises (", got.error->message, ") where the ", judge_name,
+    c.why = absl::StrCat(e.side, " raises (", got.error->message, ") where the ", judge_name,
                          " computes a value");
     return c;
   }
   std::optional<Divergence> miss =
-      Misses(spec, node, types, policy, got.outputs, got.outputs, theirs.outputs,
-             judge->result.outputs,
-             spec != nullptr && graph::IsFloating(dtype) ? PhaseBoundOf(*spec, node, inputs, dtype)
-                                                         : std::nullopt);
-  if (miss) {
-    if (rounded != nullptr && !rounded->result.error &&
-        !Misses(spec, node, types, policy, got.outputs, got.outputs, theirs.outputs,
-                rounded->result.outputs)) {
-      c.scalar_rounding = true;
-      c.why = absl::StrCat(side, " misses the ", judge_name,
-                           " but matches it with the number literals rounded to ", d.dtype,
-                           " first (", rounded->name, ")");
-      return c;
-    }
-    c.wrong = true;
-    c.class_miss = miss->cls == DivergenceClass::kClassSplit;
-    c.why = absl::StrCat(side, " misses the ", judge_name, " computed from its own inputs: ",
-                         miss->detail);
+      Misses(e.spec, e.node, e.types, e.policy, got.outputs, got.outputs, e.theirs.outputs,
+             judge.result.outputs,
+             e.spec != nullptr && graph::IsFloating(e.dtype)
+                 ? PhaseBoundOf(*e.spec, e.node, e.inputs, e.dtype)
+                 : std::nullopt);
+  if (!miss) {
+    c.why = absl::StrCat(e.side, " matches the ", judge_name, " computed from its own inputs");
     return c;
   }
-  c.why = absl::StrCat(side, " matches the ", judge_name, " computed from its own inputs");
+  const exec::Witness* rounded = e.rounded;
+  if (rounded != nullptr && !rounded->result.error &&
+      !Misses(e.spec, e.node, e.types, e.policy, got.outputs, got.outputs, e.theirs.outputs,
+              rounded->result.outputs)) {
+    c.scalar_rounding = true;
+    c.why = absl::StrCat(e.side, " misses the ", judge_name,
+                         " but matches it with the number literals rounded to ", e.d.dtype,
+                         " first (", rounded->name, ")");
+    return c;
+  }
+  c.wrong = true;
+  c.class_miss = miss->cls == DivergenceClass::kClassSplit;
+  c.why = absl::StrCat(e.side, " misses the ", judge_name, " computed from its own inputs: ",
+                       miss->detail);
   return c;
+}
+
+// Judges `run` at d's node: the metadata, else against the exact witness of
+// its own inputs, else against float64 where float64 can judge it.
+SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
+                    const exec::RunResult& run, const exec::RunResult& other,
+                    const Policy& policy, const exec::WitnessPlan& plan, const Divergence& d) {
+  const graph::Node& node = program.nodes[d.node_index];
+  SideEvidence e{node,
+                 ops::FindOp(node.QualifiedName()),
+                 types,
+                 policy,
+                 d,
+                 run,
+                 run.nodes[d.node_index],
+                 other.nodes[d.node_index],
+                 std::string(exec::TargetName(run.target))};
+  if (std::optional<SideCheck> meta = JudgeMetadata(e)) return *meta;
+  GatherWitnesses(program, plan, e);
+  if (e.exact == nullptr && run.target == exec::Target::kCpuF64) return JudgeReferenceSide(e);
+
+  SideCheck c;
+  const exec::Witness* judge = e.exact != nullptr ? e.exact : e.f64;
+  c.witness = e.exact != nullptr ? "exact" : "cpu-f64";
+  c.ref_value = WitnessValue(judge, d);
+  if (e.exact != nullptr) c.rounding_free = e.exact->rounding_free;
+  if (e.exact == nullptr) {
+    if (std::optional<std::string> why = WhyFloat64CannotJudge(e)) {
+      c.undecidable = true;
+      c.why = *why;
+      return c;
+    }
+    if (e.second != nullptr && e.f64 != nullptr && !e.f64->result.error &&
+        !e.second->result.error) {
+      c.witness = absl::StrCat("cpu-f64+", e.second->name);
+    }
+  }
+  const std::string judge_name =
+      e.exact != nullptr ? "exact witness (MPFR / exact rationals)"
+      : c.witness == "cpu-f64" ? "float64 reference"
+                               : absl::StrCat("float64 reference (", c.witness, " agree)");
+  return JudgeAgainst(e, *judge, judge_name, c);
 }
 
 std::string SideLabel(exec::Target t) { return std::string(exec::TargetName(t)); }

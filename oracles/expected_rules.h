@@ -1,6 +1,7 @@
 // Expected-by-policy rules. Each is judged on the root node's own inputs (not
 // the program's) and, when it explains a divergence, moves it to the
-// `expected` tier with the evidence; nothing is dropped.
+// `expected` tier with the evidence; nothing is dropped. The rules are the
+// table oracles/rules.def, one file each in oracles/rules/ (rule.h).
 #pragma once
 
 #include <map>
@@ -25,6 +26,7 @@ struct RuleMatch {
 // (f16/bf16 in float32) and the amplitude floor. The phase_rounding rule
 // allows 2·eps·phase·max(|y|, floor) between the sides; the side check
 // (attribution.cc) allows the same between a side and its witness.
+// Defined with the rule, in oracles/rules/phase_rounding.cc.
 struct PhaseBound {
   double phase = 0, eps = 0, floor = 0;
 };
@@ -35,6 +37,9 @@ std::optional<PhaseBound> PhaseBoundOf(const ops::OpSpec& spec, const graph::Nod
 std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const ops::TypeEnv& types,
                                            const exec::RunResult& a, const exec::RunResult& b,
                                            const Policy& policy, const Divergence& d);
+
+// The nondeterminism rule between two runs of one target; defined in
+// oracles/rules/documented_nondeterminism.cc.
 
 // For a node that gave two results for one program on `target`: whether
 // PyTorch documents its kernel there as nondeterministic (rule
