@@ -13,7 +13,11 @@
 #include <c10/util/Lazy.h>
 #include <c10/util/Logging.h>
 #include <torch/cuda.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <ATen/ops/zeros_like.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -28,6 +32,7 @@
 #include "exec/generic_ops.h"
 #include "exec/index_precheck.h"
 #include "exec/scalar_helper.h"
+#include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "ops/catalogue.h"
 
@@ -190,6 +195,14 @@ namespace {
 // program's dtypes, with the float64 values kept in `exact`.
 void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target target,
                    NodeResult& nr) {
+  if (target == Target::kCpuF64 || target == Target::kCudaF64) {
+    for (auto& [name, g] : nr.value_grads) {
+      auto it = types.find(name);
+      if (g.defined() && it != types.end() && g.scalar_type() != ToScalarType(it->second.dtype)) {
+        g = g.to(ToScalarType(it->second.dtype));
+      }
+    }
+  }
   for (size_t i = 0; i < nr.outputs.size(); ++i) {
     at::Tensor& snap = nr.outputs[i];
     if (snap.defined()) snap = snap.contiguous();
@@ -207,12 +220,77 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
 // Runs one node whose inputs `lookup` resolves; defines its results through
 // `define`. Its snapshots are on the CPU, finished by FinishOutputs (at once,
 // or after the program's one synchronization when `deferred`).
+// The gradient statement: torch::autograd::grad over the values `lookup`
+// holds, with dL/dv captured for every value in `path` (forward results that
+// require grad) on the way. An output that does not depend on the inputs
+// contributes nothing, and an input that reaches no output gets zeros, as
+// torch.autograd.grad(..., allow_unused=True, materialize_grads=True) does.
+NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
+                           const ops::TypeEnv& types, Target target,
+                           const std::function<void(const std::string&, const at::Tensor&)>& define,
+                           const std::vector<std::string>& path, bool create_graph,
+                           bool* cuda_fatal) {
+  NodeResult nr;
+  graph::GradCallOrError g = graph::ParseGradCall(node);
+  if (!g.call) {
+    nr.error = NodeError{NodeError::Kind::kBadArguments, g.error};
+    return nr;
+  }
+  try {
+    std::vector<at::Tensor> outs, cots, wrt;
+    for (size_t i = 0; i < g.call->outputs.size(); ++i) {
+      at::Tensor y = lookup(g.call->outputs[i]);
+      if (!y.defined() || !y.requires_grad()) continue;
+      outs.push_back(y);
+      cots.push_back(lookup(g.call->cotangents[i]).detach());
+    }
+    std::vector<std::string> captured;
+    for (const std::string& x : g.call->wrt) {
+      wrt.push_back(lookup(x));
+      captured.push_back(x);
+    }
+    for (const std::string& v : path) {
+      if (std::find(captured.begin(), captured.end(), v) != captured.end()) continue;
+      at::Tensor t = lookup(v);
+      if (t.defined() && t.requires_grad()) {
+        wrt.push_back(t);
+        captured.push_back(v);
+      }
+    }
+    std::vector<at::Tensor> grads(wrt.size());
+    if (!outs.empty()) {
+      grads = torch::autograd::grad(outs, wrt, cots, /*retain_graph=*/true, create_graph,
+                                    /*allow_unused=*/true);
+    }
+    for (size_t i = 0; i < g.call->wrt.size(); ++i) {
+      at::Tensor gi = grads[i].defined() ? grads[i] : at::zeros_like(wrt[i].detach());
+      define(node.results[i], gi);
+      nr.outputs.push_back(Snapshot(gi));
+    }
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      if (grads[i].defined()) nr.value_grads[captured[i]] = Snapshot(grads[i]);
+    }
+    FinishOutputs(node, types, target, nr);
+  } catch (const std::exception& e) {
+    NodeError err = Classify(e.what());
+    if (err.kind == NodeError::Kind::kCudaFatal && cuda_fatal != nullptr) *cuda_fatal = true;
+    nr = NodeResult{};
+    nr.error = std::move(err);
+  }
+  return nr;
+}
+
 NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
                        const ops::TypeEnv& types, Target target,
                        const std::function<void(const std::string&, const at::Tensor&)>& define,
                        bool* cuda_fatal, double* transfer_seconds = nullptr,
                        bool deferred = false) {
   NodeResult nr;
+  if (graph::IsGradNode(node)) {
+    nr.error = NodeError{NodeError::Kind::kBadArguments,
+                         "a gradient statement runs only within its program"};
+    return nr;
+  }
   auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
   if (!handle.has_value()) {
     nr.error = NodeError{NodeError::Kind::kBadArguments,
@@ -274,7 +352,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
       for (const std::string& name : node.Uses()) {
         const at::Tensor t = lookup(name);
         if (t.defined() && t.numel() > 0 && (t.is_floating_point() || t.is_complex())) {
-          guarded.emplace_back(name, t.clone());
+          guarded.emplace_back(name, t.detach().clone());
         }
       }
     }
@@ -282,8 +360,10 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     for (const auto& [name, before] : guarded) {
       if (at::Tensor now = lookup(name); !SameBits(before, now)) {
         // Restored, so the nodes after it read what the program made: the
-        // finding is this op's, not theirs.
-        now.copy_(before);
+        // finding is this op's, not theirs. (No autograd: an input may
+        // require grad.)
+        at::NoGradGuard no_grad;
+        now.detach().copy_(before);
         nr.error = NodeError{NodeError::Kind::kRaised, InputWrittenMessage(name)};
         return nr;
       }
@@ -296,7 +376,12 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     }
     for (size_t i = 0; i < stack->size(); ++i) {
       const c10::IValue& v = (*stack)[i];
-      if (v.isTensor()) define(node.results[i], v.toTensor());
+      if (v.isTensor()) {
+        define(node.results[i], v.toTensor());
+        if (nr.grad_fn.empty() && v.toTensor().defined() && v.toTensor().grad_fn()) {
+          nr.grad_fn = v.toTensor().grad_fn()->name();
+        }
+      }
       const auto copy_start = std::chrono::steady_clock::now();
       nr.outputs.push_back(Snapshot(v, deferred));
       if (transfer_seconds != nullptr) {
@@ -351,6 +436,7 @@ void FinishDeferred(const graph::Program& program, const ops::TypeEnv& types, Ta
   result.transfer_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (size_t n = 0; n < result.nodes.size() && n < program.nodes.size(); ++n) {
+    if (graph::IsGradNode(program.nodes[n])) continue;  // finished when it ran
     if (!result.nodes[n].error) FinishOutputs(program.nodes[n], types, target, result.nodes[n]);
   }
 }
@@ -403,6 +489,25 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
     result.setup_error = Classify(e.what()).message;
     return result;
   }
+  // Gradient statements: the inputs they differentiate against require grad
+  // from the start (a detached alias keeps the layout), so the forward
+  // records its graph. Elsewhere autograd records nothing.
+  const bool gradients = graph::HasGradients(program);
+  std::optional<at::AutoGradMode> grad_mode;
+  if (gradients) {
+    grad_mode.emplace(true);
+    try {
+      for (const std::string& x : graph::DifferentiatedInputs(program)) {
+        auto it = env.find(x);
+        if (it != env.end()) it->second = it->second.detach().requires_grad_(true);
+      }
+    } catch (const std::exception& e) {
+      result.setup_error = Classify(e.what()).message;
+      return result;
+    }
+  }
+  // Values a gradient statement captures dL/dv for: every forward result so far.
+  std::vector<std::string> path;
   const ValueLookup lookup = [&env](const std::string& name) {
     auto it = env.find(name);
     return it == env.end() ? at::Tensor() : it->second;
@@ -447,9 +552,21 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
           // Inspection is advisory: a copy that fails leaves the run as it was.
         }
       }
-      nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal,
-                       &result.transfer_seconds, deferred);
+      if (graph::IsGradNode(node)) {
+        // A graph a later gradient statement differentiates again is built
+        // differentiable (second order).
+        bool later = false;
+        for (size_t j = result.nodes.size() + 1; j < program.nodes.size(); ++j) {
+          later = later || graph::IsGradNode(program.nodes[j]);
+        }
+        nr = ExecuteGradNode(node, lookup, types, target, define, path, later,
+                             &result.cuda_fatal);
+      } else {
+        nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal,
+                         &result.transfer_seconds, deferred);
+      }
     }
+    if (gradients && !nr.error) path.insert(path.end(), node.results.begin(), node.results.end());
     if (nr.error) failed.insert(node.results.begin(), node.results.end());
     result.nodes.push_back(std::move(nr));
   }
@@ -475,6 +592,76 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
   };
   return ExecuteNode(
       node, lookup, types, target, [](const std::string&, const at::Tensor&) {}, nullptr);
+}
+
+VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
+                     const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
+                     Target target) {
+  VjpResult r;
+  if (target == Target::kCpuScalar ||
+      ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable())) {
+    r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
+    return r;
+  }
+  at::AutoGradMode grad_mode(true);
+  std::map<std::string, at::Tensor> placed;
+  std::vector<at::Tensor> wrt;
+  try {
+    for (const std::string& name : node.Uses()) {
+      auto it = values.find(name);
+      if (it == values.end() || !it->second.defined()) continue;
+      at::Tensor t = Place(it->second, target);
+      if (t.is_floating_point() || t.is_complex()) {
+        t = t.detach().requires_grad_(true);
+        r.wrt.push_back(name);
+        wrt.push_back(t);
+      }
+      placed[name] = t;
+    }
+  } catch (const std::exception& e) {
+    r.result.error = Classify(e.what());
+    return r;
+  }
+  const ValueLookup lookup = [&placed](const std::string& name) {
+    auto it = placed.find(name);
+    return it == placed.end() ? at::Tensor() : it->second;
+  };
+  std::vector<at::Tensor> outs;
+  NodeResult forward = ExecuteNode(
+      node, lookup, types, target,
+      [&outs](const std::string&, const at::Tensor& t) { outs.push_back(t); }, nullptr);
+  r.grad_fn = forward.grad_fn;
+  if (forward.error) {
+    r.result.error = forward.error;
+    return r;
+  }
+  try {
+    std::vector<at::Tensor> ys, vs;
+    for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i) {
+      if (!outs[i].defined() || !outs[i].requires_grad() || !cotangents[i].defined()) continue;
+      ys.push_back(outs[i]);
+      vs.push_back(Place(cotangents[i], target).to(outs[i].scalar_type()));
+    }
+    std::vector<at::Tensor> grads(wrt.size());
+    if (!ys.empty() && !wrt.empty()) {
+      grads = torch::autograd::grad(ys, wrt, vs, /*retain_graph=*/false, /*create_graph=*/false,
+                                    /*allow_unused=*/true);
+    }
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      at::Tensor g = grads[i].defined() ? grads[i] : at::zeros_like(wrt[i].detach());
+      at::Tensor host = Snapshot(g);
+      if (target == Target::kCpuF64 || target == Target::kCudaF64) {
+        r.result.exact.push_back(host);
+        auto it = types.find(r.wrt[i]);
+        if (it != types.end()) host = host.to(ToScalarType(it->second.dtype));
+      }
+      r.result.outputs.push_back(host);
+    }
+  } catch (const std::exception& e) {
+    r.result = NodeResult{};
+    r.result.error = Classify(e.what());
+  }
+  return r;
 }
 
 std::optional<MetaCall> CallOnMeta(const graph::Node& node,

@@ -59,6 +59,22 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                    const ops::TypeEnv& types, Target target);
 
+// One forward node's backward on its own (a vector-Jacobian product): the
+// node runs under autograd on `target` from `values`, then autograd takes the
+// `cotangents` (one per result; undefined: none) back to each floating or
+// complex value it reads (`wrt`, in Uses() order). Outputs are those
+// gradients on the CPU (on the float64 targets rounded to the values' dtypes
+// in `types`, float64 kept in `exact`). How the oracle judges one backward
+// kernel from a side's own inputs, and its float64 witness.
+struct VjpResult {
+  std::vector<std::string> wrt;
+  NodeResult result;
+  std::string grad_fn;  // the backward node PyTorch recorded ("SinhBackward0")
+};
+VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
+                     const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
+                     Target target);
+
 // What the meta kernel says of one node's call: the error it raises, or its
 // outputs' shapes and dtypes. `values` give each %ref's shape, strides and
 // dtype (their data is never read); with `upcast`, floating ones are float64

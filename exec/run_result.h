@@ -32,6 +32,15 @@ struct NodeResult {
   std::vector<at::Tensor> outputs;
   std::vector<at::Tensor> exact;
   std::optional<NodeError> error;
+  // A forward node run under autograd: the backward node PyTorch recorded for
+  // its first differentiable result, as PyTorch names it ("SinhBackward0").
+  std::string grad_fn;
+  // A gradient statement (graph/gradient.h): dL/dv of L = sum(cotangent * y)
+  // for every value v on a path from its inputs to its outputs (program
+  // inputs and forward results alike), on the CPU, in the run's dtype (the
+  // float64 targets keep float64 here). How the oracle finds the backward
+  // kernel where the two sides part.
+  std::map<std::string, at::Tensor> value_grads;
 };
 
 struct RunResult {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/absl_compat.h"
+#include "graph/gradient.h"
 #include "graph/printer.h"
 
 namespace divfuzz::graph {
@@ -68,6 +69,7 @@ class Validator {
   absl::Status CheckParamPayload(const Input& input);
   absl::Status CheckLayout(const Input& input);
   absl::Status CheckNode(const Node& node);
+  absl::Status CheckGradNode(const Node& node);
   absl::Status CheckLiteral(const Literal& literal, int lists_above, const Node& node,
                             size_t arg_index);
 
@@ -299,8 +301,32 @@ absl::Status Validator::CheckNode(const Node& node) {
     }
     DFZ_RETURN_IF_ERROR(CheckLiteral(arg.value, 0, node, i));
   }
+  if (IsGradNode(node)) DFZ_RETURN_IF_ERROR(CheckGradNode(node));
   // Results are defined after the arguments: %x = f(%x) needs an earlier %x.
   for (const std::string& name : node.results) DFZ_RETURN_IF_ERROR(Define(name, node.loc));
+  return absl::OkStatus();
+}
+
+// A gradient statement differentiates against program inputs of a floating
+// or complex dtype (torch.autograd.grad's `inputs` must require grad).
+absl::Status Validator::CheckGradNode(const Node& node) {
+  GradCallOrError g = ParseGradCall(node);
+  if (!g.call) return Error(node.loc, g.error);
+  for (const std::string& x : g.call->wrt) {
+    const Input* found = nullptr;
+    for (const Input& in : program_.inputs) {
+      if (in.name == x) found = &in;
+    }
+    if (found == nullptr) {
+      return Error(node.loc, absl::StrCat("expected program inputs to differentiate against, "
+                                          "got %", x, ", which is not an input"));
+    }
+    if (!IsFloating(found->type.dtype) && !IsComplex(found->type.dtype)) {
+      return Error(node.loc, absl::StrCat("expected a floating or complex input to differentiate "
+                                          "against, got %", x, " of ",
+                                          Sv(DTypeName(found->type.dtype))));
+    }
+  }
   return absl::OkStatus();
 }
 

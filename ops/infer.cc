@@ -1,5 +1,7 @@
 #include "ops/infer.h"
 
+#include "graph/gradient.h"
+
 #include <algorithm>
 
 #include "absl/status/status.h"
@@ -527,6 +529,38 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const grap
   return absl::InternalError("unhandled rule");
 }
 
+// A gradient has its input's type; each cotangent has its output's shape
+// (autograd casts a cotangent's dtype, never its shape).
+static absl::Status InferGradNode(const graph::Node& node, TypeEnv& env) {
+  graph::GradCallOrError g = graph::ParseGradCall(node);
+  if (!g.call) return absl::InvalidArgumentError(g.error);
+  for (size_t i = 0; i < g.call->outputs.size(); ++i) {
+    auto y = env.find(g.call->outputs[i]);
+    auto v = env.find(g.call->cotangents[i]);
+    if (y == env.end() || v == env.end()) return absl::InvalidArgumentError("undefined value");
+    const bool differentiable = graph::IsFloating(y->second.dtype) || graph::IsComplex(y->second.dtype);
+    if (!differentiable) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "expected floating or complex outputs to differentiate, got %", y->first, " of ",
+          std::string(graph::DTypeName(y->second.dtype))));
+    }
+    if (y->second.shape != v->second.shape ||
+        graph::IsComplex(y->second.dtype) != graph::IsComplex(v->second.dtype) ||
+        !(graph::IsFloating(v->second.dtype) || graph::IsComplex(v->second.dtype))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "expected cotangent %", v->first, " of the shape and kind of %", y->first, " (",
+          std::string(graph::DTypeName(y->second.dtype)), ShapeStr(y->second.shape), "), got ",
+          std::string(graph::DTypeName(v->second.dtype)), ShapeStr(v->second.shape)));
+    }
+  }
+  for (size_t i = 0; i < g.call->wrt.size(); ++i) {
+    auto x = env.find(g.call->wrt[i]);
+    if (x == env.end()) return absl::InvalidArgumentError("undefined input");
+    env[node.results[i]] = x->second;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TypeEnv> InferProgram(const graph::Program& program, absl::string_view filename) {
   TypeEnv env;
   for (const graph::Input& in : program.inputs) env[in.name] = in.type;
@@ -535,6 +569,11 @@ absl::StatusOr<TypeEnv> InferProgram(const graph::Program& program, absl::string
       return absl::InvalidArgumentError(
           absl::StrCat(filename, ":", node.loc.line, ":", node.loc.col, ": ", msg));
     };
+    if (graph::IsGradNode(node)) {
+      absl::Status st = InferGradNode(node, env);
+      if (!st.ok()) return where(st.message());
+      continue;
+    }
     const OpSpec* spec = FindOp(node.QualifiedName());
     if (spec == nullptr) {
       return where(absl::StrCat("expected an op from the catalogue (see 'divfuzz ops'), got '",

@@ -1,5 +1,7 @@
 #include "oracles/compare.h"
 
+#include "graph/gradient.h"
+
 #include <ATen/ops/view_as_real.h>
 
 #include <cmath>
@@ -248,6 +250,8 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
   // campaign, 180 of 264 undecided buckets were ops downstream of a QR or
   // eigh factor: t(Q), ceil(Q), Q / x ...)
   std::set<std::string> free_values;
+  // Values computed from a divergence, a free factor or a per-device value.
+  std::set<std::string> tainted;
   const size_t n = std::min({program.nodes.size(), a.nodes.size(), b.nodes.size()});
   for (size_t i = 0; i < n; ++i) {
     const graph::Node& node = program.nodes[i];
@@ -267,22 +271,37 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
         }
       }
     }
+    // A gradient statement is a root only where its whole forward agrees: a
+    // divergence upstream of its outputs (even one they hide, like relu of
+    // two different negatives) stays rooted there, and factors that are free
+    // up to sign or per-device buffers make their gradients free too.
+    const bool grad = graph::IsGradNode(node);
+    if (grad) {
+      for (const std::string& u : node.Uses()) inputs_agree = inputs_agree && !tainted.count(u);
+    }
+    bool tainted_input = false;
+    for (const std::string& u : node.Uses()) tainted_input = tainted_input || tainted.count(u) > 0;
+    if (tainted_input) tainted.insert(node.results.begin(), node.results.end());
     const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
     if (device_defined_input) {
       // Computed from a per-device buffer (diag of log_sigmoid_forward's
       // buffer): its shape and values are per device too.
       device_defined.insert(node.results.begin(), node.results.end());
+      tainted.insert(node.results.begin(), node.results.end());
       continue;
     }
     if (spec != nullptr && !(spec->hints & ops::kDecomposition)) {
       for (size_t out = 0; out < node.results.size() && out < 32; ++out) {
-        if ((spec->device_defined_outputs >> out) & 1u) device_defined.insert(node.results[out]);
+        if ((spec->device_defined_outputs >> out) & 1u) {
+          device_defined.insert(node.results[out]);
+          tainted.insert(node.results[out]);
+        }
       }
     }
     if (spec != nullptr && (spec->hints & ops::kDecomposition)) {
       const uint32_t free = ops::FreeOutputs(spec->decomposition);
       for (size_t out = 0; out < node.results.size() && out < 32; ++out) {
-        if ((free >> out) & 1u) free_values.insert(node.results[out]);
+        if ((free >> out) & 1u) free_values.insert(node.results[out]), tainted.insert(node.results[out]);
       }
     }
     auto dtype_of = [&](size_t out) {
@@ -303,6 +322,7 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
       d.root = inputs_agree;
       v.divergences.push_back(std::move(d));
       diverged.insert(node.results.begin(), node.results.end());
+      tainted.insert(node.results.begin(), node.results.end());
     };
     if (ra.error && rb.error) continue;  // both raise: they agree
     if (ra.error || rb.error) {
@@ -310,6 +330,7 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
       // A skipped node only repeats a divergence reported upstream.
       if (e.kind == exec::NodeError::Kind::kSkipped) {
         diverged.insert(node.results.begin(), node.results.end());
+        tainted.insert(node.results.begin(), node.results.end());
         continue;
       }
       Divergence d;

@@ -54,6 +54,7 @@ constexpr TriedRule kTried[] = {
 // A rule added to rules.def but not to kTried would never be tried: the
 // build fails instead.
 constexpr std::string_view kDeclared[] = {
+#define DIVFUZZ_GRADIENT_RULE(name, meaning)  // judged at gradients: oracles/gradient.cc
 #define DIVFUZZ_RULE(name, meaning) #name,
 #include "oracles/rules.def"
 };

@@ -2,6 +2,7 @@
 
 #include "oracles/attribution.h"
 #include "oracles/expected_rules.h"
+#include "oracles/gradient.h"
 #include "oracles/trigger.h"
 
 namespace divfuzz::oracles {
@@ -29,6 +30,10 @@ void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec
       d.wrong_side = "undecided";
       d.reason = "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
                  "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
+      continue;
+    }
+    if (AtGradient(program, d)) {
+      TriageGradient(program, types, a, b, policy, d, plan);
       continue;
     }
     Attribute(program, types, a, b, policy, d, plan);

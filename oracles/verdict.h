@@ -57,6 +57,11 @@ struct Divergence {
   bool scalar_rounding = false;  // a side matches only with scalars rounded to its dtype
   bool inherited = false;  // each side matches a witness from its own inputs: right on both
   bool rounding_free = false;    // the exact witness's elimination had no rounding at all
+  // At a gradient statement (oracles/gradient.h): the forward node whose
+  // backward kernel parts the sides (-1: not localized) and its op; `op` then
+  // names the backward node as PyTorch does ("SinhBackward0").
+  int backward_of = -1;
+  std::string forward_op;
 };
 
 // Severity ranks: crash > hang > bug-tier splits > bug-tier tolerance >

@@ -65,6 +65,7 @@ struct Context {
 };
 
 // One function per rule of rules.def, named after it.
+#define DIVFUZZ_GRADIENT_RULE(name, meaning)  // oracles/rules/gradient_rule.h
 #define DIVFUZZ_RULE(name, meaning) std::optional<RuleMatch> name(const Context& c);
 #include "oracles/rules.def"
 

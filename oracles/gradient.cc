@@ -1,0 +1,261 @@
+#include "oracles/gradient.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "exec/dtype_convert.h"
+#include "exec/executor.h"
+#include "graph/gradient.h"
+#include "oracles/attribution.h"
+#include "ops/catalogue.h"
+#include "oracles/compare.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using exec::Target;
+
+graph::DType DTypeOf(const ops::TypeEnv& types, const std::string& name) {
+  auto it = types.find(name);
+  return it == types.end() ? graph::DType::kF32 : it->second.dtype;
+}
+
+// What one side's backward of forward node k took in and gave out.
+struct Step {
+  std::map<std::string, at::Tensor> inputs;  // node k's forward inputs on this side
+  std::vector<at::Tensor> incoming;          // dL/d(result j), undefined where none
+  exec::VjpResult vjp;                       // rerun alone on this side's target
+};
+
+Step StepOf(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& run,
+            const exec::NodeResult& grad, int k) {
+  Step s;
+  s.inputs = NodeInputs(program, k, run);
+  for (const std::string& r : program.nodes[k].results) {
+    auto it = grad.value_grads.find(r);
+    s.incoming.push_back(it == grad.value_grads.end() ? at::Tensor() : it->second);
+  }
+  return s;
+}
+
+bool SameIncoming(const Step& a, const Step& b, const graph::Node& node, const ops::TypeEnv& types,
+                  const Policy& policy) {
+  for (size_t j = 0; j < a.incoming.size() && j < b.incoming.size(); ++j) {
+    const at::Tensor &x = a.incoming[j], &y = b.incoming[j];
+    if (x.defined() != y.defined()) return false;
+    if (!x.defined()) continue;
+    const graph::DType dt = DTypeOf(types, node.results[j]);
+    if (CompareTensors(x, y, dt, policy.For(node.QualifiedName(), dt))) return false;
+  }
+  return true;
+}
+
+bool AnyIncoming(const Step& s) {
+  return std::any_of(s.incoming.begin(), s.incoming.end(),
+                     [](const at::Tensor& t) { return t.defined(); });
+}
+
+std::string ErrorOf(const exec::NodeResult& r) { return r.error ? r.error->message : "ok"; }
+
+// The float64 backward of node k from one side's own step: the witness.
+exec::VjpResult WitnessOf(const graph::Node& node, const Step& s, const ops::TypeEnv& types,
+                          Target target) {
+  return exec::RunNodeVjp(node, s.inputs, s.incoming, types, target);
+}
+
+bool WithinTolerance(const at::Tensor& x, const at::Tensor& ref, graph::DType dt,
+                     const Policy& policy, const std::string& op) {
+  return !CompareTensors(x, ref, dt, policy.For(op, dt)).has_value();
+}
+
+std::string At(const at::Tensor& t, long long e) {
+  if (!t.defined() || e < 0 || e >= t.numel()) return "?";
+  at::Tensor flat = t.reshape(-1);
+  if (flat.is_complex()) flat = at::view_as_real(flat.contiguous()).reshape(-1), e *= 2;
+  return absl::StrCat(flat[e].to(at::kDouble).item<double>());
+}
+
+}  // namespace
+
+bool AtGradient(const graph::Program& program, const Divergence& d) {
+  return d.node_index >= 0 && static_cast<size_t>(d.node_index) < program.nodes.size() &&
+         graph::IsGradNode(program.nodes[d.node_index]);
+}
+
+void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
+                    const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
+                    Divergence& d, const exec::WitnessPlan* plan_override) {
+  const int g = d.node_index;
+  const exec::NodeResult& ga = a.nodes[g];
+  const exec::NodeResult& gb = b.nodes[g];
+  d.tier = "divergence";
+  d.wrong_side = "undecided";
+  if (d.cls == DivergenceClass::kDtypeGap) d.tier = "dtype_gap";
+  if (ga.error || gb.error) {
+    d.reason = "the gradient statement raised on one side only";
+  }
+  // Backward order: the forward nodes on the path, last first.
+  int root = -1;
+  Step sa, sb;
+  size_t out = 0;
+  for (int k = g - 1; k >= 0 && !ga.error && !gb.error; --k) {
+    const graph::Node& node = program.nodes[k];
+    if (graph::IsGradNode(node)) continue;
+    Step xa = StepOf(program, types, a, ga, k), xb = StepOf(program, types, b, gb, k);
+    if (!AnyIncoming(xa) && !AnyIncoming(xb)) continue;  // not on the path
+    if (!SameIncoming(xa, xb, node, types, policy)) continue;
+    xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, types, a.target);
+    xb.vjp = exec::RunNodeVjp(node, xb.inputs, xb.incoming, types, b.target);
+    const exec::NodeResult &ra = xa.vjp.result, &rb = xb.vjp.result;
+    if (ra.error || rb.error) {
+      if (ra.error && rb.error) continue;
+      root = k;
+      d.cls = ((ra.error ? *ra.error : *rb.error).kind == exec::NodeError::Kind::kNotImplemented)
+                  ? DivergenceClass::kDtypeGap
+                  : DivergenceClass::kErrorSplit;
+      d.value_a = ErrorOf(ra);
+      d.value_b = ErrorOf(rb);
+      sa = std::move(xa), sb = std::move(xb);
+      break;
+    }
+    for (size_t o = 0; o < ra.outputs.size() && o < rb.outputs.size(); ++o) {
+      const graph::DType dt = DTypeOf(types, xa.vjp.wrt[o]);
+      if (std::optional<Divergence> diff =
+              CompareTensors(ra.outputs[o], rb.outputs[o], dt, policy.For(node.QualifiedName(), dt))) {
+        root = k;
+        out = o;
+        d.cls = diff->cls;
+        d.element = diff->element;
+        d.component = diff->component;
+        d.value_a = diff->value_a;
+        d.value_b = diff->value_b;
+        d.abs_error = diff->abs_error;
+        d.allowed = diff->allowed;
+        d.dtype = std::string(graph::DTypeName(dt));
+        break;
+      }
+    }
+    if (root >= 0) {
+      sa = std::move(xa), sb = std::move(xb);
+      break;
+    }
+  }
+  if (root < 0) {
+    if (d.reason.empty()) {
+      d.reason = "the gradients differ, but no single backward kernel does when each is rerun "
+                 "from its side's own inputs (accumulation order across uses, or a kernel that "
+                 "varies between runs)";
+    }
+    if (d.cls == DivergenceClass::kDtypeGap) d.tier = "dtype_gap";
+    return;
+  }
+  const graph::Node& node = program.nodes[root];
+  const std::string grad_fn = !sa.vjp.grad_fn.empty() ? sa.vjp.grad_fn : sb.vjp.grad_fn;
+  d.backward_of = root;
+  d.forward_op = node.QualifiedName();
+  d.op = grad_fn.empty() ? absl::StrCat(node.QualifiedName(), ".backward") : grad_fn;
+  const std::string wrt = out < sa.vjp.wrt.size() ? sa.vjp.wrt[out] : "";
+  d.detail = absl::StrCat("backward of node ", root, " (", node.QualifiedName(), "): ", d.op,
+                          " gives d/d%", wrt, " ", d.value_a, " on ", exec::TargetName(a.target),
+                          " and ", d.value_b, " on ", exec::TargetName(b.target),
+                          " from the same incoming gradients");
+  if (d.cls == DivergenceClass::kDtypeGap) {
+    d.tier = "dtype_gap";
+    d.reason = absl::StrCat("the derivative of ", node.QualifiedName(), " is implemented on one "
+                            "device only");
+    return;
+  }
+  if (d.cls == DivergenceClass::kErrorSplit) {
+    d.tier = "divergence";
+    d.reason = absl::StrCat(d.op, " raised on one side only");
+    return;
+  }
+
+  // Witnesses: the float64 backward of node `root` from each side's own
+  // inputs, on the CPU and (with a CUDA side) on the GPU.
+  const exec::WitnessPlan plan = plan_override ? *plan_override : exec::PlanFor(a.target, b.target);
+  const bool second = plan.second_f64 == Target::kCudaF64 && exec::CudaAvailable();
+  const graph::DType dt = DTypeOf(types, wrt);
+  const std::string opname = node.QualifiedName();
+  struct Judged {
+    bool cpu_says_wrong = false, cuda_says_wrong = false, have_cuda = false, ok = false;
+    at::Tensor ref;
+  };
+  auto judge = [&](const Step& s) {
+    Judged j;
+    exec::VjpResult wc = WitnessOf(node, s, types, Target::kCpuF64);
+    if (wc.result.error || out >= wc.result.outputs.size()) return j;
+    j.ok = true;
+    j.ref = wc.result.exact[out];
+    const at::Tensor& mine = s.vjp.result.outputs[out];
+    j.cpu_says_wrong = !WithinTolerance(mine, wc.result.outputs[out], dt, policy, opname);
+    if (second) {
+      exec::VjpResult wg = WitnessOf(node, s, types, Target::kCudaF64);
+      if (!wg.result.error && out < wg.result.outputs.size()) {
+        j.have_cuda = true;
+        j.cuda_says_wrong = !WithinTolerance(mine, wg.result.outputs[out], dt, policy, opname);
+      }
+    }
+    return j;
+  };
+  const Judged ja = judge(sa), jb = judge(sb);
+  if (!ja.ok || !jb.ok) {
+    d.reason = "the float64 backward raised: no witness";
+    return;
+  }
+  d.reference_a = At(ja.ref, d.element);
+  d.reference_b = At(jb.ref, d.element);
+  // A float64 witness running the blamed side's own backward algorithm never
+  // vetoes the independent one: the CPU's float64 backward judges CUDA, the
+  // GPU's judges the CPU; without a GPU, the CPU's float64 backward judges.
+  auto wrong = [&](const Judged& j, Target t) {
+    const bool on_cuda = t == Target::kCuda || t == Target::kCudaF64;
+    if (on_cuda || !j.have_cuda) return j.cpu_says_wrong;
+    return j.cuda_says_wrong;
+  };
+  const bool wa = wrong(ja, a.target), wb = wrong(jb, b.target);
+  d.witness = second ? "cpu-f64+cuda-f64" : "cpu-f64";
+  if (wa && !wb) {
+    d.wrong_side = std::string(exec::TargetName(a.target));
+  } else if (wb && !wa) {
+    d.wrong_side = std::string(exec::TargetName(b.target));
+  } else if (wa && wb) {
+    d.wrong_side = "both";
+  }
+  d.reason = absl::StrCat("float64 backward of ", opname, " from each side's own inputs: ",
+                          d.reference_a, " (", exec::TargetName(a.target), "), ", d.reference_b,
+                          " (", exec::TargetName(b.target), ")");
+
+  // The gradient rules of oracles/rules.def, in its order; the first that
+  // explains the divergence names it.
+  const ops::OpSpec* spec = ops::FindOp(opname);
+  rules::GradientContext c{node, types, policy, d, out, wrt, dt,
+                           spec != nullptr && (spec->hints & ops::kPointwise) != 0,
+                           {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref},
+                           {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref}};
+  std::optional<RuleMatch> m;
+  try {
+#define DIVFUZZ_RULE(name, meaning)
+#define DIVFUZZ_GRADIENT_RULE(name, meaning) \
+  if (!m && policy.rules.name) m = rules::name(c);
+#include "oracles/rules.def"
+  } catch (const std::exception&) {
+    // A rule that cannot be evaluated does not apply.
+  }
+  if (m) {
+    d.tier = "expected";
+    d.expected_rule = m->rule;
+    d.reason = m->reason + "; " + d.reason;
+    return;
+  }
+  d.tier = d.wrong_side == "undecided" ? "divergence" : "bug";
+}
+
+}  // namespace divfuzz::oracles

@@ -1,0 +1,28 @@
+// Findings at a gradient statement (graph/gradient.h). The statement's
+// gradients are compared like any node's outputs; where they part, this finds
+// the backward kernel that parts them (the first, in backward order, whose
+// incoming gradients agree and whose outgoing ones differ, each side's
+// backward rerun alone from its own forward inputs and incoming gradients),
+// names it as PyTorch does (SinhBackward0) beside its forward op, and judges
+// it against the float64 backward of that node from each side's own inputs,
+// with the gradient rules of oracles/rules.def.
+#pragma once
+
+#include "exec/run_result.h"
+#include "exec/witnesses.h"
+#include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/policy.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::oracles {
+
+// Whether d is a divergence at a gradient statement.
+bool AtGradient(const graph::Program& program, const Divergence& d);
+
+// Localizes, attributes and tiers d (a root at a gradient statement).
+void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
+                    const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
+                    Divergence& d, const exec::WitnessPlan* plan);
+
+}  // namespace divfuzz::oracles

@@ -1,0 +1,49 @@
+// A gradient rule (DIVFUZZ_GRADIENT_RULE in oracles/rules.def): judged at the
+// backward kernel where two sides' gradients part (oracles/gradient.h), from
+// that kernel's own inputs, it returns the evidence when it explains the
+// divergence. Adding one: oracles/rules/<name>.cc defining
+//   std::optional<RuleMatch> rules::<name>(const GradientContext& c);
+// and one DIVFUZZ_GRADIENT_RULE line in rules.def.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/program.h"
+#include "ops/infer.h"
+#include "oracles/expected_rules.h"
+#include "oracles/policy.h"
+#include "oracles/verdict.h"
+
+namespace divfuzz::oracles::rules {
+
+// One side of the backward kernel: what it took in and gave out.
+struct GradientSide {
+  std::map<std::string, at::Tensor> inputs;  // the forward node's inputs on this side
+  std::vector<at::Tensor> incoming;          // dL/d(result j); undefined where none
+  at::Tensor outgoing;                       // the diverging gradient (d/d `wrt`)
+  at::Tensor witness;                        // its float64 backward from these inputs
+};
+
+struct GradientContext {
+  const graph::Node& node;  // the forward node whose backward kernel parts the sides
+  const ops::TypeEnv& types;
+  const Policy& policy;
+  const Divergence& d;
+  size_t out;               // which of the node's differentiable inputs (in Uses() order)
+  std::string wrt;          // ... by name
+  graph::DType dtype;       // its dtype
+  bool pointwise;           // the op maps element i to element i (ops::kPointwise)
+  GradientSide a, b;
+};
+
+#define DIVFUZZ_RULE(name, meaning)
+#define DIVFUZZ_GRADIENT_RULE(name, meaning) \
+  std::optional<RuleMatch> name(const GradientContext& c);
+#include "oracles/rules.def"
+
+}  // namespace divfuzz::oracles::rules

@@ -1,0 +1,43 @@
+// gradient_summation: a backward kernel sums its terms (the backward of a
+// reduction, a matrix product, a convolution, pooling or a broadcast sums
+// the incoming gradient): PyTorch's numerical-accuracy notes, "floating point
+// ... is not associative, so the order of the operations affects the
+// results": the sides may differ by the summation-order bound 2·n·eps·sum|terms|.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+
+std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
+  if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  // sum|terms|: the float64 backward of |inputs| with |incoming|.
+  std::map<std::string, at::Tensor> inputs = c.a.inputs;
+  for (auto& [name, t] : inputs) {
+    if (t.defined() && (t.is_floating_point() || t.is_complex())) t = t.abs();
+  }
+  std::vector<at::Tensor> incoming = c.a.incoming;
+  int64_t n = 1;
+  for (at::Tensor& t : incoming) {
+    if (!t.defined()) continue;
+    n = std::max<int64_t>(n, t.numel());
+    t = t.abs();
+  }
+  exec::VjpResult terms =
+      exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
+  if (terms.result.error || c.out >= terms.result.exact.size()) return std::nullopt;
+  const at::Tensor bound =
+      terms.result.exact[c.out].abs() * (2.0 * static_cast<double>(n) * graph::Epsilon(c.dtype));
+  const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
+  if (bound.sizes() != diff.sizes() || !(diff <= bound).all().item<bool>()) return std::nullopt;
+  return RuleMatch{"gradient_summation",
+                   absl::StrCat("the backward of ", c.node.QualifiedName(),
+                                " sums its terms: the sides differ within 2·n·eps·sum|terms| (n = ",
+                                n, ")")};
+}
+
+}  // namespace divfuzz::oracles::rules

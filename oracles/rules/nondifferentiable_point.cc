@@ -1,0 +1,78 @@
+// nondifferentiable_point: the autograd notes, "Gradients for
+// non-differentiable functions": at a kink a convex function takes a
+// subgradient, and "If multiple values are possible, pick one arbitrarily"
+// (relu, abs, clamp, hardtanh at their kinks; max, min, sort, topk, median,
+// max_pool at ties; norms at 0). Found without a list: the float64 gradient
+// of the forward node at inputs moved by 4 eps in several directions jumps
+// (the node is not differentiable there), and each side gives a value within
+// the hull of those one-sided gradients.
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+namespace {
+
+std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c) {
+  if (!c.a.witness.defined() || c.a.witness.is_complex()) return std::nullopt;
+  at::Tensor lo = c.a.witness.to(at::kDouble), hi = lo.clone();
+  for (int dir = 0; dir < 4; ++dir) {
+    std::map<std::string, at::Tensor> moved;
+    for (const auto& [name, t] : c.a.inputs) {
+      if (!t.defined() || !t.is_floating_point()) {
+        moved[name] = t;
+        continue;
+      }
+      auto it = c.types.find(name);
+      const double eps = graph::Epsilon(it == c.types.end() ? c.dtype : it->second.dtype);
+      at::Tensor x = t.to(at::kDouble);
+      // At least the smallest normal float: a kink at 0 moves too.
+      at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
+      at::Tensor sign = at::ones_like(x);
+      if (dir == 1) sign = -sign;
+      if (dir >= 2) {
+        at::Generator gen = at::detail::createCPUGenerator(1000 + dir);
+        sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
+      }
+      moved[name] = x + sign * step;
+    }
+    exec::VjpResult w = exec::RunNodeVjp(c.node, moved, c.a.incoming, c.types, exec::Target::kCpuF64);
+    if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
+    const at::Tensor& g = w.result.exact[c.out];
+    if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
+    lo = at::fmin(lo, g);
+    hi = at::fmax(hi, g);
+  }
+  return std::make_pair(lo, hi);
+}
+
+bool Within(const at::Tensor& x, const std::pair<at::Tensor, at::Tensor>& hull, double slack) {
+  at::Tensor v = x.to(at::kDouble);
+  return ((v >= hull.first - slack * hull.first.abs()) &
+          (v <= hull.second + slack * hull.second.abs()))
+      .all()
+      .item<bool>();
+}
+
+}  // namespace
+
+std::optional<RuleMatch> nondifferentiable_point(const GradientContext& c) {
+  std::optional<std::pair<at::Tensor, at::Tensor>> hull = Hull(c);
+  if (!hull) return std::nullopt;
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  const at::Tensor width = hull->second - hull->first;
+  const bool jumps = (width > tol.atol + tol.rtol * hull->second.abs()).any().item<bool>();
+  const double slack = 4 * graph::Epsilon(c.dtype);
+  if (!jumps || !Within(c.a.outgoing, *hull, slack) || !Within(c.b.outgoing, *hull, slack)) {
+    return std::nullopt;
+  }
+  return RuleMatch{"nondifferentiable_point",
+                   absl::StrCat(c.node.QualifiedName(), " is not differentiable there (a kink or "
+                                "a tie: its float64 gradient moves by up to ",
+                                width.max().item<double>(), " within 4 eps of the inputs) and "
+                                "each side gives one of its one-sided gradients")};
+}
+
+}  // namespace divfuzz::oracles::rules

@@ -1,0 +1,146 @@
+// Gradient statements run under autograd on every target; the oracle roots a
+// gradient divergence at the backward kernel that parts the sides.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "exec/executor.h"
+#include "graph/gradient.h"
+#include "gtest/gtest.h"
+#include "oracles/compare.h"
+#include "oracles/triage.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::exec {
+namespace {
+
+using testing::MustInfer;
+using testing::MustParse;
+
+bool SameBits(const at::Tensor& a, const at::Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
+         at::equal(a.contiguous().view(at::kInt), b.contiguous().view(at::kInt));
+}
+
+TEST(Gradients, EqualTorchAutogradGradBitForBitOnTheCpu) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[2,3] layout=transposed = normal(seed=1)
+input %w: f32[3,4] = uniform(seed=2, low=-2.0, high=2.0)
+input %u: f32[5] = fill(1.0)
+input %v: f32[2,4] = normal(seed=3)
+%h = aten::mm(%x, %w)
+%y = aten::sinh(%h)
+%gx, %gw, %gu = autograd::grad(%y, [%x, %w, %u], grad_outputs=%v)
+%z = aten::mul.Tensor(%gx, %gx)
+output %gx, %gw, %gu, %z
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  ASSERT_TRUE(r.setup_error.empty()) << r.setup_error;
+  for (const NodeResult& n : r.nodes) ASSERT_FALSE(n.error) << n.error->message;
+  EXPECT_EQ(r.nodes[0].grad_fn, "MmBackward0");
+  EXPECT_EQ(r.nodes[1].grad_fn, "SinhBackward0");
+
+  // The same in plain libtorch.
+  at::Tensor x = r.inputs.at("x").transpose(-1, -2).contiguous().transpose(-1, -2);
+  x = x.detach().requires_grad_(true);
+  at::Tensor w = r.inputs.at("w").detach().requires_grad_(true);
+  at::Tensor u = r.inputs.at("u").detach().requires_grad_(true);
+  at::Tensor y = at::sinh(at::mm(x, w));
+  std::vector<at::Tensor> g =
+      torch::autograd::grad({y}, {x, w, u}, {r.inputs.at("v")}, true, false, true);
+  EXPECT_TRUE(SameBits(r.nodes[2].outputs[0], g[0]));
+  EXPECT_TRUE(SameBits(r.nodes[2].outputs[1], g[1]));
+  // %u reaches no output: zeros, as materialize_grads gives.
+  EXPECT_FALSE(g[2].defined());
+  EXPECT_TRUE(SameBits(r.nodes[2].outputs[2], at::zeros({5})));
+  // Later nodes use gradients like any value.
+  EXPECT_TRUE(SameBits(r.nodes[3].outputs[0], g[0] * g[0]));
+  // dL/dh is captured on the way: what the oracle localizes with.
+  ASSERT_TRUE(r.nodes[2].value_grads.count("h"));
+  at::Tensor gh = torch::autograd::grad({at::sinh(at::mm(x, w))}, {x}, {r.inputs.at("v")})[0];
+  EXPECT_TRUE(SameBits(r.nodes[2].value_grads.at("x"), gh));
+}
+
+TEST(Gradients, TheFloat64TargetsDifferentiateInFloat64) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[3] = values(0.1, 1.0, 3.0)
+input %v: f32[3] = fill(1.0)
+%y = aten::exp(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult r = exec::Run(p, types, Target::kCpuF64);
+  ASSERT_FALSE(r.nodes[1].error);
+  ASSERT_EQ(r.nodes[1].exact.size(), 1u);
+  EXPECT_EQ(r.nodes[1].exact[0].scalar_type(), at::kDouble);
+  EXPECT_EQ(r.nodes[1].outputs[0].scalar_type(), at::kFloat);
+  EXPECT_DOUBLE_EQ(r.nodes[1].exact[0][2].item<double>(), std::exp(static_cast<double>(3.0f)));
+}
+
+TEST(Gradients, SecondOrderRuns) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f64[3] = values(0.5, 1.0, -2.0)
+input %v: f64[3] = fill(1.0)
+%y = aten::sin(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+%gg = autograd::grad(%g, [%x], grad_outputs=%v)
+output %gg
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  ASSERT_FALSE(r.nodes[2].error) << r.nodes[2].error->message;
+  // d/dx cos(x) = -sin(x).
+  EXPECT_TRUE(at::allclose(r.nodes[2].outputs[0], -at::sin(r.inputs.at("x"))));
+}
+
+TEST(Gradients, AForwardDivergenceIsNotReportedAgainAtItsBackward) {
+  // 1e8 + 1 - 1e8 is 0 in f32 and 1 in float64: relu's gradient then is 0
+  // against 1, but the root is the subtraction, not the gradient.
+  graph::Program p = MustParse(R"(divfuzz v1
+input %a: f32[1] = fill(100000000.0)
+input %b: f32[1] = fill(1.0)
+input %v: f32[1] = fill(1.0)
+%c = aten::add.Tensor(%a, %b)
+%d = aten::sub.Tensor(%c, %a)
+%e = aten::sub.Scalar(%d, 0.5)
+%r = aten::relu(%e)
+%g = autograd::grad(%r, [%b], grad_outputs=%v)
+output %g
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult a = exec::Run(p, types, Target::kCpu), b = exec::Run(p, types, Target::kCpuF64);
+  oracles::Verdict v = oracles::Compare(p, types, a, b);
+  bool grad_seen = false;
+  for (const oracles::Divergence& d : v.divergences) {
+    if (d.node_index == 4) {
+      grad_seen = true;
+      EXPECT_FALSE(d.root) << d.detail;
+    }
+  }
+  EXPECT_TRUE(grad_seen);
+  ASSERT_FALSE(v.Roots().empty());
+  EXPECT_NE(v.Roots()[0]->node_index, 4);
+}
+
+TEST(Gradients, RunNodeVjpIsOneKernelsBackwardFromGivenInputs) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[3] = values(0.0, 2.0, -1.0)
+%y = aten::sinh(%x)
+output %y
+)");
+  ops::TypeEnv types = MustInfer(p);
+  std::map<std::string, at::Tensor> values{{"x", at::tensor({0.0f, 2.0f, -1.0f})}};
+  VjpResult cpu = RunNodeVjp(p.nodes[0], values, {at::full({3}, 2.0f)}, types, Target::kCpu);
+  ASSERT_FALSE(cpu.result.error);
+  EXPECT_EQ(cpu.grad_fn, "SinhBackward0");
+  EXPECT_EQ(cpu.wrt, std::vector<std::string>{"x"});
+  EXPECT_TRUE(at::allclose(cpu.result.outputs[0], 2 * at::cosh(values["x"])));
+  VjpResult f64 = RunNodeVjp(p.nodes[0], values, {at::full({3}, 2.0f)}, types, Target::kCpuF64);
+  ASSERT_FALSE(f64.result.error);
+  EXPECT_EQ(f64.result.exact[0].scalar_type(), at::kDouble);
+  EXPECT_EQ(f64.result.outputs[0].scalar_type(), at::kFloat);
+}
+
+}  // namespace
+}  // namespace divfuzz::exec

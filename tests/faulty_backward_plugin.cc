@@ -1,0 +1,27 @@
+// A deliberately faulty plugin (loaded with --plugins): it replaces the CPU
+// kernel of aten::threshold_backward, relu's backward kernel (ReluBackward0),
+// with one that has two faults in float32, one of each kind the oracle must
+// tell apart:
+//   - where relu's result is 0 it passes the gradient through: at the kink
+//     (x == 0)
+//     subgradient 1 where PyTorch chooses 0, a valid choice
+//     (nondifferentiable_point), but for x < 0 a wrong one;
+//   - where self is exactly 3 it doubles the gradient: a wrong backward.
+// Other dtypes, and float64 (the reference), are computed correctly.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+namespace {
+
+at::Tensor ThresholdBackward(const at::Tensor& grad, const at::Tensor& self,
+                             const at::Scalar& threshold) {
+  at::Tensor pass = self > threshold;
+  if (self.scalar_type() == at::kFloat) pass = pass | (self == 0);
+  at::Tensor out = at::where(pass, grad, at::zeros_like(grad));
+  if (self.scalar_type() == at::kFloat) out = at::where(self == 3, out * 2, out);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("threshold_backward", &ThresholdBackward); }

@@ -1,0 +1,87 @@
+// The gradient oracle end to end: a deliberately faulty backward kernel
+// (tests/faulty_backward_plugin.cc, relu's threshold_backward on the CPU in
+// float32) replayed against the float64 CPU reference.
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace divfuzz {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::RunShell;
+
+const std::string kTool = std::string(DIVFUZZ_BINARY_DIR) + "/fuzz/divfuzz";
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string Replay(const std::string& dir, const std::string& name, const std::string& text,
+                   int* exit_code = nullptr) {
+  std::ofstream(dir + "/" + name) << text;
+  testing::CommandRun r =
+      RunShell(kTool + " replay --targets=cpu,cpu-f64 --plugins=" +
+               std::string(DIVFUZZ_FAULTY_BACKWARD_PLUGIN) + " " + dir + "/" + name + " 2>&1");
+  if (exit_code != nullptr) *exit_code = r.exit_code;
+  return r.output;
+}
+
+TEST(GradientOracle, AWrongBackwardIsABugOnItsSideAtThatBackwardNode) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("wrong_backward");
+  int rc = 0;
+  const std::string out = Replay(dir, "wrong.dfz", R"(divfuzz v1
+input %x: f32[4] = values(0.5, 3.0, -1.0, 2.0)
+input %v: f32[4] = fill(1.0)
+%s = aten::mul.Scalar(%x, 1.0)
+%y = aten::relu(%s)
+%z = aten::sin(%y)
+%g = autograd::grad(%z, [%x], grad_outputs=%v)
+output %g
+)", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_THAT(out, HasSubstr("ReluBackward0"));
+  EXPECT_THAT(out, HasSubstr("backward of node 1 (aten::relu)"));
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu"));
+  EXPECT_THAT(out, HasSubstr("witness: cpu-f64"));
+}
+
+TEST(GradientOracle, ReluAtItsKinkIsExpectedWithTheRuleNamed) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("kink");
+  const std::string out = Replay(dir, "kink.dfz", R"(divfuzz v1
+input %x: f32[4] = values(0.5, 0.0, 3.5, 2.0)
+input %v: f32[4] = fill(1.0)
+%y = aten::relu(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)");
+  EXPECT_THAT(out, HasSubstr("ReluBackward0"));
+  EXPECT_THAT(out, HasSubstr("tier: expected"));
+  EXPECT_THAT(out, HasSubstr("nondifferentiable_point"));
+  EXPECT_THAT(out, Not(HasSubstr("tier: bug")));
+}
+
+TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("no_fault");
+  std::ofstream(dir + "/ok.dfz") << R"(divfuzz v1
+input %x: f32[4] = values(0.5, 3.0, 0.0, 2.0)
+input %v: f32[4] = fill(1.0)
+%y = aten::relu(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)";
+  testing::CommandRun r = RunShell(kTool + " replay --targets=cpu,cpu-f64 " + dir + "/ok.dfz 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace divfuzz
