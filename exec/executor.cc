@@ -15,6 +15,9 @@
 #include <torch/cuda.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/forward_grad.h>
+#include <ATen/ops/_make_dual.h>
+#include <ATen/ops/_unpack_dual.h>
 #include <ATen/ops/zeros_like.h>
 
 #include <algorithm>
@@ -104,7 +107,9 @@ at::Tensor MakeInput(const graph::Input& in) {
   } else {
     t = at::from_blob(v.data(), {numel}, f64).clone();
   }
-  return t.to(ToScalarType(in.type.dtype)).reshape(in.type.shape).contiguous();
+  // Built in float64 and cast, a NaN keeping its sign and payload (torch's
+  // bfloat16 cast would not).
+  return ToDTypeKeepingNaNs(t, ToScalarType(in.type.dtype)).reshape(in.type.shape).contiguous();
 }
 
 // The reference's upcast: float to float64, complex to complex128.
@@ -199,7 +204,7 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
     for (auto& [name, g] : nr.value_grads) {
       auto it = types.find(name);
       if (g.defined() && it != types.end() && g.scalar_type() != ToScalarType(it->second.dtype)) {
-        g = g.to(ToScalarType(it->second.dtype));
+        g = ToDTypeKeepingNaNs(g, ToScalarType(it->second.dtype));
       }
     }
   }
@@ -211,7 +216,7 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
       auto it = i < node.results.size() ? types.find(node.results[i]) : types.end();
       if (snap.defined() && it != types.end() &&
           snap.scalar_type() != ToScalarType(it->second.dtype)) {
-        snap = snap.to(ToScalarType(it->second.dtype));
+        snap = ToDTypeKeepingNaNs(snap, ToScalarType(it->second.dtype));
       }
     }
   }
@@ -329,7 +334,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     }
   }
   if (std::optional<std::string> why = UncheckedRead(*handle, *stack, &node, &types)) {
-    nr.error = NodeError{NodeError::Kind::kRaised, *why};
+    nr.error = NodeError{NodeError::Kind::kRaised, *why, /*declined=*/true};
     return nr;
   }
   if (target == Target::kCuda || target == Target::kCudaF64) {
@@ -653,13 +658,71 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
       if (target == Target::kCpuF64 || target == Target::kCudaF64) {
         r.result.exact.push_back(host);
         auto it = types.find(r.wrt[i]);
-        if (it != types.end()) host = host.to(ToScalarType(it->second.dtype));
+        if (it != types.end()) host = ToDTypeKeepingNaNs(host, ToScalarType(it->second.dtype));
       }
       r.result.outputs.push_back(host);
     }
   } catch (const std::exception& e) {
     r.result = NodeResult{};
     r.result.error = Classify(e.what());
+  }
+  return r;
+}
+
+NodeResult RunNodeJvp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
+                      const std::map<std::string, at::Tensor>& tangents,
+                      const ops::TypeEnv& types, Target target) {
+  NodeResult r;
+  if (target == Target::kCpuScalar ||
+      ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable())) {
+    r.error = NodeError{NodeError::Kind::kRaised, "no forward-mode AD on this target here"};
+    return r;
+  }
+  // One dual level for this call, released however it ends.
+  struct Level {
+    uint64_t idx = torch::autograd::ForwardADLevel::get_next_idx();
+    ~Level() { torch::autograd::ForwardADLevel::release_idx(idx); }
+  } level;
+  const int64_t idx = static_cast<int64_t>(level.idx);
+  std::map<std::string, at::Tensor> placed;
+  try {
+    for (const std::string& name : node.Uses()) {
+      auto it = values.find(name);
+      if (it == values.end() || !it->second.defined()) continue;
+      at::Tensor t = Place(it->second, target);
+      if (auto u = tangents.find(name); u != tangents.end() && u->second.defined()) {
+        t = at::_make_dual(t, Place(u->second, target).to(t.scalar_type()), idx);
+      }
+      placed[name] = t;
+    }
+  } catch (const std::exception& e) {
+    r.error = Classify(e.what());
+    return r;
+  }
+  const ValueLookup lookup = [&placed](const std::string& name) {
+    auto it = placed.find(name);
+    return it == placed.end() ? at::Tensor() : it->second;
+  };
+  std::vector<at::Tensor> outs;
+  NodeResult forward = ExecuteNode(
+      node, lookup, types, target,
+      [&outs](const std::string&, const at::Tensor& t) { outs.push_back(t); }, nullptr);
+  if (forward.error) {
+    r.error = forward.error;
+    return r;
+  }
+  try {
+    for (const at::Tensor& y : outs) {
+      at::Tensor tangent;
+      if (y.defined() && (y.is_floating_point() || y.is_complex())) {
+        tangent = std::get<1>(at::_unpack_dual(y, idx));
+        if (!tangent.defined()) tangent = at::zeros_like(std::get<0>(at::_unpack_dual(y, idx)));
+      }
+      r.outputs.push_back(tangent.defined() ? Snapshot(tangent) : at::Tensor());
+    }
+  } catch (const std::exception& e) {
+    r = NodeResult{};
+    r.error = Classify(e.what());
   }
   return r;
 }

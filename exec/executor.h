@@ -75,6 +75,14 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target);
 
+// The same node in forward mode: `tangents` (by value name) ride along as
+// dual numbers; outputs are the results' tangents (J u) on the CPU, in the
+// target's dtype. Reverse and forward mode are separate code in PyTorch, so
+// <u, J^T v> = <J u, v> checks one against the other on one side.
+NodeResult RunNodeJvp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
+                      const std::map<std::string, at::Tensor>& tangents,
+                      const ops::TypeEnv& types, Target target);
+
 // What the meta kernel says of one node's call: the error it raises, or its
 // outputs' shapes and dtypes. `values` give each %ref's shape, strides and
 // dtype (their data is never read); with `upcast`, floating ones are float64

@@ -82,6 +82,46 @@ std::string At(const at::Tensor& t, long long e) {
   return absl::StrCat(flat[e].to(at::kDouble).item<double>());
 }
 
+// <u, J^T v> against <J u, v> on one side, u a fixed pseudo-random direction
+// in the input `wrt`: reverse and forward mode are separate code in PyTorch,
+// so a side whose two modes disagree convicts itself. nullopt: no evidence
+// (forward mode not implemented, non-finite values, complex).
+std::optional<bool> ModesDisagree(const graph::Node& node, const Step& s, const std::string& wrt,
+                                  size_t out, const ops::TypeEnv& types, Target target,
+                                  graph::DType dt) {
+  auto x = s.inputs.find(wrt);
+  if (x == s.inputs.end() || !x->second.is_floating_point() ||
+      out >= s.vjp.result.outputs.size()) {
+    return std::nullopt;
+  }
+  at::Generator gen = at::detail::createCPUGenerator(7);
+  const at::Tensor u =
+      at::normal(0.0, 1.0, x->second.sizes(), gen, at::TensorOptions().dtype(at::kDouble))
+          .to(x->second.scalar_type());
+  exec::NodeResult jvp = exec::RunNodeJvp(node, s.inputs, {{wrt, u}}, types, target);
+  if (jvp.error) return std::nullopt;
+  const at::Tensor vjp = s.vjp.result.outputs[out].to(at::kDouble);
+  const at::Tensor ud = u.to(at::kDouble);
+  if (vjp.sizes() != ud.sizes()) return std::nullopt;
+  double lhs = (ud * vjp).sum().item<double>(), terms = (ud * vjp).abs().sum().item<double>();
+  double rhs = 0;
+  int64_t n = ud.numel();
+  for (size_t j = 0; j < jvp.outputs.size() && j < s.incoming.size(); ++j) {
+    const at::Tensor &t = jvp.outputs[j], &v = s.incoming[j];
+    if (!t.defined() || !v.defined() || t.sizes() != v.sizes() || t.is_complex() ||
+        v.is_complex()) {
+      continue;
+    }
+    const at::Tensor prod = t.to(at::kDouble) * v.to(at::kDouble);
+    rhs += prod.sum().item<double>();
+    terms += prod.abs().sum().item<double>();
+    n = std::max<int64_t>(n, v.numel());
+  }
+  if (!std::isfinite(lhs) || !std::isfinite(rhs) || !std::isfinite(terms)) return std::nullopt;
+  const double bound = 8.0 * static_cast<double>(n) * graph::Epsilon(dt) * terms + 1e-300;
+  return std::abs(lhs - rhs) > bound;
+}
+
 }  // namespace
 
 bool AtGradient(const graph::Program& program, const Divergence& d) {
@@ -232,6 +272,18 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
   d.reason = absl::StrCat("float64 backward of ", opname, " from each side's own inputs: ",
                           d.reference_a, " (", exec::TargetName(a.target), "), ", d.reference_b,
                           " (", exec::TargetName(b.target), ")");
+  // Where float64 cannot tell, forward mode against reverse mode on each side.
+  if (d.wrong_side == "undecided" || d.wrong_side == "both") {
+    const std::optional<bool> ma = ModesDisagree(node, sa, wrt, out, types, a.target, dt);
+    const std::optional<bool> mb = ModesDisagree(node, sb, wrt, out, types, b.target, dt);
+    if (ma && mb && *ma != *mb) {
+      d.wrong_side = std::string(exec::TargetName(*ma ? a.target : b.target));
+      d.witness = "forward-mode";
+      absl::StrAppend(&d.reason, "; float64 cannot tell, but on ", d.wrong_side,
+                      " forward mode disagrees with reverse mode (<u, J^T v> != <J u, v>) and on "
+                      "the other side they agree");
+    }
+  }
 
   // The gradient rules of oracles/rules.def, in its order; the first that
   // explains the divergence names it.

@@ -142,5 +142,27 @@ output %y
   EXPECT_EQ(f64.result.outputs[0].scalar_type(), at::kFloat);
 }
 
+TEST(Gradients, ForwardModeMeetsReverseModeOnACorrectKernel) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %a: f32[2,3] = normal(seed=1)
+input %b: f32[3,2] = normal(seed=2)
+%y = aten::mm(%a, %b)
+output %y
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  std::map<std::string, at::Tensor> values{{"a", r.inputs.at("a")}, {"b", r.inputs.at("b")}};
+  const at::Tensor u = at::ones({2, 3}), v = at::full({2, 2}, 0.5f);
+  NodeResult jvp = RunNodeJvp(p.nodes[0], values, {{"a", u}}, types, Target::kCpu);
+  ASSERT_FALSE(jvp.error) << jvp.error->message;
+  // J u for mm along a: u @ b.
+  EXPECT_TRUE(at::allclose(jvp.outputs[0], at::mm(u, values["b"])));
+  VjpResult vjp = RunNodeVjp(p.nodes[0], values, {v}, types, Target::kCpu);
+  ASSERT_FALSE(vjp.result.error);
+  // <u, J^T v> = <J u, v>.
+  EXPECT_NEAR((u * vjp.result.outputs[0]).sum().item<double>(),
+              (jvp.outputs[0] * v).sum().item<double>(), 1e-5);
+}
+
 }  // namespace
 }  // namespace divfuzz::exec
