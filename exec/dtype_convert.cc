@@ -1,6 +1,11 @@
 #include "exec/dtype_convert.h"
 
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/zeros.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace divfuzz::exec {
 
@@ -42,6 +47,50 @@ std::optional<graph::DType> FromScalarType(c10::ScalarType type) {
   return std::nullopt;
 }
 
+at::Tensor ToDTypeKeepingNaNs(const at::Tensor& t, c10::ScalarType to) {
+  at::Tensor out = t.to(to).contiguous();
+  const c10::ScalarType from = t.scalar_type();
+  if (!t.defined() || !t.device().is_cpu() || to == from ||
+      !(from == at::kDouble || from == at::kComplexDouble) ||
+      at::isComplexType(from) != at::isComplexType(to)) {
+    return out;
+  }
+  const at::Tensor src = (t.is_complex() ? at::view_as_real(t) : t).contiguous();
+  const at::Tensor dst = out.is_complex() ? at::view_as_real(out) : out;
+  const c10::ScalarType part = dst.scalar_type();
+  // The format's exponent field and fraction bits.
+  int frac_bits = 0, exp_bits = 0;
+  if (part == at::kFloat) {
+    frac_bits = 23, exp_bits = 8;
+  } else if (part == at::kHalf) {
+    frac_bits = 10, exp_bits = 5;
+  } else if (part == at::kBFloat16) {
+    frac_bits = 7, exp_bits = 8;
+  } else {
+    return out;
+  }
+  const double* p = src.data_ptr<double>();
+  char* q = static_cast<char*>(dst.data_ptr());
+  const int64_t n = src.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isnan(p[i])) continue;
+    uint64_t bits;
+    std::memcpy(&bits, &p[i], sizeof(bits));
+    const uint64_t frac = (bits & ((uint64_t{1} << 52) - 1)) >> (52 - frac_bits);
+    const uint64_t quiet = uint64_t{1} << (frac_bits - 1);
+    const uint32_t nan = static_cast<uint32_t>((bits >> 63) << (frac_bits + exp_bits) |
+                                               ((uint64_t{1} << exp_bits) - 1) << frac_bits |
+                                               frac | quiet);
+    if (part == at::kFloat) {
+      std::memcpy(q + i * 4, &nan, 4);
+    } else {
+      const uint16_t half = static_cast<uint16_t>(nan);
+      std::memcpy(q + i * 2, &half, 2);
+    }
+  }
+  return out;
+}
+
 at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout) {
   switch (layout) {
     case graph::Layout::kContiguous:
@@ -72,7 +121,7 @@ at::Tensor RoundedToResultDType(const at::Tensor& t, graph::DType declared, grap
         graph::MaxFinite(declared) > graph::MaxFinite(result))) {
     return t;
   }
-  return t.to(ToScalarType(result)).to(t.scalar_type());
+  return ToDTypeKeepingNaNs(t, ToScalarType(result)).to(t.scalar_type());
 }
 
 }  // namespace divfuzz::exec

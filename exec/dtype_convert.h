@@ -20,6 +20,13 @@ std::optional<graph::DType> FromScalarType(c10::ScalarType type);
 // emitters spell out the same steps.
 at::Tensor ApplyLayout(const at::Tensor& t, graph::Layout layout);
 
+// t.to(to), but every NaN keeps its sign and its payload's top bits (the
+// fraction bits `to` has, quiet bit set), as graph::RoundToDType says: torch's
+// own float64 -> bfloat16 cast writes 0x7fc0 for every NaN in its scalar loop
+// and 0xffff (a negative NaN) in its vectorized one. Exact for float64 and
+// complex128 CPU tensors; others are cast by torch as they are.
+at::Tensor ToDTypeKeepingNaNs(const at::Tensor& t, c10::ScalarType to);
+
 // `t`, a value the program declares as `declared`, as an elementwise op
 // whose result is `result` reads it: PyTorch casts tensor operands to the
 // result dtype first (an f32 0-dim tensor beside a bf16 one is rounded to

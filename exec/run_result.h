@@ -23,6 +23,9 @@ struct NodeError {
   };
   Kind kind = Kind::kRaised;
   std::string message;
+  // Not run: its inputs break a precondition PyTorch does not check
+  // (exec/index_precheck.h), on every target alike; `message` says which.
+  bool declined = false;
 };
 
 struct NodeResult {

@@ -146,6 +146,7 @@ std::string Serialize(const RunResult& r) {
     if (n.error) {
       w.Put<uint8_t>(static_cast<uint8_t>(n.error->kind));
       w.Str(n.error->message);
+      w.Put<uint8_t>(n.error->declined);
     }
     w.Put<uint32_t>(static_cast<uint32_t>(n.outputs.size()));
     for (const at::Tensor& t : n.outputs) w.Tensor(t);
@@ -167,10 +168,11 @@ bool Deserialize(const std::string& bytes, RunResult* r) {
     uint8_t has_error = 0;
     if (!in.Get(&has_error)) return false;
     if (has_error) {
-      uint8_t kind = 0;
+      uint8_t kind = 0, declined = 0;
       NodeError e;
-      if (!in.Get(&kind) || !in.Str(&e.message)) return false;
+      if (!in.Get(&kind) || !in.Str(&e.message) || !in.Get(&declined)) return false;
       e.kind = static_cast<NodeError::Kind>(kind);
+      e.declined = declined != 0;
       n.error = e;
     }
     uint32_t outputs = 0;
