@@ -63,4 +63,13 @@ bool MayVaryBetweenRuns(const graph::Node& node);
 void MarkNondeterminism(Divergence& d, const graph::Node& node, exec::Target target,
                         const Policy& policy, const std::string& note = "");
 
+// The same for node `index` of `program`, where a gradient statement
+// (graph/gradient.h) counts the backward kernels of the forward nodes before
+// it: embedding, index_select, gather, interpolation, grid_sample, adaptive
+// and 3-d pooling, padding, ctc_loss, ... add with atomics on CUDA
+// (torch.use_deterministic_algorithms' list of backward kernels).
+bool MayVaryBetweenRuns(const graph::Program& program, int index);
+void MarkNondeterminism(Divergence& d, const graph::Program& program, int index,
+                        exec::Target target, const Policy& policy, const std::string& note = "");
+
 }  // namespace divfuzz::oracles

@@ -7,6 +7,7 @@
 #include "graph/gradient.h"
 #include "gtest/gtest.h"
 #include "oracles/compare.h"
+#include "oracles/expected_rules.h"
 #include "oracles/triage.h"
 #include "tests/test_util.h"
 
@@ -162,6 +163,43 @@ output %y
   // <u, J^T v> = <J u, v>.
   EXPECT_NEAR((u * vjp.result.outputs[0]).sum().item<double>(),
               (jvp.outputs[0] * v).sum().item<double>(), 1e-5);
+}
+
+TEST(Gradients, AnIndexAddBackwardThatVariesOnCudaIsDocumentedNondeterminism) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[4,3] = normal(seed=1)
+input %i: i64[5] = values(0, 1, 1, 3, 0)
+input %s: f32[5,3] = normal(seed=2)
+input %v: f32[4,3] = fill(1.0)
+%y = aten::index_add(%x, 0, %i, %s)
+%gx, %gs = autograd::grad(%y, [%x, %s], grad_outputs=%v)
+%z = aten::sin(%x)
+%h = autograd::grad(%z, [%x], grad_outputs=%v)
+output %gx, %gs, %h
+)");
+  EXPECT_TRUE(oracles::MayVaryBetweenRuns(p, 1));
+  oracles::Divergence d;
+  d.node_index = 1;
+  oracles::MarkNondeterminism(d, p, 1, Target::kCuda, oracles::DefaultPolicy());
+  EXPECT_EQ(d.tier, "expected");
+  EXPECT_EQ(d.expected_rule, "documented_nondeterminism");
+  EXPECT_NE(d.reason.find("backward kernel"), std::string::npos) << d.reason;
+  // The same on the CPU is a finding: only CUDA's kernels are documented so.
+  oracles::Divergence cpu;
+  oracles::MarkNondeterminism(cpu, p, 1, Target::kCpu, oracles::DefaultPolicy());
+  EXPECT_EQ(cpu.tier, "divergence");
+  EXPECT_EQ(cpu.wrong_side, "cpu");
+  // sin's backward after it is no such kernel, but index_add ran before it in
+  // the program: the whole forward before a statement counts, conservatively.
+  EXPECT_TRUE(oracles::MayVaryBetweenRuns(p, 3));
+  graph::Program q = MustParse(R"(divfuzz v1
+input %x: f32[4] = normal(seed=1)
+input %v: f32[4] = fill(1.0)
+%z = aten::sin(%x)
+%h = autograd::grad(%z, [%x], grad_outputs=%v)
+output %h
+)");
+  EXPECT_FALSE(oracles::MayVaryBetweenRuns(q, 1));
 }
 
 }  // namespace

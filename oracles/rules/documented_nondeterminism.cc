@@ -2,6 +2,12 @@
 // CUDA. Judged between two runs of one target (MarkNondeterminism, called by the
 // fuzzing harness and the reducer), never between targets: its entry in
 // MatchExpectedRule's table matches nothing.
+//
+// It rests on torch.use_deterministic_algorithms' documentation: "When
+// enabled, operations will use deterministic algorithms when available, and
+// if only nondeterministic algorithms are available they will throw a
+// :class:`RuntimeError` when called.", and the ops' own note: "This operation
+// may behave nondeterministically when given tensors on a CUDA device."
 #include "oracles/rules/rule.h"
 
 #include <optional>
@@ -10,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/target.h"
+#include "graph/gradient.h"
 
 namespace divfuzz::oracles {
 namespace {
@@ -44,6 +51,36 @@ bool DocumentedNondeterministicOnCuda(const graph::Node& node) {
   return kAlways.count(base) > 0 ||
          ((base == "index_put" || base == "_index_put_impl" || base == "put") &&
           Accumulates(node, 3));
+}
+
+// torch.use_deterministic_algorithms' backward kernels on CUDA: those it
+// lists as raising when determinism is asked for, and those it makes
+// deterministic only on request (index_add/scatter_add under the hood).
+bool BackwardNondeterministicOnCuda(const graph::Node& node) {
+  static const std::set<std::string> kBackward = {
+      "embedding", "embedding_bag", "_embedding_bag", "index_select", "gather", "take", "index",
+      "repeat_interleave", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
+      "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d",
+      "_adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool3d",
+      "max_pool3d", "max_pool3d_with_indices", "fractional_max_pool2d", "fractional_max_pool3d",
+      "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
+      "replication_pad2d", "replication_pad3d", "pad", "ctc_loss", "nll_loss", "nll_loss2d",
+      "nll_loss_nd", "cross_entropy_loss", "interpolate", "put", "index_put", "_index_put_impl",
+      "scatter_reduce", "index_reduce", "kthvalue", "median", "nanmedian", "cumsum", "cumprod"};
+  const std::string base = BaseName(node.op);
+  return kBackward.count(base) > 0 || base.rfind("upsample_", 0) == 0 ||
+         DocumentedNondeterministicOnCuda(node);
+}
+
+// A gradient statement's backward runs the backward kernels of every forward
+// node before it.
+bool GradientMayVaryOnCuda(const graph::Program& program, int index) {
+  for (int k = 0; k < index && k < static_cast<int>(program.nodes.size()); ++k) {
+    if (!graph::IsGradNode(program.nodes[k]) && BackwardNondeterministicOnCuda(program.nodes[k])) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -85,6 +122,26 @@ void MarkNondeterminism(Divergence& d, const graph::Node& node, exec::Target tar
     d.tier = "expected";
     d.expected_rule = m->rule;
     absl::StrAppend(&d.reason, ": ", m->reason);
+  }
+}
+
+bool MayVaryBetweenRuns(const graph::Program& program, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= program.nodes.size()) return false;
+  const graph::Node& node = program.nodes[index];
+  return graph::IsGradNode(node) ? GradientMayVaryOnCuda(program, index) : MayVaryBetweenRuns(node);
+}
+
+void MarkNondeterminism(Divergence& d, const graph::Program& program, int index,
+                        exec::Target target, const Policy& policy, const std::string& note) {
+  const graph::Node& node = program.nodes[index];
+  MarkNondeterminism(d, node, target, policy, note);
+  if (!graph::IsGradNode(node) || d.tier == "expected") return;
+  if (policy.rules.documented_nondeterminism && target == exec::Target::kCuda &&
+      GradientMayVaryOnCuda(program, index)) {
+    d.tier = "expected";
+    d.expected_rule = "documented_nondeterminism";
+    absl::StrAppend(&d.reason, ": a backward kernel of this gradient on CUDA is documented as "
+                               "nondeterministic (torch.use_deterministic_algorithms)");
   }
 }
 
