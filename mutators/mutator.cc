@@ -7,8 +7,10 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "graph/printer.h"
+#include "mutators/gradient_mutations.h"
 #include "mutators/input_mutations.h"
 #include "mutators/node_builder.h"
 #include "ops/catalogue.h"
@@ -25,6 +27,11 @@ using graph::Program;
 constexpr size_t kMaxNodes = 16;
 // Inputs this small may be spelled out element by element to plant values.
 constexpr int64_t kMaxExplicitNumel = 1024;
+// A program with a gradient statement has this share of its mutations made
+// to the statement (MutateGradient: one turn in five removes or adds one); a
+// program without gets one at a fifth of it times grad_share, so mutation on
+// its own keeps about grad_share of the programs with gradients.
+constexpr double kGradMutationShare = 0.25;
 
 template <typename F>
 void ForEachRef(graph::Literal& l, const F& f) {
@@ -188,6 +195,8 @@ bool MutateInputType(Program& p, Random& random) {
 bool DeleteNode(Program& p, Random& random) {
   if (p.nodes.size() < 2) return false;
   const size_t i = random.Below(p.nodes.size());
+  // A gradient statement goes by its own mutation, at grad_share's rate.
+  if (graph::IsGradNode(p.nodes[i])) return false;
   absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
   if (!types.ok()) return false;
   // Values defined before node i, to stand in for its results.
@@ -295,8 +304,21 @@ std::vector<std::string> Leaves(const Program& program) {
 std::optional<Program> Repair(Program program) {
   ops::TypeEnv types;
   for (const graph::Input& in : program.inputs) types[in.name] = in.type;
+  // Inputs one node reads: a cotangent of its own may be retyped.
+  std::map<std::string, int> reads;
+  for (const graph::Node& node : program.nodes) {
+    for (const std::string& u : node.Uses()) ++reads[u];
+  }
+  std::set<std::string> single_use;
+  for (const graph::Input& in : program.inputs) {
+    if (reads[in.name] == 1) single_use.insert(in.name);
+  }
   std::vector<graph::Node> kept;
   for (graph::Node& node : program.nodes) {
+    if (graph::IsGradNode(node)) {
+      if (RepairGradient(program, kept, single_use, node, types)) kept.push_back(std::move(node));
+      continue;
+    }
     const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
     if (spec == nullptr) continue;
     absl::StatusOr<std::vector<graph::TensorType>> out = ops::InferNode(*spec, node, types);
@@ -340,6 +362,8 @@ std::optional<Program> Repair(Program program) {
 
 Program Generate(uint64_t seed, const GenerateOptions& options) {
   Random random(seed);
+  bool gradient_wanted = false;
+  int gradient_tries = 0;
   for (int tries = 0;; ++tries) {
     // A family none of whose ops fits anything gives up with no nodes.
     if (!options.family.empty() && tries == 50) return Program{};
@@ -348,16 +372,34 @@ Program Generate(uint64_t seed, const GenerateOptions& options) {
     const int want = static_cast<int>(random.Range(1, std::max(1, options.max_nodes)));
     for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random, options.family);
     std::optional<Program> repaired = Repair(std::move(p));
-    if (repaired) return SeasonInputs(*std::move(repaired), random);
+    if (!repaired) continue;
+    Program seasoned = SeasonInputs(*std::move(repaired), random);
+    // A program drawn for a gradient that has nothing to differentiate (no
+    // floating result reached by a floating input) is drawn again, a few times.
+    if (options.grad_share > 0 && (gradient_wanted || random.Chance(options.grad_share))) {
+      gradient_wanted = true;
+      if (AddGradient(seasoned, random) || ++gradient_tries >= 4) return seasoned;
+      continue;
+    }
+    return seasoned;
   }
 }
 
-Program Mutate(const Program& program, uint64_t seed) {
+Program Mutate(const Program& program, uint64_t seed, const MutateOptions& options) {
   Random random(seed);
   for (int attempt = 0; attempt < 8; ++attempt) {
     Program p = program;
-    const uint64_t r = random.Below(100);
     bool changed = false;
+    const bool gradients = graph::HasGradients(p);
+    if (gradients ? random.Chance(kGradMutationShare)
+                  : options.grad_share > 0 &&
+                        random.Chance(kGradMutationShare / 5 * options.grad_share)) {
+      changed = MutateGradient(p, random, options.grad_share);
+      // Valid as it stands: Repair would only reorder the outputs.
+      if (changed && graph::PrintProgram(p) != graph::PrintProgram(program)) return p;
+      continue;
+    }
+    const uint64_t r = random.Below(100);
     if (r < 25) {
       changed = InsertOp(p, random);
     } else if (r < 35) {
@@ -377,16 +419,21 @@ Program Mutate(const Program& program, uint64_t seed) {
     FitPayloadsToTypes(p, random);
     std::optional<Program> repaired = Repair(std::move(p));
     // A mutation that changed nothing visible (a new seed for a fill) is retried.
-    if (repaired && graph::PrintProgram(*repaired) != graph::PrintProgram(program)) {
+    if (repaired && graph::PrintProgram(*repaired) != graph::PrintProgram(program) &&
+        (!graph::HasGradients(*repaired) || ProgramValid(*repaired))) {
       return *repaired;
     }
   }
-  return Generate(random.Seed());
+  GenerateOptions fresh;
+  fresh.grad_share = options.grad_share;
+  return Generate(random.Seed(), fresh);
 }
 
-Program CrossOver(const Program& a, const Program& b, uint64_t seed) {
+Program CrossOver(const Program& a, const Program& b, uint64_t seed, const MutateOptions& options) {
   Random random(seed);
-  if (a.nodes.size() + b.nodes.size() > kMaxNodes || b.nodes.empty()) return Mutate(a, seed);
+  if (a.nodes.size() + b.nodes.size() > kMaxNodes || b.nodes.empty()) {
+    return Mutate(a, seed, options);
+  }
   Program out = a;
   std::set<std::string> taken;
   for (const graph::Input& in : a.inputs) taken.insert(in.name);
@@ -425,9 +472,11 @@ Program CrossOver(const Program& a, const Program& b, uint64_t seed) {
     for (std::string& r : n.results) r = fresh(r);
     out.nodes.push_back(std::move(n));
   }
-  out.outputs.clear();
+  // a's outputs stay where it differentiates some (they are no leaves).
+  if (!graph::HasGradients(a)) out.outputs.clear();
   std::optional<Program> repaired = Repair(std::move(out));
-  return repaired ? *repaired : Mutate(a, seed);
+  if (repaired && graph::HasGradients(*repaired) && !ProgramValid(*repaired)) repaired.reset();
+  return repaired ? *repaired : Mutate(a, seed, options);
 }
 
 }  // namespace divfuzz::mutators

@@ -80,7 +80,9 @@ TEST(Settings, CampaignJsonKeepsTheKeysEarlierVersionsWrote) {
       "gpus",     "timeout",       "rss_limit_mb",  "policy", "memory_budget_mb", "tf32",
       "feedback", "feedback_cost", "repro_seconds", "seed",   "plugins",          "started",
       // Added by issue 18, read as their defaults where missing (kDefault).
-      "deferred_transfers", "variants"};
+      "deferred_transfers", "variants",
+      // Issue 31's share of gradient programs, read as its default where missing.
+      "grad_share"};
   const nlohmann::json written = CampaignConfig().ToJson();
   std::set<std::string> now;
   for (const auto& [key, value] : written.items()) now.insert(key);
@@ -117,6 +119,7 @@ TEST(Settings, AnEarlierCampaignJsonReadsAsItWasWritten) {
   nlohmann::json again = earlier;
   again["deferred_transfers"] = false;
   again["variants"] = 16;
+  again["grad_share"] = 0.25;
   EXPECT_EQ(c->ToJson(), again);
 }
 
@@ -152,7 +155,9 @@ TEST(Settings, WorkersGetTheVariablesTheyGotBefore) {
       "DIVFUZZ_TARGETS",  "DIVFUZZ_FINDINGS",      "DIVFUZZ_POLICY",           "DIVFUZZ_TF32",
       "DIVFUZZ_FEEDBACK", "DIVFUZZ_FEEDBACK_COST", "DIVFUZZ_MEMORY_BUDGET_MB", "DIVFUZZ_PLUGINS",
       // Issue 18's throughput settings.
-      "DIVFUZZ_DEFERRED_TRANSFERS", "DIVFUZZ_VARIANTS"};
+      "DIVFUZZ_DEFERRED_TRANSFERS", "DIVFUZZ_VARIANTS",
+      // Issue 31's share of gradient programs.
+      "DIVFUZZ_GRAD_SHARE"};
   const std::map<std::string, std::string> written = WorkerEnvironment(CampaignConfig());
   std::set<std::string> now;
   for (const auto& [var, value] : written) now.insert(var);
@@ -189,7 +194,7 @@ TEST(Settings, EveryWorkerSettingRoundTripsThroughTheEnvironment) {
     ++carried;                                                                      \
   }
 #include "fuzz/settings.def"
-  EXPECT_EQ(carried, 10);
+  EXPECT_EQ(carried, 11);
 }
 
 TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {
@@ -207,6 +212,7 @@ TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {
   EXPECT_EQ(h.findings_dir, "findings");
   EXPECT_FALSE(h.policy.cuda_tf32);
   EXPECT_EQ(h.variants, 16);
+  EXPECT_EQ(h.grad_share, 0.25);
   EXPECT_FALSE(exec::DeferredTransfers());
   EXPECT_FALSE(h.on_mps);
   setenv("DIVFUZZ_ON_MPS", "1", 1);  // the campaign's workers on its MPS server

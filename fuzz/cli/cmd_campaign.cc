@@ -130,6 +130,9 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   if (c.variants < 1 || c.variants > 1024) {
     return absl::InvalidArgumentError("--variants must be 1 to 1024");
   }
+  if (!(c.grad_share >= 0 && c.grad_share <= 1)) {
+    return absl::InvalidArgumentError("--grad_share must be 0 to 1");
+  }
   // --plugins was copied into DIVFUZZ_PLUGINS at start-up; the variable
   // alone may name them too.
   if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;

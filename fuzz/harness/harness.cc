@@ -186,6 +186,12 @@ HarnessConfig ConfigFromEnvironment() {
               << Env("DIVFUZZ_VARIANTS") << "'\n";
     std::exit(2);
   }
+  c.grad_share = settings->grad_share;
+  if (!(c.grad_share >= 0 && c.grad_share <= 1)) {
+    std::cerr << "divfuzz: DIVFUZZ_GRAD_SHARE: expected a share from 0 to 1, got '"
+              << Env("DIVFUZZ_GRAD_SHARE") << "'\n";
+    std::exit(2);
+  }
   c.memory_budget_mb = settings->memory_budget_mb;
   if (c.memory_budget_mb <= 0) {
     std::cerr << "divfuzz: DIVFUZZ_MEMORY_BUDGET_MB: expected a positive number of MiB, got '"
@@ -618,13 +624,17 @@ size_t Emit(const graph::Program& p, uint8_t* out, size_t max_size) {
 
 size_t Harness::Mutate(uint8_t* data, size_t size, size_t max_size, unsigned seed) {
   const graph::Program program = ProgramFromBytes(data, size);
+  mutators::MutateOptions options;
+  options.grad_share = config_.grad_share;
   for (unsigned attempt = 0; attempt < 4; ++attempt) {
-    if (size_t n = Emit(mutators::Mutate(program, seed + attempt * 7919u), data, max_size)) {
+    if (size_t n = Emit(mutators::Mutate(program, seed + attempt * 7919u, options), data,
+                        max_size)) {
       return n;
     }
   }
   mutators::GenerateOptions small;
   small.max_nodes = 2;
+  small.grad_share = config_.grad_share;
   if (size_t n = Emit(mutators::Generate(seed, small), data, max_size)) return n;
   return std::min(size, max_size);
 }
@@ -633,7 +643,9 @@ size_t Harness::CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, siz
                           uint8_t* out, size_t max_out_size, unsigned seed) {
   const graph::Program pa = ProgramFromBytes(a, a_size);
   const graph::Program pb = ProgramFromBytes(b, b_size);
-  return Emit(mutators::CrossOver(pa, pb, seed), out, max_out_size);
+  mutators::MutateOptions options;
+  options.grad_share = config_.grad_share;
+  return Emit(mutators::CrossOver(pa, pb, seed, options), out, max_out_size);
 }
 
 Harness& GlobalHarness() {

@@ -53,6 +53,10 @@ struct HarnessConfig {
   // into one batched program. 1: off (a harness built in code); a worker's
   // is --variants'.
   int variants = 1;
+  // The share of generated programs with a gradient statement, and the rate
+  // at which mutation adds them (mutators::GenerateOptions): 0 for a harness
+  // built in code; a worker's is --grad_share's.
+  double grad_share = 0;
   // On the campaign's MPS server (DIVFUZZ_ON_MPS): a CUDA fault reaches every
   // client, so a worker that meets one records nothing and exits
   // kExitMpsFault; the supervisor replays its input alone.
