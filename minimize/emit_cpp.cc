@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "graph/printer.h"
 #include "minimize/emit_common.h"
@@ -178,6 +179,13 @@ std::string CppExact(const std::map<std::string, double>& exact) {
   return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
 }
 
+// {"x", "w"}
+std::string CppNames(const std::vector<std::string>& names) {
+  std::vector<std::string> quoted;
+  for (const std::string& n : names) quoted.push_back(CppStr(n));
+  return absl::StrCat("{", absl::StrJoin(quoted, ", "), "}");
+}
+
 // The program's constants: what it compares and how.
 std::string ProgramConstants(const graph::Program& program, const ReproSpec& spec, int node_index,
                              const std::string& where) {
@@ -223,6 +231,12 @@ std::string ProgramConstants(const graph::Program& program, const ReproSpec& spe
       {"Nodes whose op must leave its inputs as they were (linear algebra).",
        "const std::set<int> kGuarded", absl::StrCat("{", absl::StrJoin(GuardedNodes(program), ", "), "}"),
        ""},
+      {"Inputs a gradient statement differentiates against: they require grad.",
+       "const std::set<std::string> kWrt", CppNames(graph::DifferentiatedInputs(program)), ""},
+      {"The node is a gradient statement (torch::autograd::grad).", "const bool kGradient",
+       graph::IsGradNode(target) ? "true" : "false", ""},
+      {"The backward kernel where divfuzz saw the sides part.", "const char* const kBackward",
+       CppStr(spec.backward), ""},
   };
   std::string s;
   for (const auto& [above, declaration, value_text, after] : constants) {

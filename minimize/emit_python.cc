@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "graph/printer.h"
 #include "minimize/emit_common.h"
@@ -222,6 +223,41 @@ std::string OpExpr(const graph::Node& node) {
   return Attr(expr, node.overload.empty() ? "default" : node.overload);
 }
 
+std::string CallExpr(const graph::Node& node);
+
+std::string ValueList(const std::vector<std::string>& names) {
+  std::vector<std::string> items;
+  for (const std::string& n : names) items.push_back(PyValue(n));
+  return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+}
+
+// Whether a gradient statement after node `index` differentiates again: the
+// earlier ones then build their graphs differentiable (create_graph), as the
+// executor does.
+bool LaterGradient(const graph::Program& program, size_t index) {
+  for (size_t j = index + 1; j < program.nodes.size(); ++j) {
+    if (graph::IsGradNode(program.nodes[j])) return true;
+  }
+  return false;
+}
+
+// A gradient statement: the harness's _grad (one gradient per input, a list).
+std::string GradExpr(const graph::Program& program, size_t index) {
+  const graph::Node& node = program.nodes[index];
+  graph::GradCallOrError g = graph::ParseGradCall(node);
+  if (!g.call) return CallExpr(node);  // raises when called, as the executor's node fails
+  return absl::StrCat("_grad(", ValueList(g.call->outputs), ", ", ValueList(g.call->wrt), ", ",
+                      ValueList(g.call->cotangents),
+                      ", create_graph=", LaterGradient(program, index) ? "True" : "False", ")");
+}
+
+// The inputs gradient statements differentiate against, as a Python tuple.
+std::string PyWrt(const graph::Program& program) {
+  std::vector<std::string> names;
+  for (const std::string& x : graph::DifferentiatedInputs(program)) names.push_back(PyStr(x));
+  return absl::StrCat("(", absl::StrJoin(names, ", "), names.size() == 1 ? ",)" : ")");
+}
+
 std::string CallExpr(const graph::Node& node) {
   std::vector<std::string> args;
   std::vector<std::string> unsafe;  // keyword names Python cannot spell (from=)
@@ -417,6 +453,11 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
        "divfuzz's exact value there (MPFR), from each side's own inputs: it decides"},
       {"GUARDED", PyGuarded(program),
        "nodes whose op must leave its inputs as they were (linear algebra)"},
+      {"WRT", PyWrt(program),
+       "inputs a gradient statement differentiates against: they require grad"},
+      {"GRADIENT", graph::IsGradNode(target) ? "True" : "False",
+       "the node is a gradient statement (torch.autograd.grad)"},
+      {"BACKWARD", PyStr(spec.backward), "the backward kernel where divfuzz saw the sides part"},
   };
   std::string out;
   for (const auto& [name, value_text, comment] : constants) {
@@ -447,8 +488,13 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
     std::vector<std::string> uses;
     for (const graph::Argument& arg : node.args) CollectUses(arg.value, &uses);
     absl::StrAppend(&out, "    # ", CommentText(NodeText(node), 150), "\n");
+    // A gradient statement's _grad gives a list: one result is its first.
+    const std::string call =
+        graph::IsGradNode(node)
+            ? absl::StrCat(GradExpr(program, i), node.results.size() == 1 ? "[0]" : "")
+            : CallExpr(node);
     absl::StrAppend(&out, "    node(", i, ", ", PyStrList(node.results), ", ", PyStrList(uses),
-                    ", lambda: ", CallExpr(node), ")\n");
+                    ", lambda: ", call, ")\n");
   }
   if (program.nodes.empty()) absl::StrAppend(&out, "    pass\n");
   absl::StrAppend(&out, "\n\n");
@@ -477,6 +523,9 @@ std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& sp
       absl::StrAppend(&out, HarnessBlock(Harness(), "#", builder));
     }
   }
+  bool gradients = false;
+  for (int i = 0; i <= node_index; ++i) gradients = gradients || graph::IsGradNode(program.nodes[i]);
+  if (gradients) absl::StrAppend(&out, HarnessBlock(Harness(), "#", "grad"));
   absl::StrAppend(&out,
                   "def make_inputs():\n"
                   "    v = {}\n");
@@ -490,15 +539,24 @@ std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& sp
                   "    for name, t in make_inputs().items():\n"
                   "        if float64 and (t.is_floating_point() or t.is_complex()):\n"
                   "            t = t.to(torch.complex128 if t.is_complex() else torch.float64)\n"
-                  "        v[name] = _layout(t.to(device), LAYOUTS.get(name))\n"
-                  "    with torch.no_grad():\n");
+                  "        v[name] = _layout(t.to(device), LAYOUTS.get(name))\n");
+  if (gradients) {
+    // The inputs differentiated against require grad from the start.
+    absl::StrAppend(&out, "    for name in ", PyWrt(program), ":\n",
+                    "        v[name] = v[name].detach().requires_grad_()\n",
+                    "    with torch.enable_grad():\n");
+  } else {
+    absl::StrAppend(&out, "    with torch.no_grad():\n");
+  }
   for (int i = 0; i <= node_index; ++i) {
     const graph::Node& node = program.nodes[i];
     std::vector<std::string> lhs;
     for (const std::string& r : node.results) lhs.push_back(PyValue(r));
-    absl::StrAppend(&out, "        ", absl::StrJoin(lhs, ", "), " = ", CallExpr(node), "\n");
+    const bool grad = graph::IsGradNode(node);
+    absl::StrAppend(&out, "        ", absl::StrJoin(lhs, ", "), grad && lhs.size() == 1 ? "," : "",
+                    " = ", grad ? GradExpr(program, i) : CallExpr(node), "\n");
   }
-  absl::StrAppend(&out, "    return ", PyValue(value), ".cpu()\n\n\n",
+  absl::StrAppend(&out, "    return ", PyValue(value), gradients ? ".detach()" : "", ".cpu()\n\n\n",
                   "torch.set_printoptions(precision=10)\n"
                   "print('torch', torch.__version__)\n"
                   "print('cpu:     ', run('cpu'))\n"

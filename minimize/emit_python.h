@@ -59,6 +59,11 @@ struct ReproSpec {
   // Empty: none.
   long long exact_element = -1;
   std::map<std::string, double> exact;
+  // A finding at a gradient statement whose backward kernel divfuzz found
+  // (Divergence::backward_of): that kernel and its forward node, one line
+  // both repros print, e.g. "SinhBackward0, the backward of node 0
+  // (aten::sinh)". Empty: none.
+  std::string backward;
 };
 
 // How often the repros run the target of a nondeterminism finding, and for

@@ -13,7 +13,9 @@
 #include "absl/strings/str_replace.h"
 #include "exec/exact_reference.h"
 #include "exec/format.h"
+#include "graph/gradient.h"
 #include "graph/printer.h"
+#include "minimize/emit_common.h"
 #include "ops/catalogue.h"
 #include "oracles/attribution.h"
 #include "oracles/expected_rules.h"
@@ -54,11 +56,21 @@ bool RuleEnabled(const oracles::Policy& policy, const std::string& rule) {
   return on != nullptr && *on;
 }
 
+// The node whose kernel a finding is about: a gradient finding's forward
+// node (the backward kernel's), else the diverging node.
+int KernelNode(const graph::Program& program, const Divergence& d) {
+  if (d.backward_of >= 0 && static_cast<size_t>(d.backward_of) < program.nodes.size()) {
+    return d.backward_of;
+  }
+  return d.node_index;
+}
+
 std::string ConditionEvidence(const graph::Program& program, const Evaluation& e,
                               const Divergence& d) {
-  const graph::Node& node = program.nodes[d.node_index];
+  const int at = KernelNode(program, d);
+  const graph::Node& node = program.nodes[at];
   if (node.args.empty() || node.args[0].value.kind != graph::Literal::Kind::kValue) return "";
-  const auto inputs = oracles::NodeInputs(program, d.node_index, e.a);
+  const auto inputs = oracles::NodeInputs(program, at, e.a);
   auto it = inputs.find(node.args[0].value.s);
   if (it == inputs.end() || !it->second.defined() || it->second.dim() < 2) return "";
   try {
@@ -101,7 +113,7 @@ RuleCheck CheckRule(const std::string& rule, const graph::Program& program, cons
     c.evidence = m->reason;
     return c;
   }
-  const graph::Node& node = program.nodes[d.node_index];
+  const graph::Node& node = program.nodes[KernelNode(program, d)];
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   const uint32_t hints = spec == nullptr ? 0 : spec->hints;
   const std::string op = node.QualifiedName();
@@ -307,6 +319,67 @@ std::string WitnessPhrase(const Divergence& d) {
   return "the float64 reference";
 }
 
+std::string DerivativeFormula(const Divergence& d) {
+  if (d.backward_of < 0 || d.forward_op.empty()) return "";
+  // derivatives.yaml names aten ops without the namespace: `sinh`, `add.Tensor`.
+  const std::string entry =
+      absl::StartsWith(d.forward_op, "aten::") ? d.forward_op.substr(6) : d.forward_op;
+  return absl::StrCat("PyTorch's tools/autograd/derivatives.yaml, entry `", entry, "`");
+}
+
+std::string BackwardLine(const Divergence& d) {
+  if (d.backward_of < 0) return "";
+  return absl::StrCat(d.op, ", the backward of node ", d.backward_of, " (", d.forward_op,
+                      "); derivative formula: ", DerivativeFormula(d));
+}
+
+namespace {
+
+// A finding at a gradient statement: what was compared, and where the
+// backward kernel that parts the sides is (or that none was singled out).
+std::string GradientSection(const ReportInput& in) {
+  const Divergence& d = in.root;
+  const graph::Program& p = in.program;
+  if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= p.nodes.size() ||
+      !graph::IsGradNode(p.nodes[d.node_index])) {
+    return "";
+  }
+  const graph::Node& g = p.nodes[d.node_index];
+  std::string out = "## Backward kernel\n\n";
+  const std::string grad = static_cast<size_t>(d.output_index) < g.results.size()
+                               ? absl::StrCat("`%", g.results[d.output_index], "`")
+                               : "a gradient";
+  absl::StrAppend(&out, "The two sides' gradients differ at ", grad, ", result ", d.output_index,
+                  " of the gradient statement (node ", d.node_index,
+                  ", `torch.autograd.grad`): `", Md(NodeText(g)), "`.\n\n");
+  if (d.backward_of < 0) {
+    absl::StrAppend(&out,
+                    "divfuzz reran each backward kernel alone from each side's own forward "
+                    "inputs and incoming gradients, and none differs on its own: ",
+                    Md(d.reason), ".\n\n");
+    return out;
+  }
+  absl::StrAppend(
+      &out, "The first backward kernel (in backward order) whose incoming gradients agree on "
+            "both sides and whose outgoing gradients differ:\n\n"
+            "| backward kernel | forward op | forward node | derivative formula |\n"
+            "|---|---|---|---|\n| `", Md(d.op), "` | `", Md(d.forward_op), "` | ",
+      d.backward_of, ": `",
+      static_cast<size_t>(d.backward_of) < p.nodes.size() ? Md(NodeText(p.nodes[d.backward_of]))
+                                                          : "",
+      "` | ", DerivativeFormula(d), " |\n\n",
+      "The derivative of `", d.forward_op, "` is defined in PyTorch's "
+      "[tools/autograd/derivatives.yaml](https://github.com/pytorch/pytorch/blob/main/tools/"
+      "autograd/derivatives.yaml) under its forward op's name (`",
+      absl::StartsWith(d.forward_op, "aten::") ? d.forward_op.substr(6) : d.forward_op,
+      "`); `", d.op, "` is the autograd node generated from that formula (or the backward "
+      "kernel it calls). The values above are that kernel's outputs on each side, from the same "
+      "incoming gradients.\n\n");
+  return out;
+}
+
+}  // namespace
+
 std::string EmitReport(const ReportInput& in) {
   if (in.root.cls == DivergenceClass::kNondeterminism) return NondeterminismReport(in);
   const Divergence& d = in.root;
@@ -354,8 +427,14 @@ std::string EmitReport(const ReportInput& in) {
                     " rules checked on this op's own inputs, below), and the "
                     "difference exceeds `torch.testing.assert_close`'s default tolerance. ");
   }
+  if (d.backward_of >= 0) {
+    absl::StrAppend(&summary, "`", d.op, "` is the backward of `", d.forward_op,
+                    "` (node ", d.backward_of, "); its derivative formula is in ",
+                    DerivativeFormula(d), ". ");
+  }
   absl::StrAppend(&summary, ReductionSentence(in.reduction));
   absl::StrAppend(&out, "## Summary\n\n", summary, "\n\n");
+  absl::StrAppend(&out, GradientSection(in));
 
   // Repro.
   absl::StrAppend(&out, ReproSection(in.python_snippet,
@@ -367,7 +446,12 @@ std::string EmitReport(const ReportInput& in) {
   // Expected vs actual.
   absl::StrAppend(&out, "## Expected vs actual\n\nThe expected value is ", WitnessPhrase(d),
                   ".\n\n");
-  if (d.element >= 0) absl::StrAppend(&out, "At element ", d.element, " of `%", d.value, "`:\n\n");
+  if (d.element >= 0 && d.backward_of >= 0) {
+    absl::StrAppend(&out, "At element ", d.element, " of the gradient `", d.op,
+                    "` passes back (from the same incoming gradients on both sides):\n\n");
+  } else if (d.element >= 0) {
+    absl::StrAppend(&out, "At element ", d.element, " of `%", d.value, "`:\n\n");
+  }
   absl::StrAppend(&out,
                   "| side | value | float64 reference from this side's inputs | error |\n"
                   "|---|---|---|---|\n");
@@ -460,9 +544,10 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
     const std::string rule = info.name;
     if (!nondeterminism) in.rules.push_back(CheckRule(rule, program, evaluation, options, d));
   }
-  // The root's tensor inputs, as the program states them.
+  // The root's tensor inputs, as the program states them (a backward
+  // kernel's: its forward node's).
   std::vector<std::string> parts;
-  for (const graph::Argument& a : node.args) {
+  for (const graph::Argument& a : program.nodes[KernelNode(program, d)].args) {
     if (a.value.kind != graph::Literal::Kind::kValue) continue;
     const graph::Input* input = nullptr;
     for (const graph::Input& i : program.inputs) {

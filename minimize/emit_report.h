@@ -49,6 +49,14 @@ std::string ReportTitle(const oracles::Divergence& d, const std::string& target_
 
 std::string EmitReport(const ReportInput& input);
 
+// A gradient finding (Divergence::backward_of >= 0): where its forward op's
+// derivative formula lives in PyTorch, "tools/autograd/derivatives.yaml,
+// entry `sinh`", and one line naming the backward kernel and its forward
+// node, "SinhBackward0, the backward of node 0 (aten::sinh); derivative
+// formula: ...". Empty for other findings.
+std::string DerivativeFormula(const oracles::Divergence& d);
+std::string BackwardLine(const oracles::Divergence& d);
+
 // Fills a ReportInput for the evaluation's root: rule checks (each rule alone
 // against the root's own inputs, with evidence where it does not apply), the
 // outputs, the snippet and this process's environment. The spec's node and

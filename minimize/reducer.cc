@@ -19,6 +19,7 @@
 #include "minimize/program_edit.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
+#include "oracles/gradient.h"
 #include "oracles/nan_rule.h"
 #include "oracles/triage.h"
 
@@ -352,6 +353,12 @@ absl::StatusOr<Evaluation> Evaluate(const graph::Program& program, const EvalOpt
       std::vector<oracles::Divergence> kept;
       for (oracles::Divergence& d : verdict.divergences) {
         if (!d.root) continue;
+        // At a gradient statement triage names the backward kernel, with its
+        // own dtype and class: only triage can tell.
+        if (oracles::AtGradient(program, d)) {
+          kept.push_back(std::move(d));
+          continue;
+        }
         oracles::Divergence probe = d;
         probe.wrong_side.clear();
         if (op_and_dtype_only ? absl::StartsWith(oracles::Signature(probe), OpAndDType(signature))

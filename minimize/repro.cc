@@ -153,7 +153,10 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   // The exact witness decided the side: the repros judge by it too, so they
   // and report.md name the same side (a float64 run shares the kernels'
   // algorithms: j0, gelu and digamma at extremes were "undecided" there).
-  if (d.witness == "exact" && d.element >= 0 && d.component < 0) {
+  // (A backward kernel's element indexes that kernel's output, not the
+  // gradient the repros compare: no exact value for them there.)
+  if (d.backward_of >= 0) spec.backward = BackwardLine(d);
+  if (d.witness == "exact" && d.element >= 0 && d.component < 0 && d.backward_of < 0) {
     for (const auto& [target, shown] : {std::pair{ta, d.reference_a}, std::pair{tb, d.reference_b}}) {
       double v = 0;
       if (ParseShownFloat(shown, &v)) spec.exact[target] = v;

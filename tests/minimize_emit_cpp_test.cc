@@ -120,6 +120,18 @@ input %x: f32[3] = values(nan, -0.0, 1.0)
 output %s
 )";
 
+// A gradient statement (torch::autograd::grad): sinh'(90) = cosh(90)
+// overflows float32 on the CPU, inf * 0.01 where the float64 gradient is
+// 6.1e36; the unused input %w gets zeros.
+constexpr char kGradient[] = R"(divfuzz v1
+input %x: f32[4] = values(90.0, 1.0, 2.0, -3.0)
+input %w: f32[2] = values(0.5, 0.25)
+input %v: f32[4] = values(0.01, 0.5, 0.25, 0.125)
+%y = aten::sinh(%x)
+%gx, %gw = autograd::grad(%y, [%x, %w], grad_outputs=%v)
+output %gx, %gw
+)";
+
 TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   const graph::Program p = MustParse(kProgram);
   ReproSpec spec;
@@ -142,12 +154,20 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   ReproSpec rerun;
   rerun.rerun_target = "cpu";
   std::ofstream(dir + "/random.cpp") << EmitCpp(MustParse(kRandom), rerun).main_cpp;
+  // A fourth: a gradient statement.
+  const graph::Program grad = MustParse(kGradient);
+  ReproSpec grad_spec;
+  grad_spec.node_index = 1;
+  grad_spec.backward = "SinhBackward0, the backward of node 0 (aten::sinh)";
+  std::ofstream(dir + "/grad.cpp") << EmitCpp(grad, grad_spec).main_cpp;
   std::ofstream(dir + "/CMakeLists.txt")
       << repro.cmake_lists
       << "add_executable(repro_eigh eigh.cpp)\n"
          "target_link_libraries(repro_eigh PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n"
          "add_executable(repro_random random.cpp)\n"
-         "target_link_libraries(repro_random PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n";
+         "target_link_libraries(repro_random PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n"
+         "add_executable(repro_grad grad.cpp)\n"
+         "target_link_libraries(repro_grad PRIVATE \"${TORCH_LIBRARIES}\" ${CMAKE_DL_LIBS})\n";
   std::string configure = "cmake -S " + dir + " -B " + dir + "/build -DCMAKE_PREFIX_PATH=" + prefix;
   if (RunShell("command -v ninja").exit_code == 0) configure += " -G Ninja";
   if (RunShell("command -v ccache").exit_code == 0)
@@ -230,6 +250,26 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
               HasSubstr("VERDICT: nondeterminism reproduces (cpu run 1 vs run 2): element 1: "));
   EXPECT_THAT(r.output, HasSubstr("; glibc's thread cache off): a kernel"));
   EXPECT_THAT(r.output, HasSubstr("cpu run 1: nan "));
+
+  // The gradient: what the executor computes, bit for bit, on both sides.
+  r = RunShell(dir + "/build/repro_grad");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("backward kernel: SinhBackward0"));
+  EXPECT_THAT(r.output, HasSubstr("class_split"));
+  EXPECT_THAT(r.output, HasSubstr("float64 gradient (the whole program in float64"));
+  EXPECT_THAT(r.output, HasSubstr("cpu misses the float64 gradient of the whole program"));
+  EXPECT_THAT(r.output, HasSubstr("WRONG SIDE: cpu"));
+  const ops::TypeEnv grad_types = MustInfer(grad);
+  for (exec::Target t : {exec::Target::kCpu, exec::Target::kCpuF64}) {
+    const exec::RunResult run = exec::Run(grad, grad_types, t);
+    const std::vector<double> want = Doubles(run.nodes[1].outputs[0]);
+    const std::string side(exec::TargetName(t));
+    const std::vector<double> got = PrintedExact(r.output, side);
+    ASSERT_EQ(got.size(), want.size()) << side << "\n" << r.output;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(SameBits(got[i], want[i])) << side << "[" << i << "]: " << got[i];
+    }
+  }
 }
 
 TEST(EmitCpp, BadSpecGivesAProgramThatExitsTwo) {

@@ -168,8 +168,8 @@ output %y
 TEST(Reducer, PassTableNamesEveryPassOnce) {
   std::set<std::string> names;
   for (const PassInfo& p : Passes()) EXPECT_TRUE(names.insert(p.name).second) << p.name;
-  EXPECT_EQ(names, (std::set<std::string>{"slice", "delta", "freeze", "shapes", "dtypes",
-                                          "attributes", "layouts", "values"}));
+  EXPECT_EQ(names, (std::set<std::string>{"slice", "delta", "freeze", "gradients", "shapes",
+                                          "dtypes", "attributes", "layouts", "values"}));
   ReduceOptions o = Options();
   o.passes = {"nope"};
   EXPECT_EQ(Reduce(MustParse("divfuzz v1\ninput %x: f32[1] = fill(1.0)\n%y = aten::neg(%x)\n"

@@ -45,6 +45,12 @@ NAN_RULE = None
 EXACT_ELEMENT = -1
 EXACT = {}
 GUARDED = ()  # nodes whose op must leave its inputs as they were (linear algebra)
+# Gradient statements (autograd::grad): the inputs they differentiate against
+# (they require grad from the start), whether NODE is one, and the backward
+# kernel where divfuzz saw the sides part.
+WRT = ()
+GRADIENT = False
+BACKWARD = ''
 LAYOUTS = {}
 
 
@@ -112,6 +118,25 @@ def _layout(t, layout):
 
 
 # divfuzz-harness end layout
+# divfuzz-harness begin grad
+def _grad(outputs, inputs, cotangents, create_graph):
+    """A gradient statement as divfuzz runs it: torch.autograd.grad of the
+    outputs that require grad, with their cotangents, allow_unused, zeros for an
+    input no output reaches; create_graph when a later statement differentiates
+    these gradients again (second order). One gradient per input, in order."""
+    ys, vs = [], []
+    for y, c in zip(outputs, cotangents):
+        if isinstance(y, torch.Tensor) and y.requires_grad:
+            ys.append(y)
+            vs.append(c.detach())
+    grads = [None] * len(inputs)
+    if ys:
+        grads = torch.autograd.grad(ys, inputs, vs, retain_graph=True, create_graph=create_graph,
+                                    allow_unused=True)
+    return [g if g is not None else torch.zeros_like(x.detach()) for g, x in zip(grads, inputs)]
+
+
+# divfuzz-harness end grad
 class Failure:
     """Stands in for the results of a node that raised (or whose inputs did)."""
 
@@ -146,6 +171,7 @@ def _upcast(t):
 
 
 REFERENCES = {}  # target -> the diverging node in float64 from that target's own inputs
+WHOLE_F64 = []  # a gradient statement's reference: the whole program in float64, once
 
 
 def _pick(out, results):
@@ -183,10 +209,20 @@ def _reference(v, results, uses, fn):
         v.update(saved)
 
 
+def _whole_f64():
+    """A gradient statement cannot run alone: its float64 reference is the
+    whole program run in float64 (cpu-f64) from the same inputs, for every side."""
+    if not WHOLE_F64:
+        WHOLE_F64.append(run('cpu-f64'))
+    return WHOLE_F64[0]
+
+
 def run(target):
     """Runs the program on one target; returns the diverging output as a CPU
     tensor, or a Failure when that node (or one it depends on) raised. For cpu
-    and cuda it also records the node's float64 reference in REFERENCES."""
+    and cuda it also records the node's float64 reference in REFERENCES.
+    Inputs in WRT require grad (after their layout, as divfuzz's executor
+    does), and a program with gradient statements runs with autograd on."""
     if target == 'cpu-scalar':
         return _run_in_child('cpu', {'ATEN_CPU_CAPABILITY': 'default'})
     device = 'cuda' if target == 'cuda' else 'cpu'
@@ -194,6 +230,8 @@ def run(target):
     for name in list(v):
         t = _upcast(v[name]) if target == 'cpu-f64' else v[name]
         v[name] = _layout(t.to(device), LAYOUTS.get(name))
+        if name in WRT:
+            v[name] = v[name].detach().requires_grad_()
     captured = {}
 
     def node(index, results, uses, fn):
@@ -202,17 +240,19 @@ def run(target):
             out = failed[0]
         else:
             if index == NODE and target in ('cpu', 'cuda'):
-                REFERENCES[target] = _reference(v, results, uses, fn)
+                REFERENCES[target] = _whole_f64() if GRADIENT else _reference(v, results, uses,
+                                                                               fn)
             try:
-                kept = [(u, v[u].clone()) for u in uses if index in GUARDED and
+                kept = [(u, v[u].detach().clone()) for u in uses if index in GUARDED and
                         isinstance(v.get(u), torch.Tensor) and v[u].numel() and
                         (v[u].is_floating_point() or v[u].is_complex())]
                 out = fn()
                 if device == 'cuda':
                     torch.cuda.synchronize()
                 for u, before in kept:
-                    if not same_bits(before, v[u])[0]:
-                        v[u].copy_(before)  # the nodes after it read what the program made
+                    if not same_bits(before, v[u].detach())[0]:
+                        with torch.no_grad():  # the nodes after it read what the program made
+                            v[u].detach().copy_(before)
                         raise RuntimeError('%s %%%s, which its schema does not declare mutable'
                                            % (INPUT_WRITTEN, u))
             except Exception as e:  # noqa: BLE001 -- every error is a result here
@@ -231,7 +271,7 @@ def run(target):
         if index == NODE:
             captured['value'] = _snapshot(values if INVARIANTS else values[OUTPUT])
 
-    with torch.no_grad():
+    with torch.enable_grad() if WRT else torch.no_grad():
         program(v, node)
     return captured.get('value', Failure('the node did not run', NODE))
 
@@ -519,6 +559,8 @@ def check_side(name, value, reference):
     and why (None, None when there is no reference to judge it by)."""
     if reference is None:
         return None, None
+    own = ('the float64 gradient of the whole program' if GRADIENT else
+           'the float64 reference computed from its own inputs')
     if isinstance(reference, Failure):
         if isinstance(value, Failure):
             return False, '%s raises, and so does the float64 reference' % name
@@ -530,9 +572,8 @@ def check_side(name, value, reference):
     ref = _to(reference, _dtype_of(value))
     cls, detail, _ = compare(value, ref, name, 'reference')
     if cls is None:
-        return False, '%s matches the float64 reference computed from its own inputs' % name
-    return True, '%s misses the float64 reference computed from its own inputs: %s: %s' % (
-        name, cls, detail)
+        return False, '%s matches %s' % (name, own)
+    return True, '%s misses %s: %s: %s' % (name, own, cls, detail)
 
 
 def check_exact(targets, results):
@@ -758,10 +799,12 @@ def show_all(runs, results):
         show(t, results[t])
         if t in REFERENCES:
             ref = REFERENCES[t]
+            what = ('float64 gradient (the whole program in float64, the same for every side)'
+                    if GRADIENT else 'float64 reference from %s\'s own inputs' % t)
             if isinstance(ref, Failure):
-                print('  float64 reference from %s\'s own inputs: %s' % (t, ref))
+                print('  %s: %s' % (what, ref))
             else:
-                print('  float64 reference from %s\'s own inputs: %s' % (t, exact(ref)))
+                print('  %s: %s' % (what, exact(ref)))
     print()
 
 
@@ -793,6 +836,8 @@ def main():
     print('divfuzz repro: %s' % TITLE)
     if SEEN:
         print('divfuzz saw: %s' % SEEN)
+    if BACKWARD:
+        print('backward kernel: %s' % BACKWARD)
     print_environment()
     cuda = torch.cuda.is_available()
     if FAILURE:

@@ -23,6 +23,7 @@
 #endif
 #include <signal.h>
 #include <sys/wait.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -71,6 +72,9 @@ const std::optional<at::ScalarType> kValueDType = std::nullopt;
 const long long kExactElement = -1;
 const std::map<std::string, double> kExact = {};
 const std::set<int> kGuarded = {};
+const std::set<std::string> kWrt = {};
+const bool kGradient = false;
+const char* const kBackward = "";
 
 // divfuzz-harness end program-constants
 // ------------------------------------------------------------------------
@@ -376,6 +380,67 @@ std::vector<std::string> Uses(const Node& node) {
   return uses;
 }
 
+// ==== Gradient statements: torch::autograd::grad =============================
+
+const char* const kGradOp = "autograd::grad";
+
+bool IsGrad(const Node& node) { return node.op == kGradOp && node.overload.empty(); }
+
+// The names a %ref or a list of them holds.
+std::vector<std::string> Names(const Lit& lit) {
+  if (lit.kind == Lit::kValue) return {lit.s};
+  std::vector<std::string> names;
+  for (const Lit& item : lit.list) names.push_back(item.s);
+  return names;
+}
+
+// `%gx, %gw = autograd::grad(%y, [%x, %w], grad_outputs=%v)` as divfuzz runs
+// it: torch::autograd::grad of the outputs that require grad, with their
+// cotangents, allow_unused, zeros for an input no output reaches, and
+// create_graph when a later statement differentiates these gradients again
+// (second order). One gradient per input, in order. Throws on any failure.
+torch::jit::Stack CallGrad(const Node& node, const Lookup& lookup, bool create_graph) {
+  std::vector<std::string> outputs, wrt, cotangents;
+  size_t positional = 0;
+  for (const Arg& a : node.args) {
+    const std::string name = a.name.empty() ? (positional == 0   ? "outputs"
+                                                 : positional == 1 ? "inputs"
+                                                                   : "grad_outputs")
+                                             : a.name;
+    if (a.name.empty()) ++positional;
+    (name == "outputs" ? outputs : name == "inputs" ? wrt : cotangents) = Names(a.value);
+  }
+  if (outputs.size() != cotangents.size() || wrt.size() != node.results.size()) {
+    throw std::invalid_argument("malformed gradient statement");
+  }
+  std::vector<at::Tensor> ys, vs, xs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const at::Tensor y = lookup(outputs[i]);
+    if (!y.defined() || !y.requires_grad()) continue;
+    ys.push_back(y);
+    vs.push_back(lookup(cotangents[i]).detach());
+  }
+  for (const std::string& x : wrt) xs.push_back(lookup(x));
+  std::vector<at::Tensor> grads(xs.size());
+  if (!ys.empty()) {
+    grads = torch::autograd::grad(ys, xs, vs, /*retain_graph=*/true, create_graph,
+                                  /*allow_unused=*/true);
+  }
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    stack.emplace_back(grads[i].defined() ? grads[i] : at::zeros_like(xs[i].detach()));
+  }
+  return stack;
+}
+
+// Whether a gradient statement after node `index` differentiates again.
+bool LaterGrad(const std::vector<Node>& nodes, int index) {
+  for (size_t j = static_cast<size_t>(index) + 1; j < nodes.size(); ++j) {
+    if (IsGrad(nodes[j])) return true;
+  }
+  return false;
+}
+
 // Calls one node through the c10 dispatcher; throws on any failure.
 torch::jit::Stack Call(const Node& node, const Lookup& lookup) {
   auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
@@ -536,14 +601,15 @@ torch::jit::Stack CallChecked(const Node& node, int index, bool cuda,
     auto it = env->find(u);
     if (it != env->end() && it->second.defined() && it->second.numel() > 0 &&
         (it->second.is_floating_point() || it->second.is_complex())) {
-      kept.emplace_back(u, it->second.clone());
+      kept.emplace_back(u, it->second.detach().clone());
     }
   }
   torch::jit::Stack stack = Call(node, lookup);
   if (cuda) at::detail::getCUDAHooks().deviceSynchronize(0);
   for (const auto& [u, before] : kept) {
-    if (!BitDifference(before, (*env)[u]).empty()) {
-      (*env)[u].copy_(before);
+    if (!BitDifference(before, (*env)[u].detach()).empty()) {
+      at::NoGradGuard no_grad;  // an input may require grad
+      (*env)[u].detach().copy_(before);
       throw std::runtime_error(std::string(kInputWritten) + " %" + u +
                                ", which its schema does not declare mutable");
     }
@@ -551,28 +617,46 @@ torch::jit::Stack CallChecked(const Node& node, int index, bool cuda,
   return stack;
 }
 
+Result Run(const std::string& target, std::optional<Result>* reference);
+
+// A gradient statement cannot run alone: its float64 reference is the whole
+// program run in float64 (cpu-f64) from the same inputs, for every side.
+Result WholeF64() {
+  static const Result whole = Run("cpu-f64", nullptr);
+  return whole;
+}
+
 // Runs the program on a target up to the diverging node and returns that
 // node's output. A node that fails, or uses a value of one that did, records
 // its failure. On cpu and cuda, `reference` receives the diverging node's
-// float64 reference from this side's own inputs (ReferenceOf).
+// float64 reference from this side's own inputs (ReferenceOf; a gradient
+// statement's: WholeF64). The inputs in kWrt require grad (after their
+// layout, as divfuzz's executor does), and a program with gradient
+// statements runs with autograd on.
 Result Run(const std::string& target, std::optional<Result>* reference) {
   const bool cuda = target == "cuda";
   std::map<std::string, at::Tensor> env = PlaceInputs(cuda, target == "cpu-f64");
+  for (const std::string& x : kWrt) {
+    auto it = env.find(x);
+    if (it != env.end()) it->second = it->second.detach().requires_grad_(true);
+  }
   const Lookup lookup = LookupIn(env);
   std::map<std::string, Failure> failed;  // by the value names of failed nodes
   const std::vector<Node> nodes = Program();
   Result result;
   result.failure = Failure{"the node did not run", kNode};
-  at::NoGradGuard no_grad;
+  at::AutoGradMode grad_mode(!kWrt.empty());
   for (int i = 0; i < static_cast<int>(nodes.size()) && i <= kNode; ++i) {
     const Node& node = nodes[i];
     std::optional<Failure> failure = InheritedFailure(node, failed);
     if (!failure && i == kNode && reference != nullptr && (target == "cpu" || cuda)) {
-      *reference = ReferenceOf(node, i, env);
+      *reference = kGradient ? WholeF64() : ReferenceOf(node, i, env);
     }
     if (!failure) {
       try {
-        torch::jit::Stack stack = CallChecked(node, i, cuda, &env, lookup);
+        torch::jit::Stack stack = IsGrad(node) ? CallGrad(node, lookup, LaterGrad(nodes, i))
+                                               : CallChecked(node, i, cuda, &env, lookup);
+        if (cuda && IsGrad(node)) at::detail::getCUDAHooks().deviceSynchronize(0);
         for (size_t k = 0; k < stack.size(); ++k) {
           if (stack[k].isTensor()) env[node.results[k]] = stack[k].toTensor();
         }
@@ -1068,7 +1152,9 @@ void ShowAll(const std::vector<std::string>& runs, std::map<std::string, Result>
     }
     Show(t, results[t]);
     if (refs[t]) {
-      std::cout << "  float64 reference from " << t << "'s own inputs: "
+      std::cout << (kGradient ? std::string("  float64 gradient (the whole program in float64, "
+                                            "the same for every side): ")
+                              : "  float64 reference from " + t + "'s own inputs: ")
                 << (refs[t]->failure ? "raised: " + refs[t]->failure->message
                                      : ExactAll(refs[t]->values))
                 << "\n";
@@ -1327,9 +1413,10 @@ std::pair<bool, std::string> JudgeAgainstReference(const std::string& t, const R
   } else {
     const Verdict own = Compare(r, ref, t, "reference");
     miss = !own.cls.empty();
-    why = miss ? t + " misses the float64 reference computed from its own inputs: " + own.cls +
-                     ": " + own.detail
-               : t + " matches the float64 reference computed from its own inputs";
+    const std::string what = kGradient ? "the float64 gradient of the whole program"
+                                       : "the float64 reference computed from its own inputs";
+    why = miss ? t + " misses " + what + ": " + own.cls + ": " + own.detail
+               : t + " matches " + what;
     const at::Tensor rv = v.part < r.values.size() ? r.values[v.part] : at::Tensor();
     const at::Tensor fv = v.part < ref.values.size() ? ref.values[v.part] : at::Tensor();
     if (v.flat >= 0 && rv.defined() && fv.defined() &&
@@ -1404,6 +1491,7 @@ int Main(int argc, char** argv) {
   if (const std::optional<int> status = RerunWithScalarKernels(ta, tb, argv)) return *status;
   std::cout << "divfuzz repro: " << kTitle << "\n";
   if (*kSeen != '\0') std::cout << "divfuzz saw: " << kSeen << "\n";
+  if (*kBackward != '\0') std::cout << "backward kernel: " << kBackward << "\n";
   PrintEnvironment();
   const bool cuda = at::hasCUDA();
   // Running the program here would hang or kill this process.
