@@ -274,12 +274,12 @@ bool DiffersOnAPole(const SideEvidence& e) {
   return pole.logical_and(e.plan.only.reshape({-1}).to(at::kBool)).any().item<bool>();
 }
 
-// Without the exact witness, float64 decides only where it is the same call,
-// independent of both kernels, and its implementations agree: why not, or
-// nullopt where it may judge.
+// Without the exact witness, float64 decides only where it is the same call
+// and independent of both kernels: why not, or nullopt where it may judge.
+// (Where the two float64 witnesses disagree, JudgeWithSplitWitnesses says
+// which one judges this side.)
 std::optional<std::string> WhyFloat64CannotJudge(const SideEvidence& e) {
   const exec::Witness* f64 = e.f64;
-  const exec::Witness* second = e.second;
   if (std::optional<std::string> changed = exec::UpcastChangesCall(
           e.node, e.inputs, e.d.cls == DivergenceClass::kErrorSplit,
           f64 != nullptr && f64->result.error && !e.got.error
@@ -297,22 +297,41 @@ std::optional<std::string> WhyFloat64CannotJudge(const SideEvidence& e) {
     return absl::StrCat(*shared, ": it cannot judge ", e.side, " (no exact witness for ",
                         e.node.QualifiedName(), " here)");
   }
-  if (second != nullptr && f64 != nullptr &&
-      f64->result.error.has_value() != second->result.error.has_value()) {
+  if (e.second != nullptr && f64 != nullptr &&
+      f64->result.error.has_value() != e.second->result.error.has_value()) {
     return absl::StrCat("the float64 witnesses disagree: ",
-                        f64->result.error ? "cpu-f64" : second->name,
+                        f64->result.error ? "cpu-f64" : e.second->name,
                         " raises and the other does not");
   }
-  if (second != nullptr && f64 != nullptr && !f64->result.error && !second->result.error) {
-    // Only where it matters: the elements where the sides differ.
-    if (std::optional<Divergence> split =
-            Misses(e.spec, e.node, e.types, e.policy, second->result.outputs, e.got.outputs,
-                   e.theirs.outputs, f64->result.outputs)) {
-      return absl::StrCat("the float64 witnesses disagree (", second->name, " vs cpu-f64: ",
-                          split->detail, "): float64 cannot decide");
-    }
+  return std::nullopt;
+}
+
+// Where the two float64 witnesses, both computing values, disagree on the
+// elements where the sides differ: how, or nullopt where they agree.
+std::optional<std::string> Float64WitnessesDisagree(const SideEvidence& e) {
+  const exec::Witness* f64 = e.f64;
+  const exec::Witness* second = e.second;
+  if (second == nullptr || f64 == nullptr) return std::nullopt;
+  if (f64->result.error || second->result.error) return std::nullopt;
+  // Only where it matters: the elements where the sides differ.
+  if (std::optional<Divergence> split =
+          Misses(e.spec, e.node, e.types, e.policy, second->result.outputs, e.got.outputs,
+                 e.theirs.outputs, f64->result.outputs)) {
+    return absl::StrCat(second->name, " vs cpu-f64: ", split->detail);
   }
   return std::nullopt;
+}
+
+// Whose kernels a float64 witness runs, upcast: cpu-f64 the CPU's, cuda-f64
+// CUDA's, cpu-scalar-f64 the scalar helper's. A witness that runs a side's
+// own kernels may share that side's bug (CUDA embedding_renorm sums pow(x, p)
+// without abs in float64 too), so it never vetoes an independent witness's
+// verdict on that side.
+bool RunsKernelsOf(const std::string& witness, exec::Target side) {
+  if (witness == "cpu-f64") return side == exec::Target::kCpu || side == exec::Target::kCpuF64;
+  if (witness == "cuda-f64") return side == exec::Target::kCuda || side == exec::Target::kCudaF64;
+  if (witness == "cpu-scalar-f64") return side == exec::Target::kCpuScalar;
+  return false;
 }
 
 // The side against the deciding witness (`judge`, named `judge_name` in
@@ -363,6 +382,49 @@ SideCheck JudgeAgainst(const SideEvidence& e, const exec::Witness& judge,
   return c;
 }
 
+// The two float64 witnesses disagree (`split` says how): the one that runs
+// this side's own kernels never vetoes the one that does not. A CUDA side
+// (cpu-scalar, against cpu-scalar-f64) is judged by cpu-f64 alone. The CPU
+// side, whose kernels cpu-f64 runs, is wrong only where the second witness,
+// independent of it, agrees that it misses: cpu-f64 accuses, the independent
+// witness confirms or acquits. A second witness that runs neither side's
+// kernels leaves float64 unable to decide. The reason names the witness that
+// decided and why the other was set aside.
+SideCheck JudgeWithSplitWitnesses(const SideEvidence& e, const std::string& split,
+                                  exec::Target side, SideCheck c) {
+  const exec::Witness& f64 = *e.f64;
+  const exec::Witness& second = *e.second;
+  const std::string disagree = absl::StrCat("the float64 witnesses disagree (", split, ")");
+  if (RunsKernelsOf(second.name, side)) {
+    c.witness = "cpu-f64";
+    SideCheck j = JudgeAgainst(e, f64, "float64 reference (cpu-f64)", c);
+    j.why = absl::StrCat(j.why, "; cpu-f64 decided: ", disagree, ", and ", second.name,
+                         " was set aside because it runs ", e.side,
+                         "'s own kernels, which may share the bug it is judged for");
+    return j;
+  }
+  if (RunsKernelsOf("cpu-f64", side)) {
+    SideCheck by_own = JudgeAgainst(e, f64, "float64 reference (cpu-f64)", c);
+    if (!by_own.wrong) {
+      by_own.why = absl::StrCat(by_own.why, " (", disagree, "; cpu-f64 accuses no side here, "
+                                "and only its accusations are put to ", second.name,
+                                ", the witness independent of ", e.side, ")");
+      return by_own;
+    }
+    c.witness = second.name;
+    c.ref_value = WitnessValue(&second, e.d);
+    SideCheck j = JudgeAgainst(e, second, absl::StrCat("float64 reference (", second.name, ")"), c);
+    j.why = absl::StrCat(j.why, "; ", second.name, " decided: ", disagree, ", and cpu-f64, which "
+                         "also finds ", e.side, " off, was set aside because it runs ", e.side,
+                         "'s own kernels");
+    return j;
+  }
+  c.undecidable = true;
+  c.why = absl::StrCat(disagree, ", and neither runs ", e.side,
+                       "'s kernels: float64 cannot decide");
+  return c;
+}
+
 // Judges `run` at d's node: the metadata, else against the exact witness of
 // its own inputs, else against float64 where float64 can judge it.
 SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
@@ -392,6 +454,9 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
       c.undecidable = true;
       c.why = *why;
       return c;
+    }
+    if (std::optional<std::string> split = Float64WitnessesDisagree(e)) {
+      return JudgeWithSplitWitnesses(e, *split, run.target, c);
     }
     if (e.second != nullptr && e.f64 != nullptr && !e.f64->result.error &&
         !e.second->result.error) {
@@ -507,7 +572,8 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
     d.reason = absl::StrCat("no witness can decide: ", ca.undecidable ? ca.why : cb.why);
     return;
   }
-  d.witness = ca.is_reference ? cb.witness : ca.witness;
+  // The witness that decided: the blamed side's where one side is blamed.
+  d.witness = ca.is_reference || (cb.wrong && !ca.wrong) ? cb.witness : ca.witness;
   if (ca.scalar_rounding || cb.scalar_rounding) d.scalar_rounding = true;
   if (ca.wrong && cb.wrong) {
     // Both beyond tolerance of their references: only a split blames both

@@ -1,0 +1,158 @@
+// Issue 32, recall: real bugs that fell out of the bug tier. For each, a
+// program whose real bug must now stay in the bug tier with the right side
+// blamed, beside the case the oracle must still excuse or leave undecided.
+// Real libtorch on the CPU; a CUDA side is a CPU run labelled cuda, and where
+// only a GPU would show a fault it is planted (the `Plant*` helpers), as is a
+// deliberately faulty cuda-f64 witness (exec::WitnessPlan::second_f64_runner).
+#include <ATen/ops/full_like.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/match.h"
+#include "exec/executor.h"
+#include "exec/witnesses.h"
+#include "gtest/gtest.h"
+#include "oracles/compare.h"
+#include "oracles/policy.h"
+#include "oracles/triage.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using testing::MustInfer;
+using testing::MustParse;
+using Plant = std::function<void(exec::RunResult&)>;
+
+struct Judged {
+  Divergence root;
+  bool diverged = false;
+};
+
+// Runs `text` on `ta` and `tb` (a kCuda target runs on the CPU, labelled
+// cuda), plants faults, compares and triages with `plan` if given.
+Judged Judge(const std::string& text, exec::Target ta, exec::Target tb, const Plant& plant_a,
+             const Plant& plant_b, const exec::WitnessPlan* plan = nullptr) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  auto run = [&](exec::Target target) {
+    exec::RunResult r = exec::Run(p, t, target == exec::Target::kCuda ? exec::Target::kCpu : target);
+    r.target = target;
+    return r;
+  };
+  exec::RunResult a = run(ta), b = run(tb);
+  if (plant_a) plant_a(a);
+  if (plant_b) plant_b(b);
+  Verdict v = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), v, plan);
+  Judged j;
+  if (!v.Roots().empty()) {
+    j.root = *v.Roots()[0];
+    j.diverged = true;
+  }
+  return j;
+}
+
+// Deliberately faulty: output 0 of node `n` scaled by (1 + rel).
+Plant PlantScale(int n, double rel) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[n].outputs[0];
+    t = t.to(at::kDouble).mul(1 + rel).to(t.scalar_type());
+  };
+}
+
+// Deliberately faulty: flat element `i` of output 0 of node `n` set to `v`.
+Plant PlantElement(int n, int64_t i, double v) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[n].outputs[0];
+    t = t.clone().contiguous();
+    t.view({-1})[i].fill_(v);
+  };
+}
+
+// Deliberately faulty: node `n` fails with `message` instead of returning.
+Plant PlantError(int n, const std::string& message) {
+  return [=](exec::RunResult& r) {
+    r.nodes[n].outputs.clear();
+    r.nodes[n].exact.clear();
+    r.nodes[n].error = exec::NodeError{exec::NodeError::Kind::kRaised, message};
+  };
+}
+
+// A cuda-f64 witness that is cpu-f64 scaled by (1 + rel): deliberately
+// faulty, as CUDA's float64 kernel is where it shares CUDA's bug.
+exec::WitnessPlan FaultyCudaF64(double rel) {
+  exec::WitnessPlan plan;
+  plan.second_f64 = exec::Target::kCudaF64;
+  plan.second_f64_runner = [rel](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
+                                 const ops::TypeEnv& t) {
+    exec::NodeResult r = exec::RunNode(n, in, t, exec::Target::kCpuF64);
+    if (!r.error) {
+      r.outputs[0] = r.outputs[0].to(at::kDouble).mul(1 + rel).to(r.outputs[0].scalar_type());
+      r.exact[0] = r.exact[0].mul(1 + rel);
+    }
+    return r;
+  };
+  return plan;
+}
+
+const char kI0e[] = "divfuzz v1\ninput %x: f32[32] = fill(0.75)\n%y = aten::special_i0e(%x)\noutput %y\n";
+
+// --- 1. A witness that runs the blamed side's own kernels never vetoes -----
+
+TEST(AttributionIndependentWitness, CudaF64SharingCudasBugDoesNotVetoCpuF64) {
+  // CUDA is 1% off; so is cuda-f64 (it runs CUDA's kernel, bug included).
+  // cpu-f64, independent of CUDA, decides: before, "the two float64
+  // witnesses disagree" left it undecided.
+  const exec::WitnessPlan plan = FaultyCudaF64(1e-2);
+  Judged j = Judge(kI0e, exec::Target::kCpu, exec::Target::kCuda, {}, PlantScale(0, 1e-2), &plan);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cuda") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "cpu-f64") << j.root.reason;
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cpu-f64 decided")) << j.root.reason;
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cuda-f64 was set aside because it runs cuda's "
+                                               "own kernels"))
+      << j.root.reason;
+  // The CPU matched its float64 reference: it is not blamed by cuda-f64.
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cpu matches the float64 reference (cpu-f64)"))
+      << j.root.reason;
+}
+
+TEST(AttributionIndependentWitness, TheCpuIsBlamedOnlyWhereTheIndependentWitnessConfirms) {
+  // The CPU is 1% off cpu-f64, which runs the CPU's kernels. cuda-f64 (here
+  // 5% off cpu-f64) is independent of the CPU: the CPU misses it too, so it
+  // is blamed, and the reason says cuda-f64 decided.
+  const exec::WitnessPlan far = FaultyCudaF64(5e-2);
+  Judged j = Judge(kI0e, exec::Target::kCpu, exec::Target::kCuda, PlantScale(0, 1e-2), {}, &far);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "cuda-f64") << j.root.reason;
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cuda-f64 decided")) << j.root.reason;
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cpu-f64, which also finds cpu off, was set aside"))
+      << j.root.reason;
+  // Where the independent witness agrees with the CPU, the CPU is acquitted
+  // (and CUDA matches cpu-f64): nobody is blamed.
+  const exec::WitnessPlan near = FaultyCudaF64(1e-2);
+  Judged k = Judge(kI0e, exec::Target::kCpu, exec::Target::kCuda, PlantScale(0, 1e-2), {}, &near);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.wrong_side, "undecided") << k.root.reason;
+  EXPECT_NE(k.root.tier, "bug") << k.root.reason;
+}
+
+TEST(AttributionIndependentWitness, ASecondWitnessOfNeitherSideStillCannotDecide) {
+  // A second float64 implementation that runs neither side's kernels (a
+  // test's unnamed one) and disagrees: float64 cannot decide, as before.
+  exec::WitnessPlan plan = FaultyCudaF64(1e-2);
+  plan.second_f64.reset();
+  Judged j = Judge(kI0e, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantScale(0, 1e-2),
+                   &plan);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "undecided") << j.root.reason;
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "float64 witnesses disagree")) << j.root.reason;
+}
+
+}  // namespace
+}  // namespace divfuzz::oracles
