@@ -1,5 +1,11 @@
 #include "oracles/triage.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "exec/target.h"
+
 #include "oracles/attribution.h"
 #include "oracles/expected_rules.h"
 #include "oracles/gradient.h"
@@ -12,6 +18,21 @@ bool CudaFaultAt(const exec::RunResult& r, const Divergence& d) {
   if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= r.nodes.size()) return false;
   const auto& e = r.nodes[d.node_index].error;
   return e && e->kind == exec::NodeError::Kind::kCudaFatal;
+}
+
+// Which sides wrote into an input their node's schema does not declare
+// mutable (the executor restores it and fails the node with
+// exec::kInputWritten): "both", a side's target, or "" for neither.
+std::string InputWriter(const exec::RunResult& a, const exec::RunResult& b, const Divergence& d) {
+  auto wrote = [&](const exec::RunResult& r) {
+    if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= r.nodes.size()) return false;
+    const auto& e = r.nodes[d.node_index].error;
+    return e && e->message.find(exec::kInputWritten) != std::string::npos;
+  };
+  const bool wa = wrote(a), wb = wrote(b);
+  if (wa && wb) return "both";
+  if (wa || wb) return std::string(exec::TargetName(wa ? a.target : b.target));
+  return "";
 }
 
 }  // namespace
@@ -34,6 +55,23 @@ void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec
     }
     if (AtGradient(program, d)) {
       TriageGradient(program, types, a, b, policy, d, plan);
+      continue;
+    }
+    // Writing into an input the schema does not declare mutable is a bug in
+    // its own right, whatever the values: the writer is wrong, and no rule
+    // about the numbers excuses it (CUDA linalg_eigvals overwrote QR's Q).
+    if (const std::string writer = InputWriter(a, b, d); !writer.empty()) {
+      d.tier = "bug";
+      d.wrong_side = writer;
+      d.witness = "schema";
+      const exec::RunResult& w = writer == std::string(exec::TargetName(a.target)) ? a : b;
+      const std::string message =
+          writer == "both" ? a.nodes[d.node_index].error->message
+                           : w.nodes[d.node_index].error->message;
+      d.reason = absl::StrCat(writer == "both" ? "both sides" : writer, " ", message, " (",
+                              d.op, "): the schema says the op leaves that input as it was, so "
+                              "writing into it is a bug whatever the values",
+                              writer == "both" ? "" : "; the other side left it as it was");
       continue;
     }
     Attribute(program, types, a, b, policy, d, plan);

@@ -154,5 +154,41 @@ TEST(AttributionIndependentWitness, ASecondWitnessOfNeitherSideStillCannotDecide
   EXPECT_TRUE(absl::StrContains(j.root.reason, "float64 witnesses disagree")) << j.root.reason;
 }
 
+// --- 2. Writing into an input the schema does not declare mutable ----------
+
+TEST(TriageInputWrite, AnInputWriteIsABugOfTheWriterWhateverTheValues) {
+  // linalg_det of a matrix holding NaN: non-finite inputs to linear algebra
+  // excuse any failure class, and before, this error split was `expected`.
+  // Writing into the input is a bug whatever the values.
+  const std::string text =
+      "divfuzz v1\ninput %m: f32[2,2] = values(nan, 1.0, 2.0, 3.0)\n"
+      "%d = aten::linalg_det(%m)\noutput %d\n";
+  const std::string wrote = std::string(exec::kInputWritten) +
+                            " %m, which its schema does not declare mutable";
+  exec::WitnessPlan plan = FaultyCudaF64(0);
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCuda, {}, PlantError(0, wrote), &plan);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.cls, DivergenceClass::kErrorSplit);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cuda") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "schema");
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cuda wrote into its input %m")) << j.root.reason;
+  EXPECT_TRUE(j.root.expected_rule.empty()) << j.root.expected_rule;
+  // A float64 program, which no witness could judge, likewise.
+  const std::string f64 =
+      "divfuzz v1\ninput %m: f64[2,2] = values(4.0, 1.0, 2.0, 3.0)\n"
+      "%d = aten::linalg_det(%m)\noutput %d\n";
+  Judged k = Judge(f64, exec::Target::kCpu, exec::Target::kCuda, PlantError(0, wrote), {}, &plan);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu") << k.root.reason;
+  // Another error on one side only is still an ordinary error split.
+  Judged e = Judge(text, exec::Target::kCpu, exec::Target::kCuda, {},
+                   PlantError(0, "planted: input has NaN"), &plan);
+  ASSERT_TRUE(e.diverged);
+  EXPECT_EQ(e.root.tier, "expected") << e.root.reason;
+  EXPECT_EQ(e.root.expected_rule, "nonfinite_inputs") << e.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
