@@ -152,6 +152,75 @@ at::Tensor Snapshot(const c10::IValue& v, bool deferred = false) {
 
 }  // namespace
 
+// Parameters whose integer tensors name positions, classes or lengths, not
+// values: never upcast (gather/scatter/index_select's index, embedding's
+// indices, a loss's class target, ctc_loss's lengths, embedding_bag's offsets).
+static bool IndexLikeParameter(const std::string& name) {
+  static const std::set<std::string>* const kNames = new std::set<std::string>{
+      "index",   "indices",        "target",         "targets",      "offsets",
+      "lengths", "input_lengths",  "target_lengths", "batch_sizes",  "counts",
+      "repeats", "dim",            "boundaries",     "sorted_sequence", "mask",
+      "labels",  "output_size",    "size",           "crow_indices", "col_indices"};
+  return kNames->count(name) > 0;
+}
+
+std::set<std::string> IntegerValuesUpcast(const graph::Node& node, const ops::TypeEnv& types) {
+  std::set<std::string> out;
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  auto result = node.results.empty() ? types.end() : types.find(node.results[0]);
+  if (spec == nullptr || result == types.end() || !graph::IsFloating(result->second.dtype) ||
+      spec->rule == ops::Rule::kCast || spec->rule == ops::Rule::kCompare ||
+      (spec->hints & ops::kIndicesOutput) ||
+      !(spec->rule == ops::Rule::kUnary || spec->rule == ops::Rule::kBinary ||
+        spec->rule == ops::Rule::kUnaryScalar || (spec->hints & ops::kPointwise))) {
+    return out;
+  }
+  auto handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle.has_value()) return out;
+  const auto& params = handle->schema().arguments();
+  // Bind the node's arguments to the schema's parameters as BuildStack does.
+  size_t next_positional = 0;
+  for (const graph::Argument& a : node.args) {
+    size_t i = params.size();
+    if (a.name.empty()) {
+      i = next_positional++;
+    } else {
+      for (size_t k = 0; k < params.size(); ++k) {
+        if (params[k].name() == a.name) i = k;
+      }
+    }
+    if (i >= params.size()) continue;
+    // A dtype= argument fixes the computation's dtype: nothing to upcast.
+    if (params[i].name() == "dtype" && a.value.kind != graph::Literal::Kind::kNone) return {};
+    if (IndexLikeParameter(params[i].name())) continue;
+    auto add = [&](const graph::Literal& l) {
+      if (l.kind != graph::Literal::Kind::kValue) return;
+      auto it = types.find(l.s);
+      if (it != types.end() && graph::IsIntegral(it->second.dtype)) out.insert(l.s);
+    };
+    add(a.value);
+    for (const graph::Literal& item : a.value.list) add(item);
+  }
+  // A value also bound to an index-like parameter stays as it is.
+  next_positional = 0;
+  for (const graph::Argument& a : node.args) {
+    size_t i = params.size();
+    if (a.name.empty()) {
+      i = next_positional++;
+    } else {
+      for (size_t k = 0; k < params.size(); ++k) {
+        if (params[k].name() == a.name) i = k;
+      }
+    }
+    if (i >= params.size() || !IndexLikeParameter(params[i].name())) continue;
+    if (a.value.kind == graph::Literal::Kind::kValue) out.erase(a.value.s);
+    for (const graph::Literal& item : a.value.list) {
+      if (item.kind == graph::Literal::Kind::kValue) out.erase(item.s);
+    }
+  }
+  return out;
+}
+
 std::string CpuCapability() {
   std::string c = at::get_cpu_capability();  // "DEFAULT", "AVX2", "AVX512"
   for (char& ch : c) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -303,17 +372,28 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     return nr;
   }
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  // The float64 targets hold every value in float64; an elementwise op's
-  // operands are rounded to its result dtype first, as PyTorch does.
+  // The float64 targets hold every floating value in float64; an elementwise
+  // op's operands are rounded to its result dtype first, as PyTorch does, and
+  // the integer operands of one that promotes them to floating are cast to
+  // its result dtype (as TensorIterator does), then upcast to float64.
   ValueLookup promoted = lookup;
   if (target == Target::kCpuF64 || target == Target::kCudaF64) {
     auto result = node.results.empty() ? types.end() : types.find(node.results[0]);
     if (spec != nullptr && result != types.end() && graph::IsFloating(result->second.dtype) &&
         (spec->rule == ops::Rule::kUnary || spec->rule == ops::Rule::kBinary ||
-         spec->rule == ops::Rule::kUnaryScalar)) {
+         spec->rule == ops::Rule::kUnaryScalar || (spec->hints & ops::kPointwise))) {
       const graph::DType to = result->second.dtype;
-      promoted = [&lookup, &types, to](const std::string& name) {
+      const bool elementwise = spec->rule == ops::Rule::kUnary ||
+                               spec->rule == ops::Rule::kBinary ||
+                               spec->rule == ops::Rule::kUnaryScalar;
+      promoted = [&lookup, &types, to, elementwise,
+                  ints = IntegerValuesUpcast(node, types)](const std::string& name) {
         at::Tensor t = lookup(name);
+        if (t.defined() && ints.count(name) > 0 &&
+            at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+          return t.to(ToScalarType(to)).to(at::kDouble);
+        }
+        if (!elementwise) return t;
         auto it = types.find(name);
         return it == types.end() ? t : RoundedToResultDType(t, it->second.dtype, to);
       };

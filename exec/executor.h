@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 #include <string>
@@ -82,6 +83,17 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
 NodeResult RunNodeJvp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                       const std::map<std::string, at::Tensor>& tangents,
                       const ops::TypeEnv& types, Target target);
+
+// The integer %values of `node` that the float64 targets (cpu-f64, cuda-f64)
+// upcast: those of an elementwise op (catalogue rule kUnary, kUnaryScalar or
+// kBinary, or a kPointwise op; not a cast or comparison) whose result is
+// floating, so the op promotes them to floating and computes there (sqrt,
+// true division, special_zeta of int32). Each is cast to the result dtype
+// first, as TensorIterator does, then upcast. Values bound to index-like
+// parameters (index, indices, target, lengths, offsets, dim ...), ops with an
+// indices output and calls with a dtype= argument keep theirs: an op that
+// computes in integers has an integer reference. Empty for any other node.
+std::set<std::string> IntegerValuesUpcast(const graph::Node& node, const ops::TypeEnv& types);
 
 // What the meta kernel says of one node's call: the error it raises, or its
 // outputs' shapes and dtypes. `values` give each %ref's shape, strides and

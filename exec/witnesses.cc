@@ -41,6 +41,17 @@ NodeResult ScalarF64(const graph::Node& node, const std::map<std::string, at::Te
                      const ops::TypeEnv& types) {
   std::map<std::string, at::Tensor> up;
   for (const auto& [name, t] : inputs) up[name] = UpcastF64(t);
+  // Integer inputs of an op that promotes them to floating, as cpu-f64 has them.
+  if (auto result = node.results.empty() ? types.end() : types.find(node.results[0]);
+      result != types.end()) {
+    for (const std::string& name : IntegerValuesUpcast(node, types)) {
+      auto it = up.find(name);
+      if (it != up.end() && it->second.defined() &&
+          at::isIntegralType(it->second.scalar_type(), /*includeBool=*/false)) {
+        it->second = it->second.to(ToScalarType(result->second.dtype)).to(at::kDouble);
+      }
+    }
+  }
   NodeResult r = RunNode(node, up, types, Target::kCpuScalar);
   if (r.error) return r;
   r.exact = r.outputs;

@@ -3,6 +3,7 @@
 #include <ATen/ops/view_as_real.h>
 
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "exec/dtype_convert.h"
@@ -59,9 +60,11 @@ at::Tensor AtMask(const at::Tensor& t, const at::Tensor& mask) {
 }
 
 // Whether the float64 witnesses run the CPU's own algorithm for this node:
-// float64 programs (nothing is upcast), integer inputs (not upcast), and ops
+// float64 programs (nothing is upcast), integer inputs of an op that computes
+// in integers (not upcast: exec::IntegerValuesUpcast says which are), and ops
 // whose float64 kernel is the same library routine (kReferenceIsCpuKernel).
 std::optional<std::string> SharesCpuAlgorithm(const ops::OpSpec* spec, DType dtype,
+                                              const ops::TypeEnv& types, const graph::Node& node,
                                               const std::map<std::string, at::Tensor>& inputs) {
   if (dtype == DType::kF64 || dtype == DType::kC128) {
     return "the program is float64, so the float64 reference is the kernel under test";
@@ -70,14 +73,21 @@ std::optional<std::string> SharesCpuAlgorithm(const ops::OpSpec* spec, DType dty
     return absl::StrCat(spec->Qualified(), "'s float64 reference runs the CPU's own library "
                                            "routine (MKL/pocketfft)");
   }
+  // An op that promotes integer inputs to floating computes in floating:
+  // those inputs are upcast like floating ones (sqrt, true division,
+  // special_zeta of int32).
+  const std::set<std::string> upcast = exec::IntegerValuesUpcast(node, types);
   bool floating = false, integral = false;
   for (const auto& [name, t] : inputs) {
     if (!t.defined()) continue;
     if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) floating = true;
-    if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) integral = true;
+    if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+      (upcast.count(name) > 0 ? floating : integral) = true;
+    }
   }
   if (integral && !floating) {
-    return "integer inputs are not upcast, so the float64 reference is the CPU's integer kernel";
+    return "integer inputs of an op that computes in integers are not upcast, so the float64 "
+           "reference is the CPU's integer kernel";
   }
   return std::nullopt;
 }
@@ -293,7 +303,8 @@ std::optional<std::string> WhyFloat64CannotJudge(const SideEvidence& e) {
                         ", where the float64 reference returns the residue of the same "
                         "formula: it cannot judge ", e.side);
   }
-  if (std::optional<std::string> shared = SharesCpuAlgorithm(e.spec, e.dtype, e.inputs)) {
+  if (std::optional<std::string> shared = SharesCpuAlgorithm(e.spec, e.dtype, e.types, e.node,
+                                                             e.inputs)) {
     return absl::StrCat(*shared, ": it cannot judge ", e.side, " (no exact witness for ",
                         e.node.QualifiedName(), " here)");
   }

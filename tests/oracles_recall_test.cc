@@ -190,5 +190,76 @@ TEST(TriageInputWrite, AnInputWriteIsABugOfTheWriterWhateverTheValues) {
   EXPECT_EQ(e.root.expected_rule, "nonfinite_inputs") << e.root.reason;
 }
 
+// --- 3. Integer inputs of an op that promotes them to floating -------------
+
+TEST(WitnessIntegerUpcast, IntegerInputsOfAFloatingOpAreUpcastOnTheReference) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %i: i32[1] = values(2)\n"
+      "%y = aten::special_zeta.other_scalar(%i, 1.0)\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  exec::NodeResult ref =
+      exec::RunNode(p.nodes[0], {{"i", cpu.inputs.at("i")}}, t, exec::Target::kCpuF64);
+  ASSERT_FALSE(ref.error);
+  ASSERT_EQ(ref.exact.size(), 1u);
+  // zeta(2, 1) = pi^2/6 in float64, not float32's 1.644934058189392.
+  EXPECT_EQ(ref.exact[0].scalar_type(), at::kDouble);
+  EXPECT_NEAR(ref.exact[0].item<double>(), M_PI * M_PI / 6, 1e-15);
+  EXPECT_EQ(ref.outputs[0].scalar_type(), at::kFloat);
+  EXPECT_EQ(exec::IntegerValuesUpcast(p.nodes[0], t), std::set<std::string>{"i"});
+}
+
+TEST(WitnessIntegerUpcast, IndexArgumentsAndIntegerOpsKeepTheirIntegers) {
+  auto upcast = [](const std::string& text) {
+    graph::Program p = MustParse(text);
+    ops::TypeEnv t = MustInfer(p);
+    return exec::IntegerValuesUpcast(p.nodes[0], t);
+  };
+  // gather's index, index_select's index, nll_loss's class target.
+  EXPECT_TRUE(upcast("divfuzz v1\ninput %x: f32[4] = fill(1.0)\ninput %i: i64[2] = values(0, 3)\n"
+                     "%y = aten::gather(%x, 0, %i)\noutput %y\n")
+                  .empty());
+  EXPECT_TRUE(upcast("divfuzz v1\ninput %x: f32[4] = fill(1.0)\ninput %i: i64[2] = values(0, 3)\n"
+                     "%y = aten::index_select(%x, 0, %i)\noutput %y\n")
+                  .empty());
+  EXPECT_TRUE(upcast("divfuzz v1\ninput %x: f32[2,3] = fill(0.5)\ninput %c: i64[2] = values(0, 2)\n"
+                     "%y = aten::cross_entropy_loss(%x, %c)\noutput %y\n")
+                  .empty());
+  // An op that computes in integers: integer result.
+  EXPECT_TRUE(upcast("divfuzz v1\ninput %a: i32[2] = values(7, 9)\ninput %b: i32[2] = values(2, 4)\n"
+                     "%y = aten::mul.Tensor(%a, %b)\noutput %y\n")
+                  .empty());
+  // special_zeta of int32 computes in floating.
+  EXPECT_EQ(upcast("divfuzz v1\ninput %a: i32[2] = values(2, 3)\n"
+                   "%y = aten::special_zeta.other_scalar(%a, 1.0)\noutput %y\n"),
+            (std::set<std::string>{"a"}));
+  EXPECT_EQ(upcast("divfuzz v1\ninput %b: i32[2] = values(1, 2)\n"
+                   "%y = aten::special_zeta.self_scalar(2.0, %b)\noutput %y\n"),
+            (std::set<std::string>{"b"}));
+}
+
+TEST(WitnessIntegerUpcast, AnIntegerToFloatingOpIsJudgedByItsFloat64Reference) {
+  // special_zeta(2, 1) = pi^2/6 of int32 inputs, an f32 result. A side that
+  // returns NaN (CUDA's f32 special_zeta where the answer underflows) was
+  // undecided: "integer inputs are not upcast".
+  const std::string text =
+      "divfuzz v1\ninput %a: i32[4] = fill(2)\n"
+      "%y = aten::special_zeta.other_scalar(%a, 1.0)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 1, std::numeric_limits<double>::quiet_NaN()), {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  // An op that computes in integers still has no float64 reference.
+  const std::string ints =
+      "divfuzz v1\ninput %a: i32[4] = fill(7)\ninput %b: i32[4] = fill(3)\n"
+      "%y = aten::bitwise_xor.Tensor(%a, %b)\noutput %y\n";
+  Judged k = Judge(ints, exec::Target::kCpu, exec::Target::kCpuScalar, {}, PlantElement(0, 1, 20));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.wrong_side, "undecided") << k.root.reason;
+  EXPECT_TRUE(absl::StrContains(k.root.reason, "integer inputs of an op that computes in integers"))
+      << k.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles
