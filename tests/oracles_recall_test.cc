@@ -261,5 +261,90 @@ TEST(WitnessIntegerUpcast, AnIntegerToFloatingOpIsJudgedByItsFloat64Reference) {
       << k.root.reason;
 }
 
+// --- 4. Rules no wider than PyTorch's clause --------------------------------
+
+TEST(ExpectedRulesNarrow, NonFiniteInputsToAConvolutionWithOneSignedInfiniteTerms) {
+  // conv1d of (-inf, 1, 2, 3) with weights (0.5, 0.5): every infinite term
+  // is -inf, so element 0 is -inf in any order. NaN there is a bug, which
+  // nonfinite_inputs (and cancelling_reductions' overflow clause) excused.
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[1,1,4] = values(-inf, 1.0, 2.0, 3.0)\n"
+      "input %w: f32[1,1,2] = fill(0.5)\n%y = aten::conv1d(%x, %w)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()), {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  // A zero weight makes -inf * 0 a term: NaN in IEEE arithmetic, a value
+  // where a library skips zero factors. Excused.
+  const std::string zero =
+      "divfuzz v1\ninput %x: f32[1,1,4] = values(-inf, 1.0, 2.0, 3.0)\n"
+      "input %w: f32[1,1,2] = values(0.0, 0.5)\n%y = aten::conv1d(%x, %w)\noutput %y\n";
+  Judged k = Judge(zero, exec::Target::kCpu, exec::Target::kCpuF64, PlantElement(0, 0, 0.5), {});
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "expected") << k.root.reason;
+  EXPECT_EQ(k.root.expected_rule, "nonfinite_inputs") << k.root.reason;
+}
+
+TEST(ExpectedRulesNarrow, NonFiniteInputsToAMatrixProduct) {
+  // mm([-inf, 1] x [[2], [3]]) = -inf: NaN is a bug.
+  const std::string text =
+      "divfuzz v1\ninput %a: f32[1,2] = values(-inf, 1.0)\ninput %b: f32[2,1] = values(2.0, 3.0)\n"
+      "%y = aten::mm(%a, %b)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()), {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+  // Infinite terms of both signs meet (-inf·2 + inf·3): excused.
+  const std::string both =
+      "divfuzz v1\ninput %a: f32[1,2] = values(-inf, inf)\ninput %b: f32[2,1] = values(2.0, 3.0)\n"
+      "%y = aten::mm(%a, %b)\noutput %y\n";
+  Judged k = Judge(both, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::infinity()), {});
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "expected") << k.root.reason;
+  EXPECT_EQ(k.root.expected_rule, "nonfinite_inputs") << k.root.reason;
+  // Linear algebra keeps its excuse in any class (the notes' torch.linalg).
+  const std::string det =
+      "divfuzz v1\ninput %m: f32[2,2] = values(-inf, 1.0, 2.0, 3.0)\n"
+      "%d = aten::linalg_det(%m)\noutput %d\n";
+  Judged l = Judge(det, exec::Target::kCpu, exec::Target::kCpuF64, PlantElement(0, 0, 1.0), {});
+  ASSERT_TRUE(l.diverged);
+  EXPECT_EQ(l.root.expected_rule, "nonfinite_inputs") << l.root.reason;
+}
+
+TEST(ExpectedRulesNarrow, FiniteTermsThatOverflowInSomeOrdersStayExcused) {
+  // 3e38 + 3e38 - 3e38: inf or 3e38 by the order (cancelling_reductions).
+  const std::string text =
+      "divfuzz v1\ninput %x: f32[3] = values(3e38, 3e38, -3e38)\n%s = aten::sum(%x)\noutput %s\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::infinity()), {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "cancelling_reductions") << j.root.reason;
+}
+
+TEST(ExpectedRulesNarrow, ReducedPrecisionOnlyWithinWhatOpInfoAccepts) {
+  // CPU log_softmax keeping its f16 sum in Half: 0 where -4.54e-5 is right.
+  // Beyond PyTorch's OpInfo tolerance for log_softmax in f16 (none looser
+  // than the default): its own tests fail there. A bug, no longer excused.
+  const std::string text =
+      "divfuzz v1\ninput %x: f16[1,2] = values(120.0, 110.0)\n"
+      "%y = aten::log_softmax.int(%x, 1)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantElement(0, 0, 0.0), {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  // trapezoid's dx = diff(x) in a bf16 x, one bf16 rounding in an f32
+  // result: within bf16's tolerance, expected.
+  const std::string trapz =
+      "divfuzz v1\ninput %y: f32[2] = values(1.0, 1.0)\ninput %x: bf16[2] = values(1.0, "
+      "2.640625)\n%t = aten::trapezoid.x(%y, %x)\noutput %t\n";
+  Judged k = Judge(trapz, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 1.0 / 256), {});
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.expected_rule, "reduced_precision_intermediate") << k.root.reason;
+  EXPECT_TRUE(absl::StrContains(k.root.reason, "OpInfo")) << k.root.reason;
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles

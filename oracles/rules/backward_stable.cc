@@ -1,4 +1,10 @@
 // backward_stable: elementwise ops at an ill-conditioned point.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point provides limited accuracy (about 7 decimal digits
+// for single precision floating point numbers, about 16 decimal digits for
+// double precision floating point numbers)": an input is known to that accuracy only.
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>

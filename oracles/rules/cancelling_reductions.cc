@@ -1,5 +1,13 @@
 // cancelling_reductions: sums within the summation-order bound (CancellingReduction), products
 // within the multiplication-order bound (ProductOrder).
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point addition and multiplication are not
+// associative, so the order of the operations affects the results."
+// and "In particular, CPU and GPU results can be different even for
+// bitwise-identical inputs and even after controlling for the sources of
+// randomness."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/abs.h>
@@ -14,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -103,8 +112,30 @@ std::optional<RuleMatch> CancellingReduction(const Context& c) {
     // Where sum|terms| exceeds the dtype's range, whether a partial sum
     // overflows (inf, or inf - inf = nan) depends on the order of summation.
     // (A NaN term makes every order NaN: that is no excuse.)
+    // Only finite terms overflow in one order and not in another: an infinite
+    // input makes its terms infinite in every order, and with infinities of
+    // one sign only the exact result is that infinity (a convolution of -inf
+    // with positive weights is -inf, not NaN). So where an input holds inf
+    // or NaN, sum|terms| counts the finite terms alone.
+    bool nonfinite_input = false;
+    std::map<std::string, at::Tensor> finite_inputs;
+    for (const auto& [name, t] : c.inputs) {
+      finite_inputs[name] = t;
+      if (!t.defined() || !at::isFloatingType(t.scalar_type())) continue;
+      if (!at::isfinite(t).all().item<bool>()) {
+        nonfinite_input = true;
+        finite_inputs[name] = at::where(at::isfinite(t), t, at::zeros_like(t));
+      }
+    }
+    at::Tensor finite_abs = sum_abs;
+    if (nonfinite_input) {
+      finite_abs = exec::AbsTermsWitness(c.node, finite_inputs, c.types, out);
+      if (!finite_abs.defined() || finite_abs.sizes() != yb.sizes()) finite_abs = sum_abs;
+    }
     bool overflow_possible =
-        at::logical_or(sum_abs.gt(graph::MaxFinite(c.dtype)), at::isinf(sum_abs)).any().item<bool>();
+        at::logical_or(finite_abs.gt(graph::MaxFinite(c.dtype)), at::isinf(finite_abs))
+            .any()
+            .item<bool>();
     // A mean, an average or a trapezoid sums its raw inputs before it scales
     // them: their sum|x| bounds that intermediate, though sum|terms| (terms
     // already scaled) fits.

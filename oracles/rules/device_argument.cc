@@ -1,4 +1,9 @@
 // device_argument: an argument value documented as unsupported on the raising device.
+//
+// It rests on torch.linalg.lstsq's documentation: "For CUDA input, the only
+// valid driver is `'gels'`, which assumes that :attr:`A` is full-rank.", and
+// torch.linalg.svd's: "driver (str, optional): name of the cuSOLVER method to
+// be used. This keyword argument only works on CUDA inputs."
 #include "oracles/rules/rule.h"
 
 #include <algorithm>

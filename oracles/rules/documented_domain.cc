@@ -1,4 +1,8 @@
 // documented_domain: inputs outside the domain PyTorch documents for the op.
+//
+// It rests on torch.special.multigammaln's documentation: "All elements
+// must be greater than :math:`\frac{p - 1}{2}`, otherwise the behavior is
+// undefined."
 #include "oracles/rules/rule.h"
 
 #include <optional>

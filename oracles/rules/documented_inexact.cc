@@ -1,4 +1,9 @@
 // documented_inexact: ops PyTorch documents as inexact for the dtype.
+//
+// It rests on torch.round's documentation: "When the :attr:`decimals`
+// argument is specified the algorithm used is similar to NumPy's `around`.
+// This algorithm is fast but inexact and it can easily overflow for low
+// precision dtypes."
 #include "oracles/rules/rule.h"
 
 #include <optional>

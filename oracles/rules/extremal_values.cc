@@ -1,4 +1,10 @@
 // extremal_values: an intermediate over- or underflows though the result fits.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html),
+// "Extremal values": "When inputs contain large values such that intermediate
+// results may overflow the range of the used datatype, the end result may
+// overflow too, even though it is representable in the original datatype."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/isfinite.h>

@@ -1,5 +1,9 @@
 // float_to_int_casts: casts of non-finite or out-of-range floats to integers, the op's own
 // (torch.Tensor.to) or one made inside an op (InternalIntCast).
+//
+// It rests on the C++ rule ATen's casts inherit ([conv.fpint]): "The
+// behavior is undefined if the truncated value cannot be represented in the
+// destination type." PyTorch documents no saturation for such casts.
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/isfinite.h>

@@ -1,4 +1,11 @@
 // ill_conditioned: linear algebra on an ill-conditioned matrix.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html),
+// "Extremal values in linalg": "If provided with ill-conditioned inputs, the
+// result of these functions they may vary when using the same inputs on
+// different devices or when using different backends via the keyword
+// ``driver``."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/abs.h>

@@ -1,5 +1,15 @@
 // index_ties: indices that select equal values (ties), mode's equally frequent values,
 // and indexed writes that name one destination twice without accumulate.
+//
+// It rests on the op docs: torch.kthvalue, "When :attr:`input` is a CUDA
+// tensor and there are multiple valid :attr:`k` th values, this function may
+// nondeterministically return :attr:`indices` for any of them."; torch.sort,
+// "If :attr:`stable` is ``True`` then the sorting routine becomes stable,
+// preserving the order of equivalent elements." (not otherwise); and
+// Tensor.index_put_, "If accumulate is ``False``, the behavior is undefined if
+// indices contain duplicate elements." (Note: torch.argmax/argmin document
+// "If there are multiple maximal values then the indices of the first maximal
+// value are returned": ties there are no excuse by the docs.)
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>

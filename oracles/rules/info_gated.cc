@@ -1,4 +1,10 @@
 // info_gated: outputs of a `*_ex` factorization that reports failure.
+//
+// It rests on torch.linalg.cholesky_ex's documentation (the *_ex
+// factorizations alike): "If :attr:`A` is not a Hermitian positive-definite
+// matrix, ... then ``info`` stores a positive integer for the corresponding
+// matrix. The positive integer indicates the order of the leading minor that
+// is not positive-definite, and the decomposition could not be completed."
 #include "oracles/rules/rule.h"
 
 #include <optional>

@@ -1,4 +1,12 @@
 // inherited_difference: a difference inherited from upstream and amplified by this op.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point provides limited accuracy (about 7 decimal digits
+// for single precision floating point numbers, about 16 decimal digits for
+// double precision floating point numbers)": inputs that
+// differ within that accuracy upstream may give results that differ further
+// where the op amplifies them.
 #include "oracles/rules/rule.h"
 
 #include <optional>

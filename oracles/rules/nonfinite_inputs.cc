@@ -1,4 +1,25 @@
 // nonfinite_inputs: non-finite inputs where PyTorch gives no guarantee.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html), "Linear
+// algebra (torch.linalg)", "Non-finite values": "The external libraries
+// (backends) that ``torch.linalg`` uses provide no guarantees on their
+// behaviour when the inputs have non-finite values like ``inf`` or ``NaN``.
+// As such, neither does PyTorch. The operations may return a tensor with
+// non-finite values, or raise an exception, or even segfault." FFTs hand
+// their input to such libraries too (MKL/pocketfft, cuFFT). For reductions it
+// rests on the notes' opening: "floating point addition and multiplication
+// are not associative, so the order of the operations affects the results":
+// with infinities of both signs, inf - inf appears in some orders, and an
+// exponential normalizer or a statistic subtracts an intermediate (its max,
+// its mean) that turns inf into inf - inf or not by the algorithm.
+//
+// Nothing in the notes excuses a matrix product or a convolution (not
+// torch.linalg) whose terms are defined in IEEE arithmetic whatever the
+// order: where no term can be NaN (no NaN, no 0·inf) and every infinite term
+// has one sign, each output element is that infinity or finite, so -inf
+// convolved with positive weights is -inf and NaN there is a bug. They are
+// excused only where a term may be NaN or infinite terms of both signs meet.
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/isnan.h>
@@ -8,6 +29,8 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <set>
+#include <vector>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -58,39 +81,99 @@ bool BlamedFiniteWhereWitnessIsNan(const Context& c) {
   return any;
 }
 
+// Which signs of infinity the product terms of a matrix product or a
+// convolution may take, from its floating operands (each argument position
+// pairs with every other: a bias is counted as a factor, which only widens
+// the set), or nullopt where some term may be NaN (a NaN operand, an infinity
+// beside a zero, a complex operand) and no sign is fixed. A convolution's
+// input may be padded with zeros.
+std::optional<std::set<int>> InfiniteTermSigns(const Context& c) {
+  struct Signs {
+    bool neg = false, zero = false, pos = false, ninf = false, pinf = false, nan = false;
+  };
+  std::vector<Signs> operands;
+  for (const graph::Argument& arg : c.node.args) {
+    std::vector<const graph::Literal*> items{&arg.value};
+    for (const graph::Literal& item : arg.value.list) items.push_back(&item);
+    for (const graph::Literal* l : items) {
+      if (l->kind != graph::Literal::Kind::kValue) continue;
+      auto it = c.inputs.find(l->s);
+      if (it == c.inputs.end() || !it->second.defined()) continue;
+      const at::Tensor& t = it->second;
+      if (t.is_complex()) return std::nullopt;
+      if (!at::isFloatingType(t.scalar_type())) continue;
+      const double inf = std::numeric_limits<double>::infinity();
+      Signs s;
+      s.nan = at::isnan(t).any().item<bool>();
+      s.pinf = t.eq(inf).any().item<bool>();
+      s.ninf = t.eq(-inf).any().item<bool>();
+      s.zero = t.eq(0).any().item<bool>();
+      s.pos = t.gt(0).logical_and(t.lt(inf)).any().item<bool>();
+      s.neg = t.lt(0).logical_and(t.gt(-inf)).any().item<bool>();
+      if (operands.empty() && c.spec.family == "conv") s.zero = true;  // padding
+      operands.push_back(s);
+    }
+  }
+  std::set<int> signs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Signs& x = operands[i];
+    if (x.nan) return std::nullopt;
+    if (!x.pinf && !x.ninf) continue;
+    for (size_t j = 0; j < operands.size(); ++j) {
+      if (j == i) continue;
+      const Signs& y = operands[j];
+      if (y.zero || y.nan) return std::nullopt;  // 0·inf
+      for (int s : {x.pinf ? 1 : 0, x.ninf ? -1 : 0}) {
+        if (s == 0) continue;
+        if (y.pos || y.pinf) signs.insert(s);
+        if (y.neg || y.ninf) signs.insert(-s);
+      }
+    }
+  }
+  return signs;
+}
+
 }  // namespace
 
-// PyTorch's notes: the libraries behind linear algebra, FFTs and matrix
-// products give no guarantee for non-finite inputs, in any failure class; an
-// exponential normalizer subtracts its max (inf - inf). Plain sums only
-// depend on the order with infinities of both signs (NaN must propagate).
+// Linear algebra and FFTs: any failure class. Reductions: infinities of both
+// signs in a plain sum; any infinity through an intermediate an exponential
+// normalizer or a statistic subtracts. Matrix products and convolutions:
+// only where a term may be NaN or infinite terms of both signs meet. A NaN
+// term makes a sum, a dot product or a normalizer NaN in every order: outside
+// linear algebra and FFTs, a side that returns a finite value where the
+// agreeing witnesses say NaN is not excused.
 std::optional<RuleMatch> nonfinite_inputs(const Context& c) {
   if (!(c.spec.hints & ops::kNoNonFiniteGuarantee)) return std::nullopt;
   const NonFinite n = ScanNonFinite(c);
   if (!n.Any()) return std::nullopt;
-  const uint32_t backend = ops::kConditioned | ops::kDecomposition | ops::kInfoGated |
-                           ops::kTransform | ops::kCancellingMatmul | ops::kTf32Sensitive;
-  const bool library = (c.spec.hints & backend) || c.spec.family == "linalg" ||
-                       c.spec.family == "decomposition" || c.spec.family == "fft" ||
-                       c.spec.family == "matmul" || c.spec.family == "conv";
   const std::string what =
       absl::StrCat(n.nan ? "NaN" : "", n.nan && (n.pos_inf || n.neg_inf) ? " and " : "",
                    n.pos_inf && n.neg_inf ? "+-inf" : n.pos_inf ? "+inf" : n.neg_inf ? "-inf" : "");
-  // A NaN term makes a sum, a dot product or a normalizer NaN in every
-  // order: outside linear algebra and transforms, a side that returns a
-  // finite value where the agreeing witnesses say NaN is not excused (CPU
-  // flash attention zero-filling a NaN row).
   const bool linalg = (c.spec.hints & (ops::kConditioned | ops::kDecomposition | ops::kInfoGated |
                                        ops::kTransform)) ||
                       c.spec.family == "linalg" || c.spec.family == "decomposition" ||
                       c.spec.family == "fft";
-  if (!linalg && n.nan && !n.pos_inf && !n.neg_inf && BlamedFiniteWhereWitnessIsNan(c)) {
+  if (linalg) {
+    return RuleMatch{"nonfinite_inputs",
+                     absl::StrCat("the input holds ", what, ": PyTorch's numerical-accuracy notes: "
+                                  "the backends of linear algebra (and FFTs) \"provide no "
+                                  "guarantees on their behaviour when the inputs have non-finite "
+                                  "values like inf or NaN. As such, neither does PyTorch.\"")};
+  }
+  if (n.nan && !n.pos_inf && !n.neg_inf && BlamedFiniteWhereWitnessIsNan(c)) {
     return std::nullopt;
   }
-  if (library) {
+  const bool products = (c.spec.hints & (ops::kCancellingMatmul | ops::kTf32Sensitive)) ||
+                        c.spec.family == "matmul" || c.spec.family == "conv";
+  if (products) {
+    const std::optional<std::set<int>> signs = InfiniteTermSigns(c);
+    if (signs && signs->size() <= 1) return std::nullopt;  // IEEE fixes every element
     return RuleMatch{"nonfinite_inputs",
-                     absl::StrCat("the input holds ", what, ": PyTorch gives no guarantee for "
-                                  "non-finite inputs to linear algebra, FFTs and matrix products")};
+                     absl::StrCat("the input holds ", what, ": ",
+                                  signs ? "infinite product terms of both signs meet (inf - inf), "
+                                          "in an order each kernel chooses"
+                                        : "a product term may be NaN (0 * inf, a NaN), which "
+                                          "libraries may skip or keep (BLAS skips zero factors)")};
   }
   const bool plain_sum = c.spec.hints & (ops::kCancellingReduction | ops::kProductReduction);
   if (plain_sum ? (n.pos_inf && n.neg_inf) : (n.pos_inf || n.neg_inf)) {

@@ -1,4 +1,10 @@
 // normalization_statistics: normalizations: the statistics' rounding amplified by 1/sigma.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point addition and multiplication are not
+// associative, so the order of the operations affects the results."
+// (the statistics are sums, and 1/sigma amplifies their rounding).
 #include "oracles/rules/rule.h"
 
 #include <algorithm>

@@ -1,4 +1,13 @@
 // normwise_backward_error: factorizations, spectra and matrix functions judged normwise.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html),
+// "Extremal values in linalg": "Spectral operations like ``svd``, ``eig``, and
+// ``eigh`` may also return incorrect results (and their gradients may be
+// infinite) when their inputs have singular values that are close to each
+// other.", and on "In particular, CPU and GPU results can be different even for
+// bitwise-identical inputs and even after controlling for the sources of
+// randomness."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>

@@ -2,6 +2,15 @@
 // PhaseBoundOf (oracles/expected_rules.h) is the bound this rule allows between
 // the sides and the side check (attribution.cc) allows between a side and its
 // witness: one bound for both.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point provides limited accuracy (about 7 decimal digits
+// for single precision floating point numbers, about 16 decimal digits for
+// double precision floating point numbers)" (a phase
+// formed in the dtype is known to that accuracy only), and "In particular, CPU and GPU results can be different even for
+// bitwise-identical inputs and even after controlling for the sources of
+// randomness."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>

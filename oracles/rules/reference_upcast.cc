@@ -1,4 +1,8 @@
 // reference_upcast: the float64 reference side did not make the same call.
+//
+// No PyTorch sentence: the rule excuses divfuzz's own float64 reference
+// target (cpu-f64, cuda-f64) where it did not make the same call as the other
+// side, a defect of the reference rather than a PyTorch policy.
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/any.h>

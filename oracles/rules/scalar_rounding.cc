@@ -1,4 +1,12 @@
 // scalar_rounding: a side right once the Python scalar is rounded to the dtype.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "In particular, CPU and GPU results can be different even for
+// bitwise-identical inputs and even after controlling for the sources of
+// randomness."
+// (eager PyTorch rounds a Python scalar to the tensor's dtype on some device
+// paths and not on others; no sentence documents which).
 #include "oracles/rules/rule.h"
 
 #include <optional>

@@ -1,4 +1,9 @@
 // scan_carry: scans that carry their running value in the dtype.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point addition and multiplication are not
+// associative, so the order of the operations affects the results."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>

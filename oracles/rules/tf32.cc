@@ -1,4 +1,10 @@
 // tf32: CUDA running with TF32 / reduced-precision reductions.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html),
+// "TensorFloat-32(TF32) on Nvidia Ampere (and later) devices": "When an
+// operation is performed using TF32 tensor cores, only the first 10 bits of
+// the input mantissa are read."
 #include "oracles/rules/rule.h"
 
 #include <optional>

@@ -1,4 +1,13 @@
 // transform_normwise: FFTs judged by their normwise bound.
+//
+// It rests on PyTorch's numerical-accuracy notes
+// (https://pytorch.org/docs/stable/notes/numerical_accuracy.html):
+// "floating point addition and multiplication are not
+// associative, so the order of the operations affects the results."
+// (a transform's butterflies sum in an order each library chooses), and on
+// "Extremal values": "intermediate results may overflow the range of the used
+// datatype, the end result may overflow too, even though it is representable
+// in the original datatype."
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>

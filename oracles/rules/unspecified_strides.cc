@@ -1,4 +1,9 @@
 // unspecified_strides: view() of an output whose strides PyTorch does not specify.
+//
+// It rests on Tensor.view's documentation: "When it is unclear whether a
+// :meth:`view` can be performed, it is advisable to use :meth:`reshape`, which
+// returns a view if the shapes are compatible, and copies (equivalent to
+// calling :meth:`contiguous`) otherwise."
 #include "oracles/rules/rule.h"
 
 #include <optional>
