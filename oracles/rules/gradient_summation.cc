@@ -24,7 +24,12 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
   int64_t n = 1;
   for (at::Tensor& t : incoming) {
     if (!t.defined()) continue;
-    n = std::max<int64_t>(n, t.numel());
+    // An elementwise op's backward sums only what broadcasting folded into
+    // one element (sum_to_size), plus the few roundings of its formula.
+    const int64_t terms = c.pointwise ? (t.numel() + std::max<int64_t>(1, c.a.outgoing.numel()) - 1) /
+                                            std::max<int64_t>(1, c.a.outgoing.numel()) + 4
+                                      : t.numel();
+    n = std::max<int64_t>(n, terms);
     t = t.abs();
   }
   exec::VjpResult terms =

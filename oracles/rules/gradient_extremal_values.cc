@@ -1,0 +1,52 @@
+// gradient_extremal_values: PyTorch's numerical-accuracy notes, "Extremal
+// values": where intermediate results overflow the range of the dtype, the
+// end result may overflow too, though it is representable. A backward kernel
+// forms the op's local derivative (cosh(x) for sinh, 1/x^2 for reciprocal)
+// before it multiplies by the incoming gradient: where that derivative
+// (the float64 backward with unit incoming gradients) exceeds the dtype's
+// range, or the gradient itself does, a non-finite side is expected. A
+// derivative within range that a side overflows stays a finding.
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+namespace {
+
+// |x| at the divergence's element (any element for an op that is not
+// elementwise), beyond the dtype's range.
+bool BeyondRange(const GradientContext& c, const at::Tensor& t) {
+  if (!t.defined() || t.is_complex()) return false;
+  const at::Tensor big = t.to(at::kDouble).abs() > graph::MaxFinite(c.dtype);
+  if (c.pointwise && c.d.element >= 0 && c.d.element < big.numel()) {
+    return big.reshape(-1)[c.d.element].item<bool>();
+  }
+  return big.any().item<bool>();
+}
+
+}  // namespace
+
+std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
+  if (c.d.cls != DivergenceClass::kClassSplit) return std::nullopt;
+  if (BeyondRange(c, c.a.witness) || BeyondRange(c, c.b.witness)) {
+    return RuleMatch{"gradient_extremal_values",
+                     absl::StrCat("the float64 gradient of ", c.node.QualifiedName(),
+                                  " overflows ", std::string(graph::DTypeName(c.dtype)),
+                                  " there: the notes leave such a result's non-finite class open")};
+  }
+  std::vector<at::Tensor> unit;
+  for (const at::Tensor& t : c.a.incoming) unit.push_back(t.defined() ? at::ones_like(t) : t);
+  exec::VjpResult local =
+      exec::RunNodeVjp(c.node, c.a.inputs, unit, c.types, exec::Target::kCpuF64);
+  if (local.result.error || c.out >= local.result.exact.size()) return std::nullopt;
+  if (!BeyondRange(c, local.result.exact[c.out])) return std::nullopt;
+  return RuleMatch{"gradient_extremal_values",
+                   absl::StrCat("the local derivative of ", c.node.QualifiedName(),
+                                " (its float64 backward with unit incoming gradients) overflows ",
+                                std::string(graph::DTypeName(c.dtype)),
+                                " before the incoming gradient scales it back into range")};
+}
+
+}  // namespace divfuzz::oracles::rules
