@@ -74,11 +74,12 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"quarantined", 0},
                           {"over_budget", 0},
                           {"one_sided", 0},
+                          {"gradient_programs", 0},
                           {"batches", 0},
                           {"variant_cases", 0}};
   ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key :
-         {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "batches",
+         {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "gradient_programs", "batches",
           "variant_cases"}) {
       if (j.contains(key) && j[key].is_number_integer()) {
         total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();

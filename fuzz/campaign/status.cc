@@ -123,6 +123,24 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
       "programs with a pair only some device accepts (dtype gaps, one-sided errors): %d (%.1f%% "
       "of executions)\n",
       one_sided, executions > 0 ? 100.0 * one_sided / executions : 0.0);
+  // Gradient statements (graph/gradient.h): how many programs ran one, and
+  // the buckets rooted at a backward kernel, by tier.
+  const int64_t gradient_programs = totals.value("gradient_programs", int64_t{0});
+  std::map<std::string, int> gradient_by_tier;
+  for (const nlohmann::json& e : index) {
+    const nlohmann::json detail = e.value("detail", nlohmann::json::object());
+    const std::string op = e.value("root_op", "");
+    if (!detail.value("forward_op", std::string()).empty() || op == "autograd::grad" ||
+        op.find("Backward") != std::string::npos) {
+      gradient_by_tier[e.value("tier", "?")]++;
+    }
+  }
+  out << absl::StrFormat("programs with a gradient statement: %d (%.1f%% of executions); "
+                         "gradient buckets by tier:",
+                         gradient_programs,
+                         executions > 0 ? 100.0 * gradient_programs / executions : 0.0);
+  for (const auto& [tier, n] : gradient_by_tier) out << " " << tier << "=" << n;
+  out << "\n";
   // Root-cause groups first: one mechanism often files many buckets.
   std::vector<report::Bucket> buckets;
   for (const nlohmann::json& e : index) {

@@ -1,5 +1,7 @@
 #include "fuzz/harness/harness.h"
 
+#include "graph/gradient.h"
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -81,6 +83,7 @@ struct Harness::State {
   int64_t quarantined = 0;     // programs skipped for a quarantined op
   int64_t over_budget = 0;     // programs skipped for their memory footprint
   int64_t one_sided = 0;       // programs with a pair some device rejects (ops/generic.h)
+  int64_t gradient_programs = 0;  // programs with a gradient statement (graph/gradient.h)
   int64_t batches = 0;         // batched runs of value variants
   int64_t variant_cases = 0;   // the variants those checked (each a program of its own)
   // Signatures already in the store: their repeat hits are counted here and
@@ -101,6 +104,7 @@ struct Harness::State {
             {"new_findings", new_findings},     {"roots_by_tier", roots_by_tier},
             {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
             {"over_budget", over_budget},       {"one_sided", one_sided},
+            {"gradient_programs", gradient_programs},
             {"batches", batches},               {"variant_cases", variant_cases}};
   }
   // Epoch: the first program flushes at once, so a worker that dies early
@@ -306,6 +310,7 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
   if (!WithinMemoryBudget(program, types)) return outcome;
   const BothSides run = RunBothSides(program, types);
   if (UsesOneSidedPair(program, types)) ++state_->one_sided;
+  if (graph::HasGradients(program)) ++state_->gradient_programs;
   outcome.verdict = Judge(program, types, run);
 
   // The signal is the verdict alone (FeedBackRoot): a root divergence's (op,
@@ -453,7 +458,9 @@ bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& 
                 {"expected_rule", d.expected_rule},
                 {"witness", d.witness},
                 {"trigger", d.trigger},
-                {"reason", d.reason}};
+                {"reason", d.reason},
+                {"backward_of", d.backward_of},
+                {"forward_op", d.forward_op}};
   absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
   if (!r.ok()) StoreFailed(config_.findings_dir, "recording a new bucket failed", r.status());
   state_->known.insert(signature);
@@ -576,7 +583,7 @@ void Harness::CheckDeterminism(const graph::Program& program, const ops::TypeEnv
       if (static_cast<size_t>(d.node_index) >= std::min(n1.size(), n2.size())) continue;
       if (oracles::RerunDifferenceOutsideNanRule(program, d.node_index, *first[side],
                                                  again[side])) {
-        oracles::MarkNondeterminism(d, program.nodes[d.node_index], first[side]->target,
+        oracles::MarkNondeterminism(d, program, d.node_index, first[side]->target,
                                     config_.policy);
         break;
       }
