@@ -1,5 +1,7 @@
 #include "minimize/emit_common.h"
 
+#include "graph/gradient.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -255,15 +257,19 @@ absl::string_view AtenDTypeName(DType dtype) { return SpellingOf(dtype).aten; }
 
 bool RacesAt(const graph::Program& program, const std::string& signature) {
   const std::string op = signature.substr(0, signature.find('|'));
-  for (const graph::Node& node : program.nodes) {
-    if (node.QualifiedName() == op && oracles::MayVaryBetweenRuns(node)) return true;
+  // A gradient finding's signature names its backward kernel (SinhBackward0).
+  const bool gradient = op == graph::kGradOp || op.find("Backward") != std::string::npos;
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    const graph::Node& node = program.nodes[i];
+    const bool named = gradient ? graph::IsGradNode(node) : node.QualifiedName() == op;
+    if (named && oracles::MayVaryBetweenRuns(program, static_cast<int>(i))) return true;
   }
   return false;
 }
 
 int ReproAttempts(const graph::Program& program, int node_index) {
   return node_index >= 0 && static_cast<size_t>(node_index) < program.nodes.size() &&
-                 oracles::MayVaryBetweenRuns(program.nodes[node_index])
+                 oracles::MayVaryBetweenRuns(program, node_index)
              ? kRacingAttempts
              : 1;
 }

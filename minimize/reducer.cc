@@ -160,7 +160,7 @@ absl::StatusOr<Evaluation> EvaluateNondeterminism(const graph::Program& program,
       d->dtype = dtype;
       d->root = true;
       d->detail = absl::StrCat(side, " run 1 vs run ", k, ": ", d->detail);
-      oracles::MarkNondeterminism(*d, node, target, options.policy,
+      oracles::MarkNondeterminism(*d, program, static_cast<int>(i), target, options.policy,
                                   inherited ? " (its inputs already differ between the runs: the "
                                               "nondeterminism may start upstream)"
                                             : "");
