@@ -78,9 +78,9 @@ at::Tensor ToDTypeKeepingNaNs(const at::Tensor& t, c10::ScalarType to) {
     std::memcpy(&bits, &p[i], sizeof(bits));
     const uint64_t frac = (bits & ((uint64_t{1} << 52) - 1)) >> (52 - frac_bits);
     const uint64_t quiet = uint64_t{1} << (frac_bits - 1);
-    const uint32_t nan = static_cast<uint32_t>((bits >> 63) << (frac_bits + exp_bits) |
-                                               ((uint64_t{1} << exp_bits) - 1) << frac_bits |
-                                               frac | quiet);
+    const uint32_t nan =
+        static_cast<uint32_t>((bits >> 63) << (frac_bits + exp_bits) |
+                              ((uint64_t{1} << exp_bits) - 1) << frac_bits | frac | quiet);
     if (part == at::kFloat) {
       std::memcpy(q + i * 4, &nan, 4);
     } else {

@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace divfuzz::graph {
@@ -59,7 +60,21 @@ bool IntRange(DType dtype, double* lo, double* hi) {
   }
 }
 
+// A NaN as a conversion to the format keeps it: the sign and the fraction's top
+// frac_bits bits; a narrower format sets the quiet bit, as the hardware's (and
+// exec/dtype_convert.h's) conversions do. float64 keeps every bit.
+double NaNInFormat(const FloatFormat& f, double v) {
+  if (f.frac_bits >= 52) return v;
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  const int drop = 52 - f.frac_bits;
+  bits = (bits >> drop << drop) | uint64_t{1} << 51;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
 double RoundToFormat(const FloatFormat& f, double v) {
+  if (std::isnan(v)) return NaNInFormat(f, v);
   if (!std::isfinite(v) || v == 0) return v;
   // Scaling by a power of two is exact, so nearbyint does the only rounding.
   int e = std::max(std::ilogb(v), f.emin);

@@ -49,7 +49,9 @@ double SmallestNormal(DType dtype);  // e.g. f32 2^-126
 bool FitsIntegralDType(DType dtype, double v);
 
 // The value of the dtype nearest to v, as a double. Floating (and complex
-// parts): IEEE round-to-nearest-even, overflow to +-inf, nan kept. Integers:
+// parts): IEEE round-to-nearest-even, overflow to +-inf; a nan keeps its sign
+// and the fraction bits the dtype has (the top ones), with the quiet bit set
+// below float64 (float64: every bit kept), as a conversion to it. Integers:
 // round to nearest (ties to even), clamp to the range (for i64 to 2^63-1024,
 // the largest double below 2^63), nan -> 0. bool: 0 stays 0, anything else 1.
 double RoundToDType(DType dtype, double v);

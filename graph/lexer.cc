@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <system_error>
@@ -319,6 +320,23 @@ std::optional<double> ParseNonFiniteWord(std::string_view word) {
   };
   if (equals("inf")) return HUGE_VAL;
   if (equals("nan")) return std::numeric_limits<double>::quiet_NaN();
+  // nan_0xF: the NaN whose float64 fraction field (the 52 bits below the
+  // exponent) is F, nonzero; the printer writes it for every NaN but the
+  // canonical quiet one (F = 0x8000000000000).
+  if (word.size() > 6 && word.size() <= 6 + 13 && lower(word[0]) == 'n' && lower(word[1]) == 'a' &&
+      lower(word[2]) == 'n' && word.substr(3, 3) == "_0x") {
+    uint64_t frac = 0;
+    for (char c : word.substr(6)) {
+      if (!IsHexDigit(c)) return std::nullopt;
+      const char l = lower(c);
+      frac = frac << 4 | static_cast<uint64_t>(IsDigit(l) ? l - '0' : l - 'a' + 10);
+    }
+    if (frac == 0 || frac >> 52 != 0) return std::nullopt;
+    const uint64_t bits = uint64_t{0x7ff} << 52 | frac;
+    double v;
+    std::memcpy(&v, &bits, sizeof(v));
+    return v;
+  }
   return std::nullopt;
 }
 
@@ -343,7 +361,7 @@ std::string ParseNumber(std::string_view text, bool ints_as_double, NumberLitera
   }
   if (!err.empty()) return err;
   if (out->is_float || ints_as_double) {
-    if (neg) out->f = -out->f;
+    if (neg) out->f = std::copysign(out->f, -1.0);  // -nan: the sign bit, payload kept
     return "";
   }
   // out->i holds the magnitude's bits; int64 takes [-2^63, 2^63 - 1].

@@ -64,7 +64,8 @@ inline constexpr char kNumberSpellings[] =
     "like 12, -1.5e3, 0x1f, 0x1.8p-3, inf, -inf or nan; inf and nan in any case";
 
 // "inf" or "nan" in any capitalisation (Inf, NaN, INF ...), without a sign:
-// HUGE_VAL or the quiet NaN; nullopt for any other word.
+// HUGE_VAL or the quiet NaN; "nan_0xF" (F: 1 to 13 hex digits, nonzero, below
+// 2^52) is the NaN whose float64 fraction field is F; nullopt for any other word.
 std::optional<double> ParseNonFiniteWord(std::string_view word);
 
 // Parses a kNumber token's text (or inf/nan in any case, with optional sign). A number

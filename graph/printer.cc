@@ -12,9 +12,16 @@
 namespace divfuzz::graph {
 namespace {
 
+// A NaN keeps its sign and payload: "nan"/"-nan" for the canonical quiet NaN,
+// else "nan_0xF" with F its float64 fraction field (graph/lexer.h).
 std::string NonFinite(double v) {
-  if (std::isnan(v)) return std::signbit(v) ? "-nan" : "nan";
-  return v < 0 ? "-inf" : "inf";
+  if (!std::isnan(v)) return v < 0 ? "-inf" : "inf";
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  const uint64_t frac = bits & ((uint64_t{1} << 52) - 1);
+  std::string out = (bits >> 63) ? "-nan" : "nan";
+  if (frac != uint64_t{1} << 51) absl::StrAppend(&out, "_0x", absl::Hex(frac));
+  return out;
 }
 
 // Integer dtypes print their (integral, in-range) values as integers; -0.0

@@ -71,8 +71,14 @@ std::string Comment(absl::string_view s, size_t max = 150) {
 
 std::string ScalarTypeExpr(DType d) { return std::string(AtenDTypeName(d)); }
 
-// An exact double expression: a hex-float literal, or kInf / kNaN.
+// An exact double expression: a hex-float literal, kInf, kNaN, or NaNBits(...)
+// for a NaN other than +-kNaN (its sign and payload kept).
 std::string CppDouble(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  if (std::isnan(v) && (bits & ~(uint64_t{1} << 63)) != 0x7ff8000000000000u) {
+    return absl::StrCat("NaNBits(0x", absl::Hex(bits), "u)");
+  }
   if (std::isnan(v)) return std::signbit(v) ? "-kNaN" : "kNaN";
   if (std::isinf(v)) return v > 0 ? "kInf" : "-kInf";
   return graph::FormatHexFloat(v);

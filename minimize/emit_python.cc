@@ -146,12 +146,11 @@ std::string Attr(const std::string& expr, absl::string_view name) {
 
 std::string TorchDType(DType dtype) { return std::string(TorchDTypeName(dtype)); }
 
-// The exact hex form Python's float.fromhex reads back ("0x1.8p-3", "inf",
-// "-inf", "nan", "-nan").
+// The exact hex form the script's F reads back ("0x1.8p-3", "inf", "-inf",
+// "nan", "-nan", and "-nan_0xfe00000000000" for a NaN with a payload).
 std::string Hex(double v) { return graph::FormatHexFloat(v); }
 
 std::string PyFloat(double v) {
-  if (std::isnan(v)) return std::signbit(v) ? "float('-nan')" : "float('nan')";
   if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
   return absl::StrCat("F('", Hex(v), "')");
 }
@@ -308,13 +307,13 @@ std::string InputStatement(const graph::Input& input) {
   std::string lhs = absl::StrCat("    ", PyValue(input.name), " = ");
   if (graph::IsComplex(dtype)) {
     if (uniform) {
-      return absl::StrCat(lhs, "torch.full(", shape, ", complex(F('", Hex(values[0]), "'), F('",
-                          Hex(values[1]), "')), dtype=torch.complex128).to(", dt, ")\n");
+      return absl::StrCat(lhs, "_cast(torch.full(", shape, ", complex(F('", Hex(values[0]),
+                          "'), F('", Hex(values[1]), "')), dtype=torch.complex128), ", dt, ")\n");
     }
   } else if (graph::IsFloating(dtype)) {
     if (uniform) {
-      return absl::StrCat(lhs, "torch.full(", shape, ", F('", Hex(values[0]),
-                          "'), dtype=torch.float64).to(", dt, ")\n");
+      return absl::StrCat(lhs, "_cast(torch.full(", shape, ", F('", Hex(values[0]),
+                          "'), dtype=torch.float64), ", dt, ")\n");
     }
   } else {
     std::vector<std::string> ints;
@@ -510,10 +509,11 @@ std::string EmitPythonSnippet(const graph::Program& program, const ReproSpec& sp
   if (!spec_error.empty()) return absl::StrCat("# ", CommentText(spec_error), "\n");
   const graph::Node& target = program.nodes[node_index];
   const std::string& value = target.results[spec.output_index];
-  std::string out =
+  std::string out = absl::StrCat(
       "import torch\n\n"
-      "F = float.fromhex  # every number below is exact\n"
-      "aten = torch.ops.aten\n\n\n";
+      "aten = torch.ops.aten\n\n\n"
+      "# F reads every number below exactly; _cast keeps a NaN's sign and payload\n",
+      HarnessBlock(Harness(), "#", "exact"));
   // The builders the input statements use, as in the full script.
   std::string builders;
   for (const graph::Input& input : program.inputs)

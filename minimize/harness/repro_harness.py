@@ -19,8 +19,43 @@ import traceback
 
 import torch
 
-F = float.fromhex
 aten = torch.ops.aten
+
+
+# divfuzz-harness begin exact
+def F(h):
+    """float.fromhex, and every NaN bit for bit: '-nan_0xfe00000000000' is the NaN
+    with the sign bit set and that float64 fraction (docs/FORMAT.md)."""
+    if 'nan_0x' in h.lower():
+        import struct
+        bits = (h[0] == '-') << 63 | 0x7ff << 52 | int(h.lower().split('nan_0x')[1], 16)
+        return struct.unpack('<d', struct.pack('<Q', bits))[0]
+    return float.fromhex(h)
+
+
+def _cast(t, dtype):
+    """t (float64 or complex128) as dtype, every NaN keeping its sign and the top
+    fraction bits dtype has, quiet bit set, as divfuzz builds inputs (torch's
+    bfloat16 cast writes 0x7fc0 or 0xffff for a NaN whatever its sign)."""
+    out = t.to(dtype)
+    fmt = {torch.float32: (23, 8, torch.int32), torch.complex64: (23, 8, torch.int32),
+           torch.float16: (10, 5, torch.int16), torch.bfloat16: (7, 8, torch.int16)}.get(dtype)
+    src = torch.view_as_real(t) if t.is_complex() else t
+    if fmt is None or src.dtype != torch.float64 or not bool(src.isnan().any()):
+        return out
+    frac, exp, itype = fmt
+    width = 1 + exp + frac
+    b = src.contiguous().view(torch.int64)
+    b = (((b >> 63) & 1) << (width - 1) | ((1 << exp) - 1) << frac
+         | (b & ((1 << 52) - 1)) >> (52 - frac) | 1 << (frac - 1))
+    b = torch.where(b >= 1 << (width - 1), b - (1 << width), b).to(itype)
+    dst = torch.view_as_real(out) if out.is_complex() else out
+    nan = src.isnan()
+    dst[nan] = b.view(dst.dtype)[nan]
+    return out
+
+
+# divfuzz-harness end exact
 
 # divfuzz-harness begin program
 TITLE = 'the harness alone'
@@ -84,7 +119,7 @@ INPUT_WRITTEN = 'wrote into its input'
 
 # divfuzz-harness begin floats
 def _floats(hexes, shape, dtype):
-    return torch.tensor([F(h) for h in hexes], dtype=torch.float64).to(dtype).reshape(shape)
+    return _cast(torch.tensor([F(h) for h in hexes], dtype=torch.float64), dtype).reshape(shape)
 
 
 # divfuzz-harness end floats
@@ -97,7 +132,7 @@ def _ints(values, shape, dtype):
 # divfuzz-harness begin complex
 def _complex(hexes, shape, dtype):
     parts = torch.tensor([F(h) for h in hexes], dtype=torch.float64).reshape(-1, 2)
-    return torch.view_as_complex(parts).to(dtype).reshape(shape)
+    return _cast(torch.view_as_complex(parts), dtype).reshape(shape)
 
 
 # divfuzz-harness end complex

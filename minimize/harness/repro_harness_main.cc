@@ -50,6 +50,13 @@ namespace {
 const double kInf = INFINITY;
 const double kNaN = NAN;
 
+// A NaN bit for bit (docs/FORMAT.md's -nan_0xF: the sign and float64 fraction).
+[[maybe_unused]] double NaNBits(uint64_t bits) {
+  double v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
 // divfuzz-harness begin program-constants
 const char* const kTitle = "the harness alone";
 const char* const kSeen = "";
@@ -186,17 +193,52 @@ at::Tensor ApplyLayout(const at::Tensor& t, const std::string& layout) {
   return t;
 }
 
+// x (float64 or complex128) as t, every NaN keeping its sign and the top fraction
+// bits t has, quiet bit set, as divfuzz builds inputs (torch's bfloat16 cast
+// writes 0x7fc0 or 0xffff for a NaN whatever its sign).
+at::Tensor Cast(const at::Tensor& x, at::ScalarType t) {
+  at::Tensor out = x.to(t).contiguous();
+  const at::Tensor src = (x.is_complex() ? at::view_as_real(x) : x).contiguous();
+  const at::Tensor dst = out.is_complex() ? at::view_as_real(out) : out;
+  int frac = 0, exp = 0;
+  if (dst.scalar_type() == at::kFloat) {
+    frac = 23, exp = 8;
+  } else if (dst.scalar_type() == at::kHalf) {
+    frac = 10, exp = 5;
+  } else if (dst.scalar_type() == at::kBFloat16) {
+    frac = 7, exp = 8;
+  }
+  if (frac == 0 || src.scalar_type() != at::kDouble) return out;
+  const double* p = src.data_ptr<double>();
+  char* q = static_cast<char*>(dst.data_ptr());
+  for (int64_t i = 0; i < src.numel(); ++i) {
+    if (!std::isnan(p[i])) continue;
+    uint64_t b;
+    std::memcpy(&b, &p[i], sizeof(b));
+    const uint32_t nan = static_cast<uint32_t>(
+        (b >> 63) << (frac + exp) | ((uint64_t{1} << exp) - 1) << frac |
+        (b & ((uint64_t{1} << 52) - 1)) >> (52 - frac) | uint64_t{1} << (frac - 1));
+    if (frac == 23) {
+      std::memcpy(q + i * 4, &nan, 4);
+    } else {
+      const uint16_t half = static_cast<uint16_t>(nan);
+      std::memcpy(q + i * 2, &half, 2);
+    }
+  }
+  return out;
+}
+
 at::Tensor Values(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
   const int64_t n = static_cast<int64_t>(v.size());
-  return at::from_blob(v.data(), {n}, at::kDouble).clone().to(t).reshape(shape).contiguous();
+  return Cast(at::from_blob(v.data(), {n}, at::kDouble).clone(), t).reshape(shape).contiguous();
 }
 at::Tensor Fill(double x, std::vector<int64_t> shape, at::ScalarType t) {
-  return at::full(shape, x, at::TensorOptions().dtype(at::kDouble)).to(t).contiguous();
+  return Cast(at::full(shape, x, at::TensorOptions().dtype(at::kDouble)), t);
 }
 at::Tensor ComplexValues(std::vector<double> v, std::vector<int64_t> shape, at::ScalarType t) {
   const int64_t n = static_cast<int64_t>(v.size()) / 2;
   at::Tensor parts = at::from_blob(v.data(), {n, 2}, at::kDouble).clone();
-  return at::view_as_complex(parts).to(t).reshape(shape).contiguous();
+  return Cast(at::view_as_complex(parts), t).reshape(shape).contiguous();
 }
 at::Tensor ComplexFill(double re, double im, std::vector<int64_t> shape, at::ScalarType t) {
   std::vector<double> v;
