@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz/campaign/spawn.h"
+#include "fuzz/exit_codes.h"
 #include "graph/stable_hash.h"
 #include "nlohmann/json.hpp"
 #include "store/findings_store.h"
@@ -399,7 +400,9 @@ int SuperviseRepro(const std::vector<std::string>& args, const SupervisorSetting
     std::cerr << std::flush;
   }
   std::remove(state_path.c_str());
-  return *std::max_element(rc.begin(), rc.end());
+  int worst = kExitClean;
+  for (int r : rc) worst = WorseExit(worst, r);
+  return worst;
 }
 
 }  // namespace divfuzz::fuzz

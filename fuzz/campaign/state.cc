@@ -76,7 +76,8 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"one_sided", 0},
                           {"gradient_programs", 0},
                           {"batches", 0},
-                          {"variant_cases", 0}};
+                          {"variant_cases", 0},
+                          {"declined_by_op", nlohmann::json::object()}};
   ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key :
          {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "gradient_programs", "batches",
@@ -85,11 +86,11 @@ nlohmann::json SumWorkerStats(const std::string& work) {
         total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();
       }
     }
-    if (j.contains("roots_by_tier") && j["roots_by_tier"].is_object()) {
-      for (const auto& [tier, n] : j["roots_by_tier"].items()) {
+    for (const char* key : {"roots_by_tier", "declined_by_op"}) {
+      if (!j.contains(key) || !j[key].is_object()) continue;
+      for (const auto& [name, n] : j[key].items()) {
         if (n.is_number_integer()) {
-          total["roots_by_tier"][tier] =
-              total["roots_by_tier"].value(tier, int64_t{0}) + n.get<int64_t>();
+          total[key][name] = total[key].value(name, int64_t{0}) + n.get<int64_t>();
         }
       }
     }

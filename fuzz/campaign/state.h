@@ -33,7 +33,8 @@ struct CampaignState {
 };
 
 // The sum of every worker generation's stats file under work/logs/:
-// executions, roots_by_tier, moved_by_rules, quarantined, over_budget.
+// executions, roots_by_tier, moved_by_rules, quarantined, over_budget,
+// one_sided, batches, variant_cases, declined_by_op (nodes not run, per op).
 nlohmann::json SumWorkerStats(const std::string& work);
 
 // Executions per worker slot (stats-W-G.json summed over generations G),

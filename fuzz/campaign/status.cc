@@ -118,6 +118,18 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
       << totals.value("moved_by_rules", 0) << "\nprograms skipped: quarantined ops "
       << totals.value("quarantined", 0) << ", over the memory budget "
       << totals.value("over_budget", 0) << "\n";
+  // Nodes declined (exec/index_precheck.h): never run, so never compared.
+  const nlohmann::json declined = totals.value("declined_by_op", nlohmann::json::object());
+  int64_t declined_total = 0;
+  for (const auto& [op, n] : declined.items()) {
+    if (n.is_number_integer()) declined_total += n.get<int64_t>();
+  }
+  out << "nodes declined, not run (inputs the kernel does not survive): " << declined_total;
+  if (declined_total > 0) {
+    out << ", by op:";
+    for (const auto& [op, n] : declined.items()) out << " " << op << "=" << n;
+  }
+  out << "\n";
   const int64_t one_sided = totals.value("one_sided", int64_t{0});
   out << absl::StrFormat(
       "programs with a pair only some device accepts (dtype gaps, one-sided errors): %d (%.1f%% "

@@ -1,5 +1,6 @@
 #include "fuzz/cli/cli_common.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -104,6 +105,20 @@ absl::Status ReduceOptionsFromFlags(const std::string& targets_flag, minimize::R
   }
   o->log = &std::cerr;
   return absl::OkStatus();
+}
+
+std::vector<std::pair<size_t, std::string>> DeclinedNodes(const exec::RunResult& a,
+                                                          const exec::RunResult& b) {
+  std::vector<std::pair<size_t, std::string>> out;
+  for (size_t i = 0; i < std::max(a.nodes.size(), b.nodes.size()); ++i) {
+    for (const exec::RunResult* r : {&a, &b}) {
+      if (i < r->nodes.size() && r->nodes[i].error && r->nodes[i].error->declined) {
+        out.emplace_back(i, absl::StrCat("declined: ", r->nodes[i].error->message, "; not run"));
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace divfuzz::fuzz

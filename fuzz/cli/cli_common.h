@@ -4,8 +4,10 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "exec/run_result.h"
 #include "exec/target.h"
 #include "graph/program.h"
 #include "minimize/reducer.h"
@@ -42,6 +44,11 @@ absl::StatusOr<oracles::Policy> PolicyFromFlags();
 // progress goes to stderr.
 absl::Status ReduceOptionsFromFlags(const std::string& targets_flag,
                                     minimize::ReduceOptions* options, bool runnable_only = true);
+
+// The nodes either run declined (exec::NodeError::declined), in program order,
+// each once: its index and "declined: <reason>; not run".
+std::vector<std::pair<size_t, std::string>> DeclinedNodes(const exec::RunResult& a,
+                                                          const exec::RunResult& b);
 
 // Sets aside corrupt lines of <findings_dir>/index.jsonl (when the index
 // exists) and says so on stderr, a line each, prefixed "divfuzz <command>: ":

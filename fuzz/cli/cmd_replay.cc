@@ -11,6 +11,7 @@
 #include "exec/memory_budget.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
+#include "fuzz/exit_codes.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
 #include "ops/infer.h"
@@ -28,6 +29,10 @@ void PrintSide(const exec::RunResult& r, size_t node) {
     return;
   }
   const exec::NodeResult& n = r.nodes[node];
+  if (n.error && n.error->declined) {
+    std::cout << "declined (not run)\n";
+    return;
+  }
   if (n.error) {
     std::cout << "error (" << exec::ErrorKindName(n.error->kind) << "): " << n.error->message
               << "\n";
@@ -58,7 +63,7 @@ int RunReplay(const std::vector<std::string>& args) {
   const exec::Target* ta = &pair->first;
   const exec::Target* tb = &pair->second;
   const oracles::Policy& policy = *loaded;
-  int worst = 0;
+  int worst = kExitClean;
   for (const std::string& path : args) {
     absl::StatusOr<graph::Program> program = LoadProgramFile(path);
     if (!program.ok()) {
@@ -80,19 +85,31 @@ int RunReplay(const std::vector<std::string>& args) {
     const exec::RunResult b = exec::Run(*program, *types, *tb);
     oracles::Verdict v = oracles::Compare(*program, *types, a, b, policy);
     oracles::Triage(*program, *types, a, b, policy, v);
+    const std::vector<std::pair<size_t, std::string>> declined = DeclinedNodes(a, b);
     std::cout << "== " << path << " (" << v.target_a << " vs " << v.target_b << ")\n";
-    for (size_t i = 0; i < program->nodes.size(); ++i) {
+    for (size_t i = 0, d = 0; i < program->nodes.size(); ++i) {
       const graph::Node& n = program->nodes[i];
       std::cout << "  [" << i << "] %" << absl::StrJoin(n.results, ", %") << " = "
                 << n.QualifiedName() << "\n";
       PrintSide(a, i);
       PrintSide(b, i);
+      if (d < declined.size() && declined[d].first == i) {
+        std::cout << "  " << declined[d++].second << "\n";
+      }
+    }
+    // A declined node was compared nowhere: never "agree" (exit code 3).
+    if (!v.Diverged() && !declined.empty()) {
+      std::cout << "verdict: declined: " << declined.size() << " node"
+                << (declined.size() == 1 ? "" : "s")
+                << " not run (inputs the kernel does not survive); the rest agree\n";
+      worst = WorseExit(worst, kExitDeclined);
+      continue;
     }
     if (!v.Diverged()) {
       std::cout << "verdict: agree\n";
       continue;
     }
-    worst = 1;
+    worst = WorseExit(worst, kExitFindings);
     for (const oracles::Divergence& d : v.divergences) {
       std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index << " (%"
                 << d.value << " = " << d.op << ", " << d.dtype << ")"

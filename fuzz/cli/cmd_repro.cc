@@ -13,17 +13,20 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "exec/executor.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
+#include "fuzz/exit_codes.h"
 #include "fuzz/flags.h"
 #include "fuzz/campaign/reducer_child.h"
 #include "fuzz/campaign/crash_hang_reduction.h"
 #include "fuzz/campaign/reducer_supervisor.h"
 #include "minimize/repro.h"
+#include "ops/infer.h"
 #include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
@@ -71,7 +74,22 @@ Finding OpenFinding(std::string dir) {
   return f;
 }
 
-// One finding or program: 0 reproduced, 1 not, 2 failed.
+// A program that does not reproduce may have been declined, not compared: its
+// declined nodes (one CPU run; a decline depends on the values alone, the same
+// on every target), each "declined: <reason>; not run" on stderr. Whether any.
+bool PrintDeclines(const graph::Program& program) {
+  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  if (!types.ok()) return false;
+  const exec::RunResult r = exec::Run(program, *types, exec::Target::kCpu);
+  const std::vector<std::pair<size_t, std::string>> declined = DeclinedNodes(r, r);
+  for (const auto& [i, line] : declined) {
+    std::cerr << "divfuzz repro: [" << i << "] %" << absl::StrJoin(program.nodes[i].results, ", %")
+              << " = " << program.nodes[i].QualifiedName() << ": " << line << "\n";
+  }
+  return !declined.empty();
+}
+
+// One finding or program: 0 reproduced, 1 not, 3 declined, 2 failed.
 int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume* resume) {
   minimize::ReproOptions options;
   Finding finding;
@@ -167,7 +185,10 @@ int ReproOne(const std::string& arg, const ReproChild& child, const ReproResume*
       return 2;
     }
   }
-  return files->reproduced ? 0 : 1;
+  if (!files->reproduced && cls != "hang" && cls != "crash" && PrintDeclines(*program)) {
+    return kExitDeclined;
+  }
+  return files->reproduced ? kExitClean : kExitFindings;
 }
 
 }  // namespace
@@ -197,7 +218,7 @@ int RunRepro(const std::vector<std::string>& args) {
     child->Begin(i);
     const int rc = ReproOne(args[i], *child, child->Resume(i));
     child->End(i, rc);
-    worst = std::max(worst, rc);
+    worst = WorseExit(worst, rc);
   }
   return worst;
 }

@@ -49,7 +49,9 @@ absl::string_view WithoutCommandPrefix(absl::string_view help) {
 // cannot drift apart.
 constexpr absl::string_view kTagline =
     "a differential fuzzer for libtorch (CPU vs CUDA, or CPU vs a float64 reference)";
-constexpr absl::string_view kExitCodes = "Exit codes: 0 clean, 1 findings, 2 could not run.";
+constexpr absl::string_view kExitCodes =
+    "Exit codes: 0 clean, 1 findings, 2 could not run, 3 (replay, repro) a node was declined, "
+    "not run.";
 
 // The command list's line: the summary's first sentence, or all of it when
 // it has one sentence only.

@@ -84,6 +84,9 @@ struct Harness::State {
   int64_t over_budget = 0;     // programs skipped for their memory footprint
   int64_t one_sided = 0;       // programs with a pair some device rejects (ops/generic.h)
   int64_t gradient_programs = 0;  // programs with a gradient statement (graph/gradient.h)
+  // Nodes not run, per op: inputs that break a precondition the kernel does
+  // not survive (exec::NodeError::declined); nothing was compared there.
+  std::map<std::string, int64_t> declined_by_op;
   int64_t batches = 0;         // batched runs of value variants
   int64_t variant_cases = 0;   // the variants those checked (each a program of its own)
   // Signatures already in the store: their repeat hits are counted here and
@@ -105,7 +108,8 @@ struct Harness::State {
             {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
             {"over_budget", over_budget},       {"one_sided", one_sided},
             {"gradient_programs", gradient_programs},
-            {"batches", batches},               {"variant_cases", variant_cases}};
+            {"batches", batches},               {"variant_cases", variant_cases},
+            {"declined_by_op", declined_by_op}};
   }
   // Epoch: the first program flushes at once, so a worker that dies early
   // (a crash in its first second) still leaves its counts.
@@ -311,6 +315,10 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
   const BothSides run = RunBothSides(program, types);
   if (UsesOneSidedPair(program, types)) ++state_->one_sided;
   if (graph::HasGradients(program)) ++state_->gradient_programs;
+  for (size_t i = 0; i < run.a.nodes.size() && i < program.nodes.size(); ++i) {
+    const std::optional<exec::NodeError>& e = run.a.nodes[i].error;
+    if (e && e->declined) ++state_->declined_by_op[program.nodes[i].QualifiedName()];
+  }
   outcome.verdict = Judge(program, types, run);
 
   // The signal is the verdict alone (FeedBackRoot): a root divergence's (op,
