@@ -19,6 +19,7 @@
 #include <ATen/ops/_make_dual.h>
 #include <ATen/ops/_unpack_dual.h>
 #include <ATen/ops/zeros_like.h>
+#include <ATen/ops/isfinite.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +39,7 @@
 #include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "ops/catalogue.h"
+#include "ops/kernel_classes.h"
 
 namespace divfuzz::exec {
 
@@ -303,7 +305,7 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
                            const ops::TypeEnv& types, Target target,
                            const std::function<void(const std::string&, const at::Tensor&)>& define,
                            const std::vector<std::string>& path, bool create_graph,
-                           bool* cuda_fatal) {
+                           const std::string& iterative, bool* cuda_fatal) {
   NodeResult nr;
   graph::GradCallOrError g = graph::ParseGradCall(node);
   if (!g.call) {
@@ -317,6 +319,21 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
       if (!y.defined() || !y.requires_grad()) continue;
       outs.push_back(y);
       cots.push_back(lookup(g.call->cotangents[i]).detach());
+    }
+    // The backward of an op whose iterations a value bounds (matrix_exp's
+    // squarings by the norm, the SVD's sweeps) iterates on the incoming
+    // gradient too: a non-finite cotangent never ends it (a campaign on an
+    // H200 hung in matrix_exp's backward). Declined, as its forward is.
+    if (!iterative.empty()) {
+      for (const at::Tensor& v : cots) {
+        if ((v.is_floating_point() || v.is_complex()) && !at::isfinite(v).all().item<bool>()) {
+          nr.error = NodeError{NodeError::Kind::kRaised,
+                               absl::StrCat("a non-finite cotangent into the backward of ",
+                                            iterative, ", whose iterations its values bound"),
+                               /*declined=*/true};
+          return nr;
+        }
+      }
     }
     std::vector<std::string> captured;
     for (const std::string& x : g.call->wrt) {
@@ -644,7 +661,15 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
         for (size_t j = result.nodes.size() + 1; j < program.nodes.size(); ++j) {
           later = later || graph::IsGradNode(program.nodes[j]);
         }
-        nr = ExecuteGradNode(node, lookup, types, target, define, path, later,
+        std::string iterative;
+        for (size_t j = 0; j < result.nodes.size() && iterative.empty(); ++j) {
+          const ops::UncheckedPrecondition u = ops::UncheckedPreconditionOf(program.nodes[j].op);
+          if (u == ops::UncheckedPrecondition::kFiniteMatrixNorm ||
+              u == ops::UncheckedPrecondition::kFiniteInput) {
+            iterative = program.nodes[j].op;
+          }
+        }
+        nr = ExecuteGradNode(node, lookup, types, target, define, path, later, iterative,
                              &result.cuda_fatal);
       } else {
         nr = ExecuteNode(node, lookup, types, target, define, &result.cuda_fatal,

@@ -228,19 +228,31 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
     bool cpu_says_wrong = false, cuda_says_wrong = false, have_cuda = false, ok = false;
     at::Tensor ref;
   };
+  // Blame rests on the elements where the two sides differ only, as at a
+  // forward node (oracles::DifferingElements).
+  const at::Tensor differing = DifferingElements(sa.vjp.result.outputs[out],
+                                                 sb.vjp.result.outputs[out], dt,
+                                                 policy.For(opname, dt));
+  auto on_differing = [&](const at::Tensor& t) {
+    if (!differing.defined()) return t;
+    at::Tensor flat = t.is_complex() ? at::view_as_real(t.contiguous()).reshape(-1) : t.reshape(-1);
+    return flat.numel() == differing.numel() ? flat.masked_select(differing) : flat;
+  };
   auto judge = [&](const Step& s) {
     Judged j;
     exec::VjpResult wc = WitnessOf(node, s, types, Target::kCpuF64);
     if (wc.result.error || out >= wc.result.outputs.size()) return j;
     j.ok = true;
     j.ref = wc.result.exact[out];
-    const at::Tensor& mine = s.vjp.result.outputs[out];
-    j.cpu_says_wrong = !WithinTolerance(mine, wc.result.outputs[out], dt, policy, opname);
+    const at::Tensor mine = on_differing(s.vjp.result.outputs[out]);
+    j.cpu_says_wrong =
+        !WithinTolerance(mine, on_differing(wc.result.outputs[out]), dt, policy, opname);
     if (second) {
       exec::VjpResult wg = WitnessOf(node, s, types, Target::kCudaF64);
       if (!wg.result.error && out < wg.result.outputs.size()) {
         j.have_cuda = true;
-        j.cuda_says_wrong = !WithinTolerance(mine, wg.result.outputs[out], dt, policy, opname);
+        j.cuda_says_wrong =
+            !WithinTolerance(mine, on_differing(wg.result.outputs[out]), dt, policy, opname);
       }
     }
     return j;

@@ -21,7 +21,8 @@ struct Case {
 GradientContext ContextOf(const Case& k, const std::map<std::string, at::Tensor>& inputs,
                           const std::vector<at::Tensor>& incoming, const at::Tensor& a,
                           const at::Tensor& b, const at::Tensor& witness, bool pointwise) {
-  return GradientContext{k.program.nodes[0], k.types, DefaultPolicy(), k.d, 0,
+  static const Policy policy = DefaultPolicy();  // the context holds a reference
+  return GradientContext{k.program.nodes[0], k.types, policy, k.d, 0,
                          k.program.nodes[0].Uses()[0], graph::DType::kF32, pointwise,
                          {inputs, incoming, a, witness}, {inputs, incoming, b, witness}};
 }
@@ -94,6 +95,30 @@ output %y
   const at::Tensor near = (w * (1 + 2 * 1.2e-7)).to(at::kFloat);
   GradientContext small = ContextOf(k, {{"x", x}}, {at::ones({64})}, near, w.to(at::kFloat), w, true);
   EXPECT_TRUE(gradient_summation(small).has_value());
+}
+
+TEST(GradientRules, BackwardStableTakesRoundedInputsNotAWrongFormula) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[3] = values(30.0, 0.5, 2.0)
+%y = aten::exp(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x = at::tensor({30.0, 0.5, 2.0}, at::kDouble);
+  const at::Tensor w = at::exp(x);
+  // exp's backward reuses its rounded output: 30 ulps of exp(30) relative is
+  // within exp at 30 (1 ± 4 eps): the argument's rounding amplified by 30.
+  at::Tensor rounded = w.to(at::kFloat);
+  rounded[0] = static_cast<float>(w[0].item<double>() * (1 + 30 * 1.19e-7));
+  GradientContext c = ContextOf(k, {{"x", x}}, {at::ones({3})}, rounded, w.to(at::kFloat), w, true);
+  std::optional<RuleMatch> m = gradient_backward_stable(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_backward_stable");
+  // Twice the gradient is no rounding.
+  GradientContext wrong = ContextOf(k, {{"x", x}}, {at::ones({3})}, (w * 2).to(at::kFloat),
+                                    w.to(at::kFloat), w, true);
+  EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
 }
 
 }  // namespace

@@ -56,9 +56,12 @@ std::optional<RuleMatch> gradient_conditioning(const GradientContext& c) {
                                   " >= 1/eps): its gradient is not determined there")};
   }
   if (c.d.cls != DivergenceClass::kTolerance || !c.a.witness.defined()) return std::nullopt;
-  const double scale = c.a.witness.abs().max().item<double>();
+  const at::Tensor w = c.a.witness.abs();
+  const double scale = at::where(at::isfinite(w), w, at::zeros_like(w)).max().item<double>();
   const double bound = 8.0 * static_cast<double>(n) * eps * *cond * scale;
-  const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
+  at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
+  // Non-finite elements are in the same class on both sides here.
+  diff = at::where(at::isfinite(diff), diff, at::zeros_like(diff));
   if (!std::isfinite(bound) || diff.max().item<double>() > bound) return std::nullopt;
   return RuleMatch{"gradient_conditioning",
                    absl::StrCat("the backward of ", c.node.QualifiedName(), " inherits its "

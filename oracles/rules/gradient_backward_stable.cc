@@ -1,0 +1,73 @@
+// gradient_backward_stable: a backward kernel sees its forward inputs, the
+// values it saved (a softmax's or logcumsumexp's own output) and the incoming
+// gradient rounded to the dtype. PyTorch's numerical-accuracy notes:
+// "floating point provides limited accuracy ... CPU and GPU results can be
+// different even for bitwise-identical inputs". A side whose gradient lies
+// within the hull of the float64 backward at inputs and incoming gradients
+// moved by 4 eps of their dtypes (six directions) computed the backward
+// correctly from values a correct forward could have rounded to; an
+// ill-conditioned point amplifies that. The forward's backward_stable, for
+// the backward.
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+namespace {
+
+at::Tensor Moved(const at::Tensor& t, double eps, int dir) {
+  at::Tensor x = t.to(t.is_complex() ? at::kComplexDouble : at::kDouble);
+  if (t.is_complex()) return x;
+  at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
+  at::Tensor sign = at::ones_like(x);
+  if (dir == 1) sign = -sign;
+  if (dir >= 2) {
+    at::Generator gen = at::detail::createCPUGenerator(2000 + dir);
+    sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
+  }
+  return at::where(at::isfinite(x), x + sign * step, x);
+}
+
+}  // namespace
+
+std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
+  if (c.d.cls != DivergenceClass::kTolerance || !c.a.witness.defined() ||
+      c.a.witness.is_complex()) {
+    return std::nullopt;
+  }
+  at::Tensor lo = c.a.witness.to(at::kDouble), hi = lo.clone();
+  for (int dir = 0; dir < 6; ++dir) {
+    std::map<std::string, at::Tensor> inputs;
+    for (const auto& [name, t] : c.a.inputs) {
+      auto it = c.types.find(name);
+      const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
+      inputs[name] = floating ? Moved(t, graph::Epsilon(it->second.dtype), dir) : t;
+    }
+    std::vector<at::Tensor> incoming;
+    for (const at::Tensor& v : c.a.incoming) {
+      incoming.push_back(v.defined() && v.is_floating_point() ? Moved(v, graph::Epsilon(c.dtype), dir + 1) : v);
+    }
+    exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
+    if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
+    const at::Tensor& g = w.result.exact[c.out];
+    if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
+    lo = at::fmin(lo, g);
+    hi = at::fmax(hi, g);
+  }
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  auto within = [&](const at::Tensor& x) {
+    at::Tensor v = x.to(at::kDouble);
+    at::Tensor ok = (v >= lo - tol.atol) & (v <= hi + tol.atol);
+    return ok.logical_or(at::isfinite(v).logical_not()).all().item<bool>();
+  };
+  if (!within(c.a.outgoing) || !within(c.b.outgoing)) return std::nullopt;
+  return RuleMatch{"gradient_backward_stable",
+                   absl::StrCat("each side's gradient is the float64 backward of ",
+                                c.node.QualifiedName(), " at inputs and incoming gradients within "
+                                "4 eps of its own (the values a correct kernel works from, rounded "
+                                "to the dtype)")};
+}
+
+}  // namespace divfuzz::oracles::rules
