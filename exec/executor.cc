@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <ATen/Context.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
@@ -293,6 +294,35 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
   }
 }
 
+// The backward node that does a composite op's arithmetic: a composite op
+// (instance_norm, linear) ends in reshapes and views whose backward only moves
+// values, so the bucket is named after the first node behind them that
+// computes (instance_norm: NativeBatchNormBackward0, not ViewBackward0).
+std::string ArithmeticGradFn(torch::autograd::Node* fn, uint64_t first_seq) {
+  static const std::set<std::string> kMovesOnly = {
+      "ViewBackward0",      "ReshapeAliasBackward0", "UnsafeViewBackward0", "TBackward0",
+      "TransposeBackward0", "PermuteBackward0",      "ExpandBackward0",     "SqueezeBackward0",
+      "SqueezeBackward1",   "SqueezeBackward2",      "UnsqueezeBackward0",  "CloneBackward0",
+      "AsStridedBackward0", "AliasBackward0",        "SliceBackward0",      "SelectBackward0"};
+  const std::string first = fn->name();
+  for (int depth = 0; fn != nullptr && depth < 8; ++depth) {
+    const std::string name = fn->name();
+    if (!kMovesOnly.count(name)) return name;
+    torch::autograd::Node* next = nullptr;
+    for (const torch::autograd::Edge& e : fn->next_edges()) {
+      // Into the op's own graph only (nodes made since it was called): an
+      // input's node (AccumulateGrad, a producer's) is not this op's.
+      if (e.function && e.function->sequence_nr() >= first_seq &&
+          e.function->sequence_nr() != UINT64_MAX) {
+        next = e.function.get();
+        break;
+      }
+    }
+    fn = next;
+  }
+  return first;
+}
+
 // Runs one node whose inputs `lookup` resolves; defines its results through
 // `define`. Its snapshots are on the CPU, finished by FinishOutputs (at once,
 // or after the program's one synchronization when `deferred`).
@@ -458,6 +488,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
         }
       }
     }
+    const uint64_t first_seq = at::sequence_number::peek();
     handle->callBoxed(&*stack);
     for (const auto& [name, before] : guarded) {
       if (at::Tensor now = lookup(name); !SameBits(before, now)) {
@@ -481,7 +512,7 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
       if (v.isTensor()) {
         define(node.results[i], v.toTensor());
         if (nr.grad_fn.empty() && v.toTensor().defined() && v.toTensor().grad_fn()) {
-          nr.grad_fn = v.toTensor().grad_fn()->name();
+          nr.grad_fn = ArithmeticGradFn(v.toTensor().grad_fn().get(), first_seq);
         }
       }
       const auto copy_start = std::chrono::steady_clock::now();

@@ -62,6 +62,25 @@ output %gx, %gw, %gu, %z
   EXPECT_TRUE(SameBits(r.nodes[2].value_grads.at("x"), gh));
 }
 
+TEST(Gradients, ACompositeOpIsNamedByTheBackwardNodeThatComputes) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[2,3,4] = normal(seed=1)
+input %v: f32[2,3,4] = fill(1.0)
+%n = aten::instance_norm(%x, None, None, None, None, True, 0.1, 1e-05, False)
+%s = aten::sinh(%x)
+%w = aten::view(%s, [6, 4])
+%g = autograd::grad(%n, [%x], grad_outputs=%v)
+output %g, %w
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  ASSERT_FALSE(r.nodes[0].error) << r.nodes[0].error->message;
+  // instance_norm reshapes around batch_norm: the arithmetic is batch_norm's.
+  EXPECT_EQ(r.nodes[0].grad_fn, "NativeBatchNormBackward0");
+  // A view of another node's result is the view's own, not its producer's.
+  EXPECT_EQ(r.nodes[2].grad_fn, "ViewBackward0");
+}
+
 TEST(Gradients, TheFloat64TargetsDifferentiateInFloat64) {
   graph::Program p = MustParse(R"(divfuzz v1
 input %x: f32[3] = values(0.1, 1.0, 3.0)
