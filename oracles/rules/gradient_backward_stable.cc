@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
@@ -57,10 +58,17 @@ std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
     hi = at::fmax(hi, g);
   }
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  // Judged where the sides differ only: elsewhere they agree, and the hull
+  // of an element the function is not defined at (a pole) is NaN.
+  const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
   auto within = [&](const at::Tensor& x) {
     at::Tensor v = x.to(at::kDouble);
     at::Tensor ok = (v >= lo - tol.atol) & (v <= hi + tol.atol);
-    return ok.logical_or(at::isfinite(v).logical_not()).all().item<bool>();
+    ok = ok.logical_or(at::isfinite(v).logical_not()).reshape(-1);
+    if (differing.defined() && differing.numel() == ok.numel()) {
+      ok = ok.logical_or(differing.logical_not());
+    }
+    return ok.all().item<bool>();
   };
   if (!within(c.a.outgoing) || !within(c.b.outgoing)) return std::nullopt;
   return RuleMatch{"gradient_backward_stable",
