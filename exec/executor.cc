@@ -735,12 +735,35 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
       node, lookup, types, target, [](const std::string&, const at::Tensor&) {}, nullptr);
 }
 
+namespace {
+
+// The autograd reruns (RunNodeVjp, RunNodeJvp) run in this process: not on
+// cpu-scalar (a helper process), nor on CUDA without a device.
+bool AutogradRunsOn(Target target) {
+  if (target == Target::kCpuScalar) return false;
+  return (target != Target::kCuda && target != Target::kCudaF64) || CudaAvailable();
+}
+
+// Runs `node` on `target` over values already placed there, collecting its
+// tensor results (the forward of an autograd rerun).
+NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at::Tensor>& placed,
+                         const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs) {
+  const ValueLookup lookup = [&placed](const std::string& name) {
+    auto it = placed.find(name);
+    return it == placed.end() ? at::Tensor() : it->second;
+  };
+  return ExecuteNode(
+      node, lookup, types, target,
+      [outs](const std::string&, const at::Tensor& t) { outs->push_back(t); }, nullptr);
+}
+
+}  // namespace
+
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target) {
   VjpResult r;
-  if (target == Target::kCpuScalar ||
-      ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable())) {
+  if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
     return r;
   }
@@ -763,14 +786,8 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
     r.result.error = Classify(e.what());
     return r;
   }
-  const ValueLookup lookup = [&placed](const std::string& name) {
-    auto it = placed.find(name);
-    return it == placed.end() ? at::Tensor() : it->second;
-  };
   std::vector<at::Tensor> outs;
-  NodeResult forward = ExecuteNode(
-      node, lookup, types, target,
-      [&outs](const std::string&, const at::Tensor& t) { outs.push_back(t); }, nullptr);
+  NodeResult forward = ExecutePlaced(node, placed, types, target, &outs);
   r.grad_fn = forward.grad_fn;
   if (forward.error) {
     r.result.error = forward.error;
@@ -809,8 +826,7 @@ NodeResult RunNodeJvp(const graph::Node& node, const std::map<std::string, at::T
                       const std::map<std::string, at::Tensor>& tangents,
                       const ops::TypeEnv& types, Target target) {
   NodeResult r;
-  if (target == Target::kCpuScalar ||
-      ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable())) {
+  if (!AutogradRunsOn(target)) {
     r.error = NodeError{NodeError::Kind::kRaised, "no forward-mode AD on this target here"};
     return r;
   }
@@ -835,14 +851,8 @@ NodeResult RunNodeJvp(const graph::Node& node, const std::map<std::string, at::T
     r.error = Classify(e.what());
     return r;
   }
-  const ValueLookup lookup = [&placed](const std::string& name) {
-    auto it = placed.find(name);
-    return it == placed.end() ? at::Tensor() : it->second;
-  };
   std::vector<at::Tensor> outs;
-  NodeResult forward = ExecuteNode(
-      node, lookup, types, target,
-      [&outs](const std::string&, const at::Tensor& t) { outs.push_back(t); }, nullptr);
+  NodeResult forward = ExecutePlaced(node, placed, types, target, &outs);
   if (forward.error) {
     r.error = forward.error;
     return r;

@@ -16,22 +16,6 @@
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
-namespace {
-
-at::Tensor Moved(const at::Tensor& t, double eps, int dir) {
-  at::Tensor x = t.to(t.is_complex() ? at::kComplexDouble : at::kDouble);
-  if (t.is_complex()) return x;
-  at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
-  at::Tensor sign = at::ones_like(x);
-  if (dir == 1) sign = -sign;
-  if (dir >= 2) {
-    at::Generator gen = at::detail::createCPUGenerator(2000 + dir);
-    sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
-  }
-  return at::where(at::isfinite(x), x + sign * step, x);
-}
-
-}  // namespace
 
 std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kTolerance || !c.a.witness.defined() ||
@@ -44,11 +28,11 @@ std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
     for (const auto& [name, t] : c.a.inputs) {
       auto it = c.types.find(name);
       const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
-      inputs[name] = floating ? Moved(t, graph::Epsilon(it->second.dtype), dir) : t;
+      inputs[name] = floating ? MovedBy4Eps(t, graph::Epsilon(it->second.dtype), dir, 2000) : t;
     }
     std::vector<at::Tensor> incoming;
     for (const at::Tensor& v : c.a.incoming) {
-      incoming.push_back(v.defined() && v.is_floating_point() ? Moved(v, graph::Epsilon(c.dtype), dir + 1) : v);
+      incoming.push_back(v.defined() && v.is_floating_point() ? MovedBy4Eps(v, graph::Epsilon(c.dtype), dir + 1, 2000) : v);
     }
     exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
     if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;

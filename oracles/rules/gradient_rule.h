@@ -41,6 +41,11 @@ struct GradientContext {
   GradientSide a, b;
 };
 
+// `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
+// float, so a kink at 0 moves too): direction 0 up, 1 down, others a random
+// sign per element drawn from `seed` + dir. Non-finite elements stay.
+at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed);
+
 #define DIVFUZZ_RULE(name, meaning)
 #define DIVFUZZ_GRADIENT_RULE(name, meaning) \
   std::optional<RuleMatch> name(const GradientContext& c);

@@ -27,16 +27,7 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c) 
       }
       auto it = c.types.find(name);
       const double eps = graph::Epsilon(it == c.types.end() ? c.dtype : it->second.dtype);
-      at::Tensor x = t.to(at::kDouble);
-      // At least the smallest normal float: a kink at 0 moves too.
-      at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
-      at::Tensor sign = at::ones_like(x);
-      if (dir == 1) sign = -sign;
-      if (dir >= 2) {
-        at::Generator gen = at::detail::createCPUGenerator(1000 + dir);
-        sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
-      }
-      moved[name] = x + sign * step;
+      moved[name] = MovedBy4Eps(t, eps, dir, 1000);
     }
     exec::VjpResult w = exec::RunNodeVjp(c.node, moved, c.a.incoming, c.types, exec::Target::kCpuF64);
     if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;

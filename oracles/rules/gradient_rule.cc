@@ -1,0 +1,19 @@
+#include "oracles/rules/gradient_rule.h"
+
+#include <ATen/ATen.h>
+
+namespace divfuzz::oracles::rules {
+
+at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) {
+  at::Tensor x = t.to(at::kDouble);
+  at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
+  at::Tensor sign = at::ones_like(x);
+  if (dir == 1) sign = -sign;
+  if (dir >= 2) {
+    at::Generator gen = at::detail::createCPUGenerator(seed + dir);
+    sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
+  }
+  return at::where(at::isfinite(x), x + sign * step, x);
+}
+
+}  // namespace divfuzz::oracles::rules
