@@ -761,7 +761,7 @@ NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at
 
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
-                     Target target) {
+                     Target target, bool round_results) {
   VjpResult r;
   if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
@@ -794,6 +794,22 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
     return r;
   }
   try {
+    if (round_results && outs.size() == node.results.size()) {
+      at::NoGradGuard no_grad;
+      for (size_t i = 0; i < outs.size(); ++i) {
+        auto it = types.find(node.results[i]);
+        if (!outs[i].defined() || it == types.end() ||
+            !(outs[i].is_floating_point() || outs[i].is_complex())) {
+          continue;
+        }
+        // variable_data(): a fresh version counter, so autograd's saved
+        // copy of this output sees the rounded values without an in-place
+        // modification error.
+        at::Tensor data = outs[i].variable_data();
+        data.copy_(ToDTypeKeepingNaNs(data.cpu(), ToScalarType(it->second.dtype))
+                       .to(data.scalar_type()));
+      }
+    }
     std::vector<at::Tensor> ys, vs;
     for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i) {
       if (!outs[i].defined() || !outs[i].requires_grad() || !cotangents[i].defined()) continue;

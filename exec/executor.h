@@ -66,7 +66,10 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
 // complex value it reads (`wrt`, in Uses() order). Outputs are those
 // gradients on the CPU (on the float64 targets rounded to the values' dtypes
 // in `types`, float64 kept in `exact`). How the oracle judges one backward
-// kernel from a side's own inputs, and its float64 witness.
+// kernel from a side's own inputs, and its float64 witness. With
+// `round_results`, the forward's results are rounded to their dtypes in
+// `types` before the backward reads them: the float64 backward from the
+// rounded outputs a kernel saves (softmax, logcumsumexp, log_ndtr reuse them).
 struct VjpResult {
   std::vector<std::string> wrt;
   NodeResult result;
@@ -74,7 +77,7 @@ struct VjpResult {
 };
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
-                     Target target);
+                     Target target, bool round_results = false);
 
 // The same node in forward mode: `tangents` (by value name) ride along as
 // dual numbers; outputs are the results' tangents (J u) on the CPU, in the

@@ -272,7 +272,10 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
     if (on_cuda || !j.have_cuda) return j.cpu_says_wrong;
     return j.cuda_says_wrong;
   };
-  const bool wa = wrong(ja, a.target), wb = wrong(jb, b.target);
+  // A float64 gradient is its own float64 witness: each device's float64
+  // backward is that side's kernel, so it can only restate the divergence.
+  const bool self_witness = dt == graph::DType::kF64 || dt == graph::DType::kC128;
+  const bool wa = !self_witness && wrong(ja, a.target), wb = !self_witness && wrong(jb, b.target);
   d.witness = second ? "cpu-f64+cuda-f64" : "cpu-f64";
   if (wa && !wb) {
     d.wrong_side = std::string(exec::TargetName(a.target));
@@ -284,6 +287,10 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
   d.reason = absl::StrCat("float64 backward of ", opname, " from each side's own inputs: ",
                           d.reference_a, " (", exec::TargetName(a.target), "), ", d.reference_b,
                           " (", exec::TargetName(b.target), ")");
+  if (self_witness) {
+    absl::StrAppend(&d.reason, "; the gradient is float64, so these are the sides' own kernels "
+                               "and cannot judge them");
+  }
   // Where float64 cannot tell, forward mode against reverse mode on each side.
   if (d.wrong_side == "undecided" || d.wrong_side == "both") {
     const std::optional<bool> ma = ModesDisagree(node, sa, wrt, out, types, a.target, dt);
@@ -303,7 +310,8 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
   rules::GradientContext c{node, types, policy, d, out, wrt, dt,
                            spec != nullptr && (spec->hints & ops::kPointwise) != 0,
                            {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref},
-                           {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref}};
+                           {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref},
+                           spec != nullptr ? static_cast<uint64_t>(spec->hints) : 0};
   std::optional<RuleMatch> m;
   try {
 #define DIVFUZZ_RULE(name, meaning)
@@ -321,7 +329,7 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
   }
   // Each side's backward matches the float64 backward from its own inputs:
   // the kernels are right (their inputs may differ within tolerance upstream).
-  if (!wa && !wb && policy.rules.inherited_difference) {
+  if (!wa && !wb && !self_witness && policy.rules.inherited_difference) {
     d.tier = "expected";
     d.expected_rule = "inherited_difference";
     d.reason = absl::StrCat("each side's ", d.op, " is within tolerance of the float64 backward "

@@ -2,7 +2,13 @@
 // its clause covers and holds a finding beside it that it must not excuse.
 #include <ATen/ATen.h>
 
+#include <ATen/core/grad_mode.h>
+
+#include <functional>
+
 #include "gtest/gtest.h"
+#include "ops/catalogue.h"
+#include "torch/csrc/autograd/autograd.h"
 #include "oracles/rules/gradient_rule.h"
 #include "tests/test_util.h"
 
@@ -119,6 +125,156 @@ output %y
   GradientContext wrong = ContextOf(k, {{"x", x}}, {at::ones({3})}, (w * 2).to(at::kFloat),
                                     w.to(at::kFloat), w, true);
   EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
+}
+
+
+// The float64 gradient of sum(v * f(x)) by autograd, f one op of the program.
+at::Tensor GradOf(const std::function<at::Tensor(const at::Tensor&)>& f, const at::Tensor& x,
+                  const at::Tensor& v) {
+  at::AutoGradMode on(true);
+  at::Tensor xx = x.to(at::kDouble).detach().requires_grad_(true);
+  at::Tensor y = f(xx);
+  return torch::autograd::grad({y}, {xx}, {v.to(at::kDouble)})[0].detach();
+}
+
+TEST(GradientRules, BackwardStableTakesTheRoundedSavedOutputLogNdtrReuses) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[2] = values(-100.0, 0.5)
+%y = aten::special_log_ndtr(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  k.d.element = 0;
+  const at::Tensor x = at::tensor({-100.0, 0.5}, at::kDouble);
+  const at::Tensor v = at::ones({2}, at::kDouble);
+  const at::Tensor w = GradOf([](const at::Tensor& t) { return at::special_log_ndtr(t); }, x, v);
+  // derivatives.yaml: grad / sqrt(2 pi) * exp(-(result + x^2 / 2)), with the
+  // saved result rounded to f32: at -100, ulp(5000) / 2 in the exponent is
+  // 2.4e-4 relative, far beyond 4 eps of x.
+  const at::Tensor r32 = at::special_log_ndtr(x).to(at::kFloat).to(at::kDouble);
+  const at::Tensor from_rounded = (r32 + x.pow(2) / 2).neg().exp() / std::sqrt(2 * M_PI);
+  ASSERT_GT((from_rounded[0] / w[0] - 1).abs().item<double>(), 1e-5);
+  GradientContext c = ContextOf(k, {{"x", x}}, {v}, from_rounded.to(at::kFloat), w.to(at::kFloat),
+                                w, true);
+  std::optional<RuleMatch> m = gradient_backward_stable(c);
+  ASSERT_TRUE(m.has_value());
+  // 1% off is no rounding of the saved output.
+  GradientContext wrong = ContextOf(k, {{"x", x}}, {v}, (w * 1.01).to(at::kFloat),
+                                    w.to(at::kFloat), w, true);
+  EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
+}
+
+TEST(GradientRules, NonFiniteIncomingIsUndefinedOnlyWhereTheGradientIsNotFinite) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[2] = values(0.0, 1.0)
+%y = aten::sin(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kClassSplit;
+  k.d.element = 0;
+  // v = inf at x = pi/2 in float64 terms: inf * cos(x); with cos(x) = 0
+  // exactly the float64 gradient is NaN (inf * 0): a side's 0 is arbitrary.
+  const at::Tensor x = at::tensor({0.0, 1.0}, at::kDouble);
+  const at::Tensor v = at::tensor({INFINITY, 1.0f});
+  const at::Tensor nan_witness = at::tensor({NAN, std::cos(1.0)}, at::kDouble);
+  GradientContext c = ContextOf(k, {{"x", x}}, {v}, at::tensor({0.0f, 0.54f}),
+                                at::tensor({NAN, 0.54f}), nan_witness, true);
+  std::optional<RuleMatch> m = gradient_undefined_point(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_undefined_point");
+  // A finite float64 gradient (the cotangent at this element is finite):
+  // NaN against a number stays a finding even though another element's v is inf.
+  k.d.element = 1;
+  const at::Tensor finite_witness = at::tensor({INFINITY, std::cos(1.0)}, at::kDouble);
+  GradientContext other = ContextOf(k, {{"x", x}}, {v}, at::tensor({INFINITY, NAN}),
+                                    at::tensor({INFINITY, 0.54f}), finite_witness, true);
+  EXPECT_FALSE(gradient_undefined_point(other).has_value());
+}
+
+TEST(GradientRules, ASummingBackwardThatAccumulatesPastFloat32IsExtremal) {
+  Case k{MustParse(R"(divfuzz v1
+input %a: f32[2,2] = values(1.0, 2.0, 3.0, 4.0)
+input %b: f32[2] = values(1.0, 1.0)
+%y = aten::matmul(%a, %b)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kClassSplit;
+  k.d.element = 0;
+  const at::Tensor a = at::tensor({1.0, 1.0, -1.0, -1.0}, at::kDouble).reshape({2, 2});
+  const at::Tensor b = at::ones({2}, at::kDouble);
+  // d/db = A^T v = (v0 - v1, v0 - v1) = 0 exactly, but with v at f32's
+  // maximum a kernel summing v0 first may overflow float32 on the way.
+  const at::Tensor big = at::full({2}, 3.0e38f);
+  const at::Tensor w = at::mv(a.transpose(0, 1), big.to(at::kDouble));
+  ASSERT_EQ(w.abs().max().item<double>(), 0.0);
+  GradientContext c = ContextOf(k, {{"a", a}, {"b", b}}, {big}, at::tensor({INFINITY, 0.0f}),
+                                at::tensor({0.0f, 0.0f}), w, false);
+  c.out = 1;
+  ASSERT_TRUE(gradient_extremal_values(c).has_value());
+  // v = 1: nothing comes near the range, inf is a finding.
+  const at::Tensor one = at::ones({2});
+  const at::Tensor w1 = at::mv(a.transpose(0, 1), one.to(at::kDouble));
+  GradientContext small = ContextOf(k, {{"a", a}, {"b", b}}, {one}, at::tensor({INFINITY, 0.0f}),
+                                    w1.to(at::kFloat), w1, false);
+  small.out = 1;
+  EXPECT_FALSE(gradient_extremal_values(small).has_value());
+}
+
+TEST(GradientRules, AnFftBackwardIsJudgedNormwise) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: c64[64] = normal(seed=1)
+%y = aten::fft_fft(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  at::Generator gen = at::detail::createCPUGenerator(3);
+  const at::Tensor v = at::normal(0, 1, {64}, gen, at::TensorOptions().dtype(at::kDouble))
+                           .to(at::kComplexFloat);
+  const at::Tensor w = at::fft_ifft(v.to(at::kComplexDouble)) * 64;  // fft's adjoint
+  at::Tensor off = w.to(at::kComplexFloat).clone();
+  off[5] = off[5] + c10::complex<float>(2e-5f, 0);  // within 8·6·eps·||G|| = 4.6e-4
+  GradientContext c = ContextOf(k, {{"x", w}}, {v}, off, w.to(at::kComplexFloat), w, false);
+  c.dtype = graph::DType::kC64;
+  c.hints = ops::FindOp("aten::fft_fft")->hints;
+  ASSERT_TRUE(gradient_transform_normwise(c).has_value());
+  // 10% of the norm in one element is no rounding.
+  at::Tensor far = w.to(at::kComplexFloat).clone();
+  far[5] = far[5] + c10::complex<float>(8.0f, 0);
+  GradientContext wrong = ContextOf(k, {{"x", w}}, {v}, far, w.to(at::kComplexFloat), w, false);
+  wrong.dtype = graph::DType::kC64;
+  wrong.hints = c.hints;
+  EXPECT_FALSE(gradient_transform_normwise(wrong).has_value());
+}
+
+TEST(GradientRules, LogcumsumexpBackwardInBf16IsWithinItsScanCarry) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: bf16[16] = normal(seed=1)
+%y = aten::logcumsumexp(%x, 0)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  k.d.op = "LogcumsumexpBackward0";
+  const at::Tensor x = at::linspace(-1, 1, 16, at::kDouble).to(at::kBFloat16).to(at::kDouble);
+  const at::Tensor v = at::linspace(0.5, 1, 16, at::kDouble).to(at::kBFloat16);
+  const at::Tensor w =
+      GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v.to(at::kDouble));
+  auto ctx = [&](const at::Tensor& a) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, a.to(at::kBFloat16), w.to(at::kBFloat16),
+                                  w, false);
+    c.dtype = graph::DType::kBF16;
+    c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+    return c;
+  };
+  // 10% of the gradient (v > 0: the parts are the gradient itself): a bf16
+  // exponent of magnitude ~5 carried over 16 steps (delta = 0.45 here).
+  ASSERT_TRUE(gradient_scan_carry(ctx(w * 1.1)).has_value());
+  // Twice the gradient is no carry.
+  EXPECT_FALSE(gradient_scan_carry(ctx(w * 2)).has_value());
 }
 
 }  // namespace

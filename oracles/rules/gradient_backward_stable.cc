@@ -4,7 +4,10 @@
 // "floating point provides limited accuracy ... CPU and GPU results can be
 // different even for bitwise-identical inputs". A side whose gradient lies
 // within the hull of the float64 backward at inputs and incoming gradients
-// moved by 4 eps of their dtypes (six directions) computed the backward
+// moved by 4 eps of their dtypes (six directions), with the forward's results
+// both exact and rounded to their dtypes (what a kernel that saves its output
+// reads: log_ndtr's backward cancels its saved f32 result against x²/2),
+// computed the backward
 // correctly from values a correct forward could have rounded to; an
 // ill-conditioned point amplifies that. The forward's backward_stable, for
 // the backward.
@@ -17,49 +20,74 @@
 
 namespace divfuzz::oracles::rules {
 
-std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
-  if (c.d.cls != DivergenceClass::kTolerance || !c.a.witness.defined() ||
-      c.a.witness.is_complex()) {
-    return std::nullopt;
+namespace {
+
+// The hull [lo, hi] of the float64 backward around one side's own inputs and
+// incoming gradients: as given (-1) and moved six ways, each with the
+// forward's results exact and rounded to their dtypes (a kernel that saves
+// its output works from the rounded one). nullopt: a point could not run.
+std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
+                                                      const GradientSide& s) {
+  at::Tensor lo = s.witness.to(at::kDouble), hi = lo.clone();
+  for (int round = 0; round < 2; ++round) {
+    for (int dir = round ? -1 : 0; dir < 6; ++dir) {
+      std::map<std::string, at::Tensor> inputs;
+      for (const auto& [name, t] : s.inputs) {
+        auto it = c.types.find(name);
+        const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
+        inputs[name] = floating && dir >= 0
+                           ? MovedBy4Eps(t, graph::Epsilon(it->second.dtype), dir, 2000)
+                           : t;
+      }
+      std::vector<at::Tensor> incoming;
+      for (const at::Tensor& v : s.incoming) {
+        incoming.push_back(v.defined() && v.is_floating_point() && dir >= 0
+                               ? MovedBy4Eps(v, graph::Epsilon(c.dtype), dir + 1, 2000)
+                               : v);
+      }
+      exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types,
+                                           exec::Target::kCpuF64, round == 1);
+      if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
+      const at::Tensor& g = w.result.exact[c.out];
+      if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
+      lo = at::fmin(lo, g);
+      hi = at::fmax(hi, g);
+    }
   }
-  at::Tensor lo = c.a.witness.to(at::kDouble), hi = lo.clone();
-  for (int dir = 0; dir < 6; ++dir) {
-    std::map<std::string, at::Tensor> inputs;
-    for (const auto& [name, t] : c.a.inputs) {
-      auto it = c.types.find(name);
-      const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
-      inputs[name] = floating ? MovedBy4Eps(t, graph::Epsilon(it->second.dtype), dir, 2000) : t;
-    }
-    std::vector<at::Tensor> incoming;
-    for (const at::Tensor& v : c.a.incoming) {
-      incoming.push_back(v.defined() && v.is_floating_point() ? MovedBy4Eps(v, graph::Epsilon(c.dtype), dir + 1, 2000) : v);
-    }
-    exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
-    if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
-    const at::Tensor& g = w.result.exact[c.out];
-    if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
-    lo = at::fmin(lo, g);
-    hi = at::fmax(hi, g);
+  return std::make_pair(lo, hi);
+}
+
+}  // namespace
+
+std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
+  if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    if (!s->witness.defined() || s->witness.is_complex()) return std::nullopt;
   }
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   // Judged where the sides differ only: elsewhere they agree, and the hull
-  // of an element the function is not defined at (a pole) is NaN.
+  // of an element the function is not defined at (a pole) is NaN. Each side
+  // against the hull around its own inputs: they may differ within tolerance
+  // upstream, and an ill-conditioned backward (acosh near 1) amplifies that.
   const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
-  auto within = [&](const at::Tensor& x) {
-    at::Tensor v = x.to(at::kDouble);
-    at::Tensor ok = (v >= lo - tol.atol) & (v <= hi + tol.atol);
+  auto within = [&](const GradientSide& s) {
+    const auto hull = Hull(c, s);
+    if (!hull) return false;
+    at::Tensor v = s.outgoing.to(at::kDouble);
+    if (v.sizes() != hull->first.sizes()) return false;
+    at::Tensor ok = (v >= hull->first - tol.atol) & (v <= hull->second + tol.atol);
     ok = ok.logical_or(at::isfinite(v).logical_not()).reshape(-1);
     if (differing.defined() && differing.numel() == ok.numel()) {
       ok = ok.logical_or(differing.logical_not());
     }
     return ok.all().item<bool>();
   };
-  if (!within(c.a.outgoing) || !within(c.b.outgoing)) return std::nullopt;
+  if (!within(c.a) || !within(c.b)) return std::nullopt;
   return RuleMatch{"gradient_backward_stable",
                    absl::StrCat("each side's gradient is the float64 backward of ",
                                 c.node.QualifiedName(), " at inputs and incoming gradients within "
-                                "4 eps of its own (the values a correct kernel works from, rounded "
-                                "to the dtype)")};
+                                "4 eps of its own, with its saved outputs exact or rounded (the "
+                                "values a correct kernel works from, rounded to the dtype)")};
 }
 
 }  // namespace divfuzz::oracles::rules

@@ -5,8 +5,14 @@
 // before it multiplies by the incoming gradient: where that derivative
 // (the float64 backward with unit incoming gradients) exceeds the dtype's
 // range, or the gradient itself does, a non-finite side is expected. A
-// derivative within range that a side overflows stays a finding.
+// backward that sums (layer_norm's sum(g * w * xhat), a reduction's, a
+// product's) accumulates incoming gradients times input-sized factors in its
+// accumulation type (float32 for f16/bf16/f32): where sum|v| * max(1, max|x|)
+// exceeds that type's range an intermediate may overflow. A derivative within
+// range that a side overflows stays a finding.
 #include <ATen/ATen.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -26,6 +32,23 @@ bool BeyondRange(const GradientContext& c, const at::Tensor& t) {
   return big.any().item<bool>();
 }
 
+// sum|v| * max(1, max|x|) over the finite incoming gradients v and inputs x,
+// in float64: a bound on what a summing backward accumulates.
+double AccumulatedMagnitude(const GradientSide& s) {
+  double v = 0, x = 1;
+  for (const at::Tensor& t : s.incoming) {
+    if (!t.defined() || !(t.is_floating_point() || t.is_complex())) continue;
+    at::Tensor a = t.abs().to(at::kDouble);
+    v += at::where(at::isfinite(a), a, at::zeros_like(a)).sum().item<double>();
+  }
+  for (const auto& [name, t] : s.inputs) {
+    if (!t.defined() || !(t.is_floating_point() || t.is_complex()) || t.numel() == 0) continue;
+    at::Tensor a = t.abs().to(at::kDouble);
+    x = std::max(x, at::where(at::isfinite(a), a, at::zeros_like(a)).max().item<double>());
+  }
+  return v * x;
+}
+
 }  // namespace
 
 std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
@@ -35,6 +58,19 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                      absl::StrCat("the float64 gradient of ", c.node.QualifiedName(),
                                   " overflows ", std::string(graph::DTypeName(c.dtype)),
                                   " there: the notes leave such a result's non-finite class open")};
+  }
+  if (!c.pointwise) {
+    const graph::DType acc = c.dtype == graph::DType::kF64 || c.dtype == graph::DType::kC128
+                                 ? graph::DType::kF64
+                                 : graph::DType::kF32;
+    const double m = std::max(AccumulatedMagnitude(c.a), AccumulatedMagnitude(c.b));
+    if (m > graph::MaxFinite(acc)) {
+      return RuleMatch{"gradient_extremal_values",
+                       absl::StrCat("the backward of ", c.node.QualifiedName(), " accumulates "
+                                    "sum|v| * max(1, max|x|) = ", m, ", beyond ",
+                                    std::string(graph::DTypeName(acc)), "'s range: an "
+                                    "intermediate sum may overflow though the gradient fits")};
+    }
   }
   std::vector<at::Tensor> unit;
   for (const at::Tensor& t : c.a.incoming) unit.push_back(t.defined() ? at::ones_like(t) : t);

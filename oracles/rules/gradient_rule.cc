@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace divfuzz::oracles::rules {
 
 at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) {
@@ -14,6 +16,11 @@ at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) 
     sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
   }
   return at::where(at::isfinite(x), x + sign * step, x);
+}
+
+double ElementAt(const at::Tensor& t, long long element) {
+  if (!t.defined() || t.is_complex() || element < 0 || element >= t.numel()) return NAN;
+  return t.reshape(-1)[element].to(at::kDouble).item<double>();
 }
 
 }  // namespace divfuzz::oracles::rules

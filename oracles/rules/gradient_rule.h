@@ -39,7 +39,11 @@ struct GradientContext {
   graph::DType dtype;       // its dtype
   bool pointwise;           // the op maps element i to element i (ops::kPointwise)
   GradientSide a, b;
+  uint64_t hints = 0;       // the op's catalogue hints (ops::Hint), 0 when not catalogued
 };
+
+// The element of `t` the divergence names as float64 (NaN when out of range).
+double ElementAt(const at::Tensor& t, long long element);
 
 // `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
 // float, so a kink at 0 moves too): direction 0 up, 1 down, others a random

@@ -1,0 +1,70 @@
+// gradient_scan_carry: logcumsumexp's backward (FunctionsManual.cpp,
+// logcumsumexp_backward) is composed in the dtype: exp(reverse
+// logcumsumexp(log|v| - result) + self), and the reverse logcumsumexp is the
+// forward's scan, which CUDA carries in the dtype (scan_carry, pytorch#141802,
+// closed as expected with the numerical-accuracy notes: "floating point
+// addition and multiplication are not associative, so the order of the
+// operations affects the results"). The exponent's absolute error is about
+// (n + 4) u (1 + M), u = eps / 2 the unit roundoff, M = 2 max|x| + log n +
+// max|log|v|| (a bound on the running value's magnitude: n roundings of it); exp turns it into
+// a relative error of the positive and negative parts, which the difference
+// may cancel: |A - B| <= expm1(delta) * (float64 backward of |v|) + atol.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+namespace {
+
+double MaxFiniteAbs(const at::Tensor& t) {
+  if (!t.defined() || t.numel() == 0 || t.is_complex()) return 0;
+  at::Tensor a = t.to(at::kDouble).abs();
+  return at::where(at::isfinite(a), a, at::zeros_like(a)).max().item<double>();
+}
+
+}  // namespace
+
+std::optional<RuleMatch> gradient_scan_carry(const GradientContext& c) {
+  if (!(c.hints & ops::kScanCarry) || c.d.cls != DivergenceClass::kTolerance ||
+      c.d.op.rfind("LogcumsumexpBackward", 0) != 0 || c.a.outgoing.is_complex()) {
+    return std::nullopt;
+  }
+  int64_t n = 1;
+  for (int64_t s : c.a.outgoing.sizes()) n = std::max(n, s);
+  double x = 0, log_v = 0;
+  for (const auto& [name, t] : c.a.inputs) x = std::max(x, MaxFiniteAbs(t));
+  for (const auto& [name, t] : c.b.inputs) x = std::max(x, MaxFiniteAbs(t));
+  std::vector<at::Tensor> magnitude;
+  for (const at::Tensor& v : c.a.incoming) {
+    if (v.defined() && !v.is_complex()) {
+      log_v = std::max(log_v, MaxFiniteAbs(at::log(v.to(at::kDouble).abs())));
+    }
+    magnitude.push_back(v.defined() ? v.abs() : v);
+  }
+  const double m = 2 * x + std::log(static_cast<double>(n)) + log_v;
+  const double delta =
+      std::min(50.0, static_cast<double>(n + 4) * graph::Epsilon(c.dtype) / 2 * (1 + m));
+  // The positive and negative parts' sum: the float64 backward of |v|.
+  exec::VjpResult parts =
+      exec::RunNodeVjp(c.node, c.a.inputs, magnitude, c.types, exec::Target::kCpuF64);
+  if (parts.result.error || c.out >= parts.result.exact.size()) return std::nullopt;
+  const at::Tensor t = parts.result.exact[c.out].abs();
+  const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
+  if (t.sizes() != diff.sizes()) return std::nullopt;
+  const double atol = c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  const at::Tensor finite = at::isfinite(c.a.outgoing) & at::isfinite(c.b.outgoing);
+  const at::Tensor ok = (diff <= t * std::expm1(delta) + atol).logical_or(finite.logical_not());
+  if (!ok.all().item<bool>()) return std::nullopt;
+  return RuleMatch{"gradient_scan_carry",
+                   absl::StrCat("logcumsumexp's backward composes its scan in ",
+                                std::string(graph::DTypeName(c.dtype)), ": the sides differ within "
+                                "expm1((n + 4) (eps / 2) (1 + M)) times the float64 backward of |v| (n = ",
+                                n, ", M = ", m, ")")};
+}
+
+}  // namespace divfuzz::oracles::rules

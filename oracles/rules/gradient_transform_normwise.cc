@@ -1,0 +1,71 @@
+// gradient_transform_normwise: the backward of an FFT is an FFT of the
+// incoming gradient (pocketfft/MKL on the CPU, cuFFT on CUDA), so its error
+// is normwise like the forward's (transform_normwise): PyTorch's
+// numerical-accuracy notes, "floating point addition and multiplication are
+// not associative, so the order of the operations affects the results", and
+// "Extremal values": intermediate results may overflow though the end result
+// is representable (a butterfly's sums reach about sum|v|).
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "graph/printer.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+namespace {
+
+at::Tensor Real(at::Tensor t) {
+  if (!t.defined()) return t;
+  if (t.is_complex()) t = at::view_as_real(t.contiguous());
+  return t.to(at::kDouble);
+}
+
+graph::DType PartOf(graph::DType dt) {
+  return dt == graph::DType::kC64 ? graph::DType::kF32
+         : dt == graph::DType::kC128 ? graph::DType::kF64
+                                     : dt;
+}
+
+}  // namespace
+
+std::optional<RuleMatch> gradient_transform_normwise(const GradientContext& c) {
+  if (!(c.hints & ops::kTransform)) return std::nullopt;
+  const graph::DType part = PartOf(c.dtype);
+  if (c.d.cls == DivergenceClass::kClassSplit) {
+    double l1 = 0;
+    for (const at::Tensor& v : c.a.incoming) {
+      if (v.defined()) l1 += Real(v).abs().sum().item<double>();
+    }
+    if (!std::isfinite(l1) || !(2 * l1 > graph::MaxFinite(part))) return std::nullopt;
+    return RuleMatch{"gradient_transform_normwise",
+                     absl::StrCat("sum|v| = ", graph::FormatFloat(l1), " of the incoming gradient "
+                                  "is within a factor of 2 of ", std::string(graph::DTypeName(part)),
+                                  "'s largest value: the backward transform's intermediate sums "
+                                  "may overflow though the gradient fits")};
+  }
+  if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  const at::Tensor ya = Real(c.a.outgoing), yb = Real(c.b.outgoing);
+  if (!ya.defined() || !yb.defined() || ya.sizes() != yb.sizes() || ya.numel() == 0) {
+    return std::nullopt;
+  }
+  int64_t n = 2;
+  for (const at::Tensor& v : c.a.incoming) {
+    if (v.defined()) n = std::max<int64_t>(n, v.numel());
+  }
+  n = std::max<int64_t>(n, ya.numel());
+  const double norm = std::max(at::linalg_vector_norm(ya).item<double>(),
+                               at::linalg_vector_norm(yb).item<double>());
+  const double bound = 8.0 * std::log2(static_cast<double>(n)) * graph::Epsilon(part) * norm +
+                       c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  const double diff = (ya - yb).abs().max().item<double>();
+  if (!(diff <= bound)) return std::nullopt;
+  return RuleMatch{"gradient_transform_normwise",
+                   absl::StrCat("max|A - B| = ", graph::FormatFloat(diff),
+                                " <= 8 log2(N) eps ||G||_2 = ", graph::FormatFloat(bound), " (N = ",
+                                n, "): the backward of an FFT is a transform, its error normwise")};
+}
+
+}  // namespace divfuzz::oracles::rules
