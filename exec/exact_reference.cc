@@ -284,10 +284,80 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
   const at::Tensor only = WantedMask(options, n);
   const bool* wanted = only.defined() ? only.data_ptr<bool>() : nullptr;
   Mp r, mx, my;
+  // Which operands read the value differentiated by (derivative_wrt).
+  bool moves_x = false, moves_y = false;
+  if (!options.derivative_wrt.empty()) {
+    auto reads = [&](size_t pos, absl::string_view a, absl::string_view b) {
+      const Literal* l = ops::FindArg(node, pos, a);
+      if (l == nullptr) l = ops::FindArg(node, pos, b);
+      return l != nullptr && l->kind == Literal::Kind::kValue && l->s == options.derivative_wrt;
+    };
+    moves_x = reads(0, "self", "input");
+    moves_y = binary && reads(1, "other", "exponent");
+    if (!moves_x && !moves_y) return std::nullopt;
+    if ((moves_x && x->sizes() != xs.sizes()) || (moves_y && y->sizes() != xs.sizes())) {
+      return std::nullopt;  // broadcast: its gradient sums over the broadcast dims
+    }
+  }
+  // f at the operands moved by t * h (h an MPFR number), into `out`.
+  Mp ax, ay;
+  auto at_moved = [&](Mp& out, int64_t i, const Mp& h, int t) {
+    mpfr_set_d(ax.v, px[i], MPFR_RNDN);
+    if (moves_x) mpfr_mul_si(ay.v, h.v, t, MPFR_RNDN), mpfr_add(ax.v, ax.v, ay.v, MPFR_RNDN);
+    if (binary) {
+      Mp step;
+      mpfr_set_d(ay.v, py[i], MPFR_RNDN);
+      if (moves_y) mpfr_mul_si(step.v, h.v, t, MPFR_RNDN), mpfr_add(ay.v, ay.v, step.v, MPFR_RNDN);
+      return Binary(f, out.v, ax.v, ay.v, alpha);
+    }
+    return Unary(f, out.v, ax.v);
+  };
+  // (f(x + h) - f(x - h)) / 2h as a double; nullopt when f is not modelled.
+  auto quotient = [&](int64_t i, double base, int shift) -> std::optional<double> {
+    Mp h, fp, fm;
+    mpfr_set_d(h.v, base, MPFR_RNDN);
+    mpfr_mul_2si(h.v, h.v, -shift, MPFR_RNDN);
+    if (!at_moved(fp, i, h, 1) || !at_moved(fm, i, h, -1)) return std::nullopt;
+    // At least 2^-100 of |f| must survive the subtraction, or the quotient
+    // is rounding residue (exp(1e-300 +- h) both round to 1 at 160 bits).
+    Mp scale;
+    mpfr_abs(scale.v, fp.v, MPFR_RNDN);
+    if (mpfr_cmpabs(fm.v, scale.v) > 0) mpfr_abs(scale.v, fm.v, MPFR_RNDN);
+    mpfr_mul_2si(scale.v, scale.v, -100, MPFR_RNDN);
+    mpfr_sub(fp.v, fp.v, fm.v, MPFR_RNDN);
+    if (mpfr_cmpabs(fp.v, scale.v) < 0) return std::numeric_limits<double>::quiet_NaN();
+    mpfr_div(fp.v, fp.v, h.v, MPFR_RNDN);
+    mpfr_div_2si(fp.v, fp.v, 1, MPFR_RNDN);
+    return mpfr_get_d(fp.v, MPFR_RNDN);
+  };
+  auto derivative = [&](int64_t i) -> std::optional<double> {
+    const double x0 = moves_x ? px[i] : py[i];
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    if (!std::isfinite(x0) || (binary && !(std::isfinite(px[i]) && std::isfinite(py[i])))) {
+      return nan;
+    }
+    for (double base : {std::fabs(x0), 1.0}) {
+      if (base == 0) continue;
+      std::optional<double> d1 = quotient(i, base, 64), d2 = quotient(i, base, 72);
+      if (!d1 || !d2) return std::nullopt;
+      if (std::isfinite(*d1) && std::isfinite(*d2) &&
+          std::fabs(*d1 - *d2) <= 0x1p-40 * std::max(std::fabs(*d1), std::fabs(*d2))) {
+        return *d2;
+      }
+    }
+    return nan;
+  };
   for (int64_t i = 0; i < n; ++i) {
     if (wanted != nullptr && !wanted[i]) {
       exact[i] = std::numeric_limits<double>::quiet_NaN();
       if (!as_float.empty()) as_float[i] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    if (moves_x || moves_y) {
+      std::optional<double> d = derivative(i);
+      if (!d) return std::nullopt;
+      exact[i] = *d;
+      if (!as_float.empty()) as_float[i] = static_cast<float>(*d);
       continue;
     }
     mpfr_set_d(mx.v, px[i], MPFR_RNDN);

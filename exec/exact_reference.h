@@ -38,6 +38,13 @@ struct ExactOptions {
   // is true (the elements where the sides differ; MPFR costs microseconds an
   // element) and leave NaN elsewhere. Undefined: every element.
   at::Tensor only;
+  // Elementwise ops: the derivative of the result with respect to the value
+  // of this name (every operand that reads it moves together) instead of the
+  // result, by central differences in MPFR at h = 2^-64 and 2^-72 relative to
+  // |x| (absolute where relative fails): kept only where the two quotients
+  // agree to 2^-40 relative, NaN elsewhere (a kink, a pole, a jump: unknown).
+  // nullopt when the value is broadcast (its gradient would be a sum).
+  std::string derivative_wrt;
 };
 
 // nullopt when the op has no exact reference or these inputs are outside it

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/dtype_convert.h"
+#include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "graph/gradient.h"
 #include "oracles/attribution.h"
@@ -120,6 +121,30 @@ std::optional<bool> ModesDisagree(const graph::Node& node, const Step& s, const 
   if (!std::isfinite(lhs) || !std::isfinite(rhs) || !std::isfinite(terms)) return std::nullopt;
   const double bound = 8.0 * static_cast<double>(n) * graph::Epsilon(dt) * terms + 1e-300;
   return std::abs(lhs - rhs) > bound;
+}
+
+// The exact gradient v * f'(x) of an elementwise node with an exact witness
+// (MPFR central differences, exec::ExactOptions::derivative_wrt) from one
+// side's own inputs, as float64 over the output; NaN where the derivative is
+// unknown (a kink, a pole). Undefined when the node has none: several
+// results, a broadcast input, complex values, an op MPFR does not model.
+at::Tensor ExactGradient(const graph::Node& node, const Step& s, const std::string& wrt,
+                         const ops::TypeEnv& types, const at::Tensor& only) {
+  if (node.results.size() != 1 || s.incoming.size() != 1 || !s.incoming[0].defined() ||
+      s.incoming[0].is_complex()) {
+    return at::Tensor();
+  }
+  exec::ExactOptions options;
+  options.only = only;
+  options.derivative_wrt = wrt;
+  std::optional<exec::ExactResult> e = exec::RunExact(node, s.inputs, types, options);
+  if (!e || e->result.error || e->result.exact.empty() || !e->result.exact[0].defined()) {
+    return at::Tensor();
+  }
+  const at::Tensor d = e->result.exact[0].to(at::kDouble);
+  const at::Tensor v = s.incoming[0].to(at::kDouble);
+  if (d.sizes() != v.sizes()) return at::Tensor();
+  return d * v;
 }
 
 }  // namespace
@@ -274,9 +299,37 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
   };
   // A float64 gradient is its own float64 witness: each device's float64
   // backward is that side's kernel, so it can only restate the divergence.
-  const bool self_witness = dt == graph::DType::kF64 || dt == graph::DType::kC128;
-  const bool wa = !self_witness && wrong(ja, a.target), wb = !self_witness && wrong(jb, b.target);
+  bool self_witness = dt == graph::DType::kF64 || dt == graph::DType::kC128;
+  bool wa = !self_witness && wrong(ja, a.target), wb = !self_witness && wrong(jb, b.target);
   d.witness = second ? "cpu-f64+cuda-f64" : "cpu-f64";
+  // The exact derivative, where MPFR models the op, decides over both float64
+  // backwards (which may share a side's formula, or be that side's kernel).
+  const at::Tensor ea = ExactGradient(node, sa, wrt, types, differing);
+  const at::Tensor eb = ExactGradient(node, sb, wrt, types, differing);
+  std::string exact_note;
+  if (ea.defined() && eb.defined() && !sa.vjp.result.outputs[out].is_complex()) {
+    // Judged on the differing elements whose derivative is known on both sides.
+    at::Tensor known = at::isfinite(ea).logical_and(at::isfinite(eb)).reshape(-1);
+    if (differing.defined() && differing.numel() == known.numel()) known &= differing;
+    if (known.any().item<bool>()) {
+      auto off = [&](const Step& s, const at::Tensor& e) {
+        const at::Tensor mine = s.vjp.result.outputs[out].reshape(-1).masked_select(known);
+        const at::Tensor ref = exec::ToDTypeKeepingNaNs(e.reshape(-1).masked_select(known),
+                                                        mine.scalar_type());
+        return !WithinTolerance(mine, ref, dt, policy, opname);
+      };
+      const bool xa = off(sa, ea), xb = off(sb, eb);
+      if (!self_witness && (xa != wa || xb != wb)) {
+        exact_note = "; the float64 backwards were set aside: the exact derivative disagrees "
+                     "with their verdict";
+      }
+      wa = xa, wb = xb;
+      self_witness = false;
+      d.witness = "exact-derivative";
+      d.reference_a = At(ea, d.element);
+      d.reference_b = At(eb, d.element);
+    }
+  }
   if (wa && !wb) {
     d.wrong_side = std::string(exec::TargetName(a.target));
   } else if (wb && !wa) {
@@ -284,9 +337,12 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
   } else if (wa && wb) {
     d.wrong_side = "both";
   }
-  d.reason = absl::StrCat("float64 backward of ", opname, " from each side's own inputs: ",
-                          d.reference_a, " (", exec::TargetName(a.target), "), ", d.reference_b,
-                          " (", exec::TargetName(b.target), ")");
+  d.reason = absl::StrCat(d.witness == "exact-derivative"
+                              ? "exact derivative (MPFR) times the incoming gradient for "
+                              : "float64 backward of ",
+                          opname, " from each side's own inputs: ", d.reference_a, " (",
+                          exec::TargetName(a.target), "), ", d.reference_b, " (",
+                          exec::TargetName(b.target), ")", exact_note);
   if (self_witness) {
     absl::StrAppend(&d.reason, "; the gradient is float64, so these are the sides' own kernels "
                                "and cannot judge them");

@@ -8,6 +8,9 @@
 //     (nondifferentiable_point), but for x < 0 a wrong one;
 //   - where self is exactly 3 it doubles the gradient: a wrong backward.
 // Other dtypes, and float64 (the reference), are computed correctly.
+// It also replaces aten::sigmoid_backward (SigmoidBackward0) with one that is
+// 1% high in float64 only: the float64 reference shares the fault and blames
+// the correct float32 side, which only the exact derivative can tell.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -22,6 +25,14 @@ at::Tensor ThresholdBackward(const at::Tensor& grad, const at::Tensor& self,
   return out;
 }
 
+at::Tensor SigmoidBackward(const at::Tensor& grad, const at::Tensor& output) {
+  at::Tensor g = grad * (1 - output) * output;
+  return output.scalar_type() == at::kDouble ? g * 1.01 : g;
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("threshold_backward", &ThresholdBackward); }
+TORCH_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl("threshold_backward", &ThresholdBackward);
+  m.impl("sigmoid_backward", &SigmoidBackward);
+}

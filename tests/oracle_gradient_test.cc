@@ -69,6 +69,26 @@ output %g
   EXPECT_THAT(out, Not(HasSubstr("tier: bug")));
 }
 
+TEST(GradientOracle, TheExactDerivativeOverrulesAFloat64ReferenceThatSharesTheFault) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("exact_derivative");
+  int rc = 0;
+  // The plugin's sigmoid_backward is 1% high in float64 only: cpu-f64 is the
+  // wrong side, and the float64 witness (the same faulty kernel) would blame cpu.
+  const std::string out = Replay(dir, "sigmoid.dfz", R"(divfuzz v1
+input %x: f32[4] = values(0.5, -1.0, 2.0, 0.25)
+input %v: f32[4] = fill(1.0)
+%y = aten::sigmoid(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_THAT(out, HasSubstr("SigmoidBackward0"));
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu-f64"));
+  EXPECT_THAT(out, HasSubstr("witness: exact-derivative"));
+  EXPECT_THAT(out, HasSubstr("float64 backwards were set aside"));
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");
