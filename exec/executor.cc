@@ -761,7 +761,8 @@ NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at
 
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
-                     Target target, bool round_results) {
+                     Target target, bool round_results,
+                     const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results) {
   VjpResult r;
   if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
@@ -806,8 +807,10 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
         // copy of this output sees the rounded values without an in-place
         // modification error.
         at::Tensor data = outs[i].variable_data();
-        data.copy_(ToDTypeKeepingNaNs(data.cpu(), ToScalarType(it->second.dtype))
-                       .to(data.scalar_type()));
+        at::Tensor rounded = ToDTypeKeepingNaNs(data.cpu(), ToScalarType(it->second.dtype))
+                                 .to(data.scalar_type());
+        if (move_results) rounded = move_results(i, rounded).to(data.scalar_type());
+        data.copy_(rounded);
       }
     }
     std::vector<at::Tensor> ys, vs;

@@ -69,7 +69,9 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
 // kernel from a side's own inputs, and its float64 witness. With
 // `round_results`, the forward's results are rounded to their dtypes in
 // `types` before the backward reads them: the float64 backward from the
-// rounded outputs a kernel saves (softmax, logcumsumexp, log_ndtr reuse them).
+// rounded outputs a kernel saves (softmax, logcumsumexp, log_ndtr reuse them);
+// `move_results`, when given, then maps each rounded result (its index, its
+// float64 value on the CPU) to the value the backward reads instead.
 struct VjpResult {
   std::vector<std::string> wrt;
   NodeResult result;
@@ -77,7 +79,9 @@ struct VjpResult {
 };
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
-                     Target target, bool round_results = false);
+                     Target target, bool round_results = false,
+                     const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results =
+                         nullptr);
 
 // The same node in forward mode: `tangents` (by value name) ride along as
 // dual numbers; outputs are the results' tangents (J u) on the CPU, in the

@@ -159,6 +159,17 @@ output %y
                                 w, true);
   std::optional<RuleMatch> m = gradient_backward_stable(c);
   ASSERT_TRUE(m.has_value());
+  // A forward that is not correctly rounded (log_ndtr's f32 kernel is a few
+  // ulps off far out): its saved result 2 ulps away is still a correct kernel's.
+  const at::Tensor r2 = at::special_log_ndtr(x).to(at::kFloat);
+  const at::Tensor off2 =
+      at::nextafter(at::nextafter(r2, at::full_like(r2, 0.0f)), at::full_like(r2, 0.0f))
+          .to(at::kDouble);
+  const at::Tensor from_off = (off2 + x.pow(2) / 2).neg().exp() / std::sqrt(2 * M_PI);
+  ASSERT_GT((from_off[0] / from_rounded[0] - 1).abs().item<double>(), 1e-4);
+  GradientContext two_ulps = ContextOf(k, {{"x", x}}, {v}, from_off.to(at::kFloat),
+                                       w.to(at::kFloat), w, true);
+  EXPECT_TRUE(gradient_backward_stable(two_ulps).has_value());
   // 1% off is no rounding of the saved output.
   GradientContext wrong = ContextOf(k, {{"x", x}}, {v}, (w * 1.01).to(at::kFloat),
                                     w.to(at::kFloat), w, true);

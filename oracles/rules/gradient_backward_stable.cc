@@ -5,8 +5,9 @@
 // different even for bitwise-identical inputs". A side whose gradient lies
 // within the hull of the float64 backward at inputs and incoming gradients
 // moved by 4 eps of their dtypes (six directions), with the forward's results
-// both exact and rounded to their dtypes (what a kernel that saves its output
-// reads: log_ndtr's backward cancels its saved f32 result against x²/2),
+// both exact and rounded to their dtypes and moved by 4 eps like the inputs
+// (what a kernel that saves its output reads: log_ndtr's backward cancels its
+// saved f32 result against x²/2),
 // computed the backward
 // correctly from values a correct forward could have rounded to; an
 // ill-conditioned point amplifies that. The forward's backward_stable, for
@@ -45,8 +46,17 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
                                ? MovedBy4Eps(v, graph::Epsilon(c.dtype), dir + 1, 2000)
                                : v);
       }
+      // Saved outputs rounded, and moved by 4 eps of their dtype like the
+      // inputs: a kernel's own forward is not always correctly rounded, and
+      // a formula that cancels it (log_ndtr's result + x²/2) amplifies that.
+      auto move = [&](size_t i, const at::Tensor& t) {
+        if (dir < 0 || i >= c.node.results.size() || !t.is_floating_point()) return t;
+        auto it = c.types.find(c.node.results[i]);
+        if (it == c.types.end()) return t;
+        return MovedBy4Eps(t, graph::Epsilon(it->second.dtype), dir + 2, 2000);
+      };
       exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types,
-                                           exec::Target::kCpuF64, round == 1);
+                                           exec::Target::kCpuF64, round == 1, move);
       if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
       const at::Tensor& g = w.result.exact[c.out];
       if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
