@@ -288,5 +288,38 @@ output %y
   EXPECT_FALSE(gradient_scan_carry(ctx(w * 2)).has_value());
 }
 
+TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
+  // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
+  // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a
+  // slope, not a kink. 5 ulps apart is no subgradient choice.
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[2] = values(2.0, 1.5)
+%y = aten::pow.Tensor_Scalar(%x, 30.0)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x = at::tensor({2.0, 1.5}, at::kDouble);
+  const at::Tensor w = 30 * x.pow(29);
+  GradientContext steep = ContextOf(k, {{"x", x}}, {at::ones({2})}, (w * (1 + 5e-6)).to(at::kFloat),
+                                    w.to(at::kFloat), w, true);
+  EXPECT_FALSE(nondifferentiable_point(steep).has_value());
+  // relu at 0: the one-sided gradients 0 and 1 at any distance.
+  Case r{MustParse(R"(divfuzz v1
+input %x: f32[2] = values(0.0, 1.5)
+%y = aten::relu(%x)
+output %y
+)"), {}, {}};
+  r.types = MustInfer(r.program);
+  r.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x0 = at::tensor({0.0, 1.5}, at::kDouble);
+  const at::Tensor w0 = at::tensor({0.0, 1.0}, at::kDouble);
+  GradientContext kink = ContextOf(r, {{"x", x0}}, {at::ones({2})}, at::tensor({1.0f, 1.0f}),
+                                   at::tensor({0.0f, 1.0f}), w0, true);
+  std::optional<RuleMatch> m = nondifferentiable_point(kink);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "nondifferentiable_point");
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles::rules
