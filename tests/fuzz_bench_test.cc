@@ -2,6 +2,7 @@
 // the naive loop, and reports each; it measures, it never judges (no timing
 // is asserted).
 #include <filesystem>
+#include <fstream>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -52,6 +53,25 @@ TEST(Bench, ATableByDefaultAndClearErrors) {
   const testing::CommandRun bad = testing::RunShell(kTool + " bench --bench_programs=-1 2>&1");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--bench_programs"), std::string::npos) << bad.output;
+}
+
+TEST(Bench, CountsGradientProgramsApart) {
+  const std::string dir = testing::TempDir("bench_gradients");
+  std::ofstream(dir + "/plain.dfz") << "divfuzz v1\ninput %x: f32[4] = fill(1.0)\n"
+                                       "%y = aten::sin(%x)\noutput %y\n";
+  std::ofstream(dir + "/grad.dfz") << "divfuzz v1\ninput %x: f32[4] = fill(1.0)\n"
+                                      "input %v: f32[4] = fill(1.0)\n%y = aten::sin(%x)\n"
+                                      "%g = autograd::grad(%y, [%x], grad_outputs=%v)\noutput %g\n";
+  const testing::CommandRun run = testing::RunShell(
+      "(" + kTool + " bench --targets=cpu,cpu-f64 --bench_programs=0 --json --corpus=" + dir +
+      " 2>/dev/null)");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json j = nlohmann::json::parse(run.output, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << run.output;
+  EXPECT_EQ(j["programs"].get<int>(), 2);
+  EXPECT_EQ(j["gradient_programs"].get<int>(), 1);
+  EXPECT_GT(j["gradient_time_share"].get<double>(), 0);
+  EXPECT_LT(j["gradient_time_share"].get<double>(), 1);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "fuzz/cli/commands.h"
 #include "fuzz/flags.h"
 #include "fuzz/harness/harness.h"
+#include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
@@ -69,7 +70,21 @@ struct Totals {
   // The harness's second pass: the programs it judged (value variants
   // included) and how many of its programs ran variants.
   int64_t repeat_cases = 0, repeat_batches = 0;
+  // Programs with a gradient statement (autograd::grad), counted apart: each
+  // runs its backward on both targets and costs several forward programs.
+  int64_t gradient_programs = 0;
+  double gradient_seconds = 0;  // their share of the timed passes
+  double timed_seconds = 0;     // all programs' time in the timed passes
 };
+
+bool HasGradient(const std::string& text) {
+  absl::StatusOr<graph::Program> p = graph::ParseProgram(text);
+  if (!p.ok()) return false;
+  for (const graph::Node& n : p->nodes) {
+    if (graph::IsGradNode(n)) return true;
+  }
+  return false;
+}
 
 int RemoveOne(const char* path, const struct stat*, int, struct FTW*) {
   ::remove(path);
@@ -224,11 +239,20 @@ int RunBench(const std::vector<std::string>& args) {
   for (size_t i = 0; i < texts.size() && i < 8; ++i) TimePhases(texts[i], i, a, b, *policy, warm);
 
   Totals t;
+  std::vector<bool> gradient(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    gradient[i] = HasGradient(texts[i]);
+    t.gradient_programs += gradient[i] ? 1 : 0;
+  }
   const auto start = Clock::now();
   int passes = 0;
   do {
     for (size_t i = 0; i < texts.size(); ++i) {
+      const auto one = Clock::now();
       TimePhases(texts[i], passes * texts.size() + i, a, b, *policy, t);
+      const double s = Seconds(one);
+      t.timed_seconds += s;
+      if (gradient[i]) t.gradient_seconds += s;
     }
     ++passes;
     std::cerr << "divfuzz bench: pass " << passes << ", " << t.programs << " programs in "
@@ -310,6 +334,9 @@ int RunBench(const std::vector<std::string>& args) {
                                 {"batched_programs", t.repeat_batches},
                                 {"checked_cases_per_s", cases_rate},
                                 {"naive_loop_per_s", naive},
+                                {"gradient_programs", t.gradient_programs},
+                                {"gradient_time_share",
+                                 t.timed_seconds > 0 ? t.gradient_seconds / t.timed_seconds : 0},
                                 {"naive_over_divfuzz", rate > 0 ? naive / rate : 0}}
                      .dump(2)
               << "\n";
@@ -342,6 +369,10 @@ int RunBench(const std::vector<std::string>& args) {
       "checked cases/s: %.1f (harness again, --variants=%d: %d of %d programs ran variants)\n",
       cases_rate, variants, static_cast<int>(t.repeat_batches),
       static_cast<int>(t.harness_programs));
+  std::cout << absl::StrFormat(
+      "gradient programs: %d of %d, %.1f%% of the timed passes' time\n",
+      static_cast<int>(t.gradient_programs), static_cast<int>(texts.size()),
+      t.timed_seconds > 0 ? 100 * t.gradient_seconds / t.timed_seconds : 0.0);
   std::cout << absl::StrFormat(
       "naive loop (6-op chain on a fresh 4x4 input, both targets, allclose): %.0f/s, %.1fx the "
       "phases' rate\n",
