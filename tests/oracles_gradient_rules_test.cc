@@ -321,5 +321,34 @@ output %y
   EXPECT_EQ(m->rule, "nondifferentiable_point");
 }
 
+TEST(GradientRules, ALayerNormBackwardReadsItsRoundedStatistics) {
+  // The gradient of sum(layer_norm(x)) is exactly 0; in bf16 the CPU's saved
+  // statistics (bf16, pytorch#109188) leave a few eps of rstd |g| on a side.
+  Case k{MustParse(R"(divfuzz v1
+input %x: bf16[1,2] = values(0.3, 1.7)
+%s = aten::layer_norm(%x, [2])
+output %s
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x = at::tensor({0.3, 1.7}, at::kDouble).reshape({1, 2});
+  const at::Tensor g = at::ones({1, 2}, at::kFloat);
+  const at::Tensor zero = at::zeros({1, 2}, at::kDouble);
+  auto ctx = [&](const at::Tensor& a) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {g}, a.to(at::kBFloat16),
+                                  zero.to(at::kBFloat16), zero, false);
+    c.dtype = graph::DType::kBF16;
+    c.hints = ops::FindOp("aten::layer_norm")->hints;
+    return c;
+  };
+  std::optional<RuleMatch> m =
+      gradient_normalization_statistics(ctx(at::tensor({-0.00146484375, 0.0}).reshape({1, 2})));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_normalization_statistics");
+  // rstd |g| itself (1.43 here) is another function's gradient, not rounding.
+  EXPECT_FALSE(gradient_normalization_statistics(ctx(at::tensor({-1.43, 1.43}).reshape({1, 2})))
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles::rules

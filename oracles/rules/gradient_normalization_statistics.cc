@@ -1,0 +1,133 @@
+// gradient_normalization_statistics: a normalization's backward,
+// dx = rstd (g w - mean(g w) - xhat mean(g w xhat)), reads the statistics
+// (mean, rstd) its forward computed and rounded (the CPU keeps layer_norm's in
+// bf16 for bf16 inputs, pytorch#109188; CUDA in float32): an error of n eps in
+// them moves each term by about n eps rstd |g w| (1 + |xhat|), and the terms
+// cancel (a layer_norm whose gradient is exactly 0 gives n eps rstd |g| on a
+// side): |A - B| <= 2 (n + 4) eps rstd max|g| max(|w|, 1) (1 + max|xhat|). The forward's normalization_statistics, for the backward: the
+// numerical-accuracy notes, "floating point addition and multiplication are
+// not associative, so the order of the operations affects the results".
+// rstd is computed here in float64 over the op's own groups.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "graph/printer.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+namespace {
+
+using graph::Literal;
+
+double FloatArg(const graph::Node& node, size_t pos, const char* name, double otherwise) {
+  const Literal* l = ops::FindArg(node, pos, name);
+  if (l == nullptr) return otherwise;
+  if (l->kind == Literal::Kind::kFloat) return l->f;
+  if (l->kind == Literal::Kind::kInt) return static_cast<double>(l->i);
+  return otherwise;
+}
+
+at::Tensor Finite(const at::Tensor& t) {
+  return at::where(at::isfinite(t), t, at::zeros_like(t));
+}
+
+struct Stats {
+  double rstd;   // the largest over the op's groups
+  double xhat;   // max |xhat|
+  int64_t n;     // a group's size
+};
+
+// The op's groups' statistics, or nullopt for an op whose groups are not
+// modelled here.
+std::optional<Stats> Rstd(const GradientContext& c, const at::Tensor& x0) {
+  const std::string op = c.node.QualifiedName();
+  at::Tensor x = Finite(x0.to(at::kDouble));
+  const int64_t nd = x.dim();
+  if (nd < 1 || x.numel() == 0) return std::nullopt;
+  std::vector<int64_t> dims;
+  bool rms = absl::StrContains(op, "rms_norm");
+  double eps = 1e-5;
+  if (absl::StrContains(op, "layer_norm") || rms) {
+    const Literal* shape = ops::FindArg(c.node, 1, "normalized_shape");
+    const int64_t k = shape != nullptr && shape->kind == Literal::Kind::kList
+                          ? static_cast<int64_t>(shape->list.size())
+                          : 1;
+    for (int64_t d = std::max<int64_t>(0, nd - k); d < nd; ++d) dims.push_back(d);
+    eps = FloatArg(c.node, 1000, "eps", rms ? 1e-6 : 1e-5);
+  } else if (absl::StrContains(op, "instance_norm")) {
+    for (int64_t d = 2; d < nd; ++d) dims.push_back(d);
+    eps = FloatArg(c.node, 1000, "eps", 1e-5);
+  } else if (absl::StrContains(op, "group_norm")) {
+    const double groups = FloatArg(c.node, 1, "num_groups", FloatArg(c.node, 1000, "group", 1));
+    if (nd < 2 || groups < 1 || x.size(1) % static_cast<int64_t>(groups) != 0) return std::nullopt;
+    x = x.reshape({x.size(0), static_cast<int64_t>(groups), -1});
+    dims = {2};
+    eps = FloatArg(c.node, 1000, "eps", 1e-5);
+  } else if (absl::StrContains(op, "batch_norm")) {
+    for (int64_t d = 0; d < nd; ++d) {
+      if (d != 1) dims.push_back(d);
+    }
+    eps = FloatArg(c.node, 1000, "eps", 1e-5);
+  } else {
+    return std::nullopt;
+  }
+  if (dims.empty()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.size(d);
+  const at::Tensor centered = rms ? x : x - x.mean(dims, /*keepdim=*/true);
+  const at::Tensor second = centered.pow(2).mean(dims, /*keepdim=*/true);
+  const at::Tensor rstd = (second + std::max(eps, 0.0)).rsqrt();
+  Stats s{rstd.max().item<double>(), (centered * rstd).abs().max().item<double>(), n};
+  if (!std::isfinite(s.rstd) || !std::isfinite(s.xhat)) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+std::optional<RuleMatch> gradient_normalization_statistics(const GradientContext& c) {
+  if (!(c.hints & ops::kNormalizes) || c.d.cls != DivergenceClass::kTolerance ||
+      c.a.outgoing.is_complex()) {
+    return std::nullopt;
+  }
+  // The normalized input is the op's first argument.
+  const Literal* first = ops::FindArg(c.node, 0, "input");
+  if (first == nullptr || first->kind != Literal::Kind::kValue) return std::nullopt;
+  double bound = 0;
+  int64_t group = 0;
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    auto x = s->inputs.find(first->s);
+    if (x == s->inputs.end() || !x->second.defined() || !x->second.is_floating_point()) {
+      return std::nullopt;
+    }
+    const std::optional<Stats> r = Rstd(c, x->second);
+    if (!r) return std::nullopt;
+    double g = 0, w = 1;
+    for (const at::Tensor& v : s->incoming) {
+      if (v.defined() && !v.is_complex()) g = std::max(g, Finite(v.to(at::kDouble).abs()).max().item<double>());
+    }
+    for (const auto& [name, t] : s->inputs) {
+      if (name != first->s && t.defined() && t.is_floating_point() && t.numel() > 0) {
+        w = std::max(w, Finite(t.to(at::kDouble).abs()).max().item<double>());
+      }
+    }
+    bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * graph::Epsilon(c.dtype) *
+                                r->rstd * g * w * (1 + r->xhat));
+    group = std::max(group, r->n);
+  }
+  bound += c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  const at::Tensor diff =
+      Finite((c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs());
+  const double worst = diff.max().item<double>();
+  if (!(worst <= bound)) return std::nullopt;
+  return RuleMatch{"gradient_normalization_statistics",
+                   absl::StrCat("max|A - B| = ", graph::FormatFloat(worst),
+                                " <= 2 (n + 4) eps rstd max|g| max(|w|, 1) (1 + max|xhat|) = ",
+                                graph::FormatFloat(bound), " (n = ", group,
+                                "): the statistics' rounding, read back by the backward")};
+}
+
+}  // namespace divfuzz::oracles::rules
