@@ -1,0 +1,339 @@
+// References for ops that are not elementwise, from their documented
+// definitions with correctly rounded sums (mpfr_sum): renorm and
+// embedding_renorm (p-norms of |x|: CUDA's embedding_renorm sums pow(x, p)
+// without abs for p other than 1 and 2, in float64 too, so cuda-f64 shared
+// its bug), softmax and log_softmax, avg_pool1d/2d/3d (every window's
+// divisor as ATen defines it: count_include_pad, ceil_mode, divisor_override).
+#include <ATen/ops/from_blob.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "exec/dtype_convert.h"
+#include "exec/exact_internal.h"
+#include "exec/references/references.h"
+#include "ops/infer.h"
+
+namespace divfuzz::exec::exact_internal {
+namespace {
+
+using graph::DType;
+using graph::Literal;
+constexpr mpfr_rnd_t N = MPFR_RNDN;
+constexpr int64_t kMaxTerms = int64_t{1} << 20;  // window terms a pooling reference sums
+
+// The accumulate dtype's epsilon (float for f16/bf16/f32, as both devices
+// compute the norms of renorm and embedding_renorm).
+double AccEpsilon(DType dtype) {
+  return dtype == DType::kF64 ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
+}
+
+// Whether a norm that decides by `norm > max_norm` is too close to call: a
+// kernel's rounded norm (about n eps relative) may fall either side. There
+// the two choices differ by about as much, so nothing is lost.
+bool TooCloseToCall(const mpfr_t norm, double max_norm, int64_t n, DType dtype) {
+  if (!mpfr_number_p(norm)) return false;
+  const double v = mpfr_get_d(norm, N);
+  return std::fabs(v - max_norm) <= 8.0 * static_cast<double>(n) * AccEpsilon(dtype) * std::fabs(v);
+}
+
+// x * (norm > max_norm ? max_norm / (norm + 1e-7) : 1), rounded once: the
+// scale both devices apply (the 1e-7 is in both kernels).
+void PutScaled(const double* row, int64_t n, const mpfr_t norm, double max_norm, Sink& sink) {
+  Mp scale, t, v;
+  const bool shrink = mpfr_cmp_d(norm, max_norm) > 0;  // false for NaN, as in the kernels
+  if (shrink) {
+    mpfr_add_d(t.v, norm, 1e-7, N);
+    Mp top(max_norm);
+    mpfr_div(scale.v, top.v, t.v, N);
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    mpfr_set_d(v.v, row[k], N);
+    if (shrink) mpfr_mul(v.v, v.v, scale.v, N);
+    sink.Put(v.v);
+  }
+}
+
+// renorm(self, p, dim, maxnorm): each slice along dim whose p-norm exceeds
+// maxnorm is scaled to it.
+std::optional<ExactResult> Renorm(const graph::Node& node, const at::Tensor& x, DType dtype) {
+  std::optional<double> p = NumberArg(node, 1, "p", std::nan(""));
+  std::optional<double> dim = NumberArg(node, 2, "dim", std::nan(""));
+  std::optional<double> maxnorm = NumberArg(node, 3, "maxnorm", std::nan(""));
+  if (!p || !dim || !maxnorm || !(*p > 0) || !(*maxnorm >= 0) || std::isnan(*dim) || x.dim() == 0) {
+    return std::nullopt;  // the kernels raise; float64 shows that
+  }
+  const int64_t nd = x.dim();
+  int64_t d = static_cast<int64_t>(*dim);
+  if (d < -nd || d >= nd) return std::nullopt;
+  if (d < 0) d += nd;
+  // Slices as rows: dim first, the rest flattened.
+  const at::Tensor m = x.movedim(d, 0).contiguous();
+  const int64_t rows = m.size(0), inner = rows == 0 ? 0 : m.numel() / rows;
+  if (m.numel() > kMaxElements) return std::nullopt;
+  Sink sink{dtype == DType::kF32};
+  const double* px = m.data_ptr<double>();
+  Mp norm;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = px + r * inner;
+    if (!PNorm(row, inner, *p, norm.v) || TooCloseToCall(norm.v, *maxnorm, inner, dtype)) {
+      return std::nullopt;
+    }
+    PutScaled(row, inner, norm.v, *maxnorm, sink);
+  }
+  ExactResult er;
+  er.result = sink.Result(m.sizes().vec(), dtype);
+  for (at::Tensor& t : er.result.outputs) t = t.movedim(0, d).contiguous();
+  for (at::Tensor& t : er.result.exact) t = t.movedim(0, d).contiguous();
+  return er;
+}
+
+// embedding_renorm(self, indices, max_norm, norm_type): each distinct row
+// that `indices` names, whose norm exceeds max_norm, scaled to it; the other
+// rows as they were.
+std::optional<ExactResult> EmbeddingRenorm(const graph::Node& node, const at::Tensor& x,
+                                           const std::map<std::string, at::Tensor>& values,
+                                           DType dtype) {
+  const Literal* il = ops::FindArg(node, 1, "indices");
+  std::optional<double> max_norm = NumberArg(node, 2, "max_norm", std::nan(""));
+  std::optional<double> p = NumberArg(node, 3, "norm_type", std::nan(""));
+  if (il == nullptr || il->kind != Literal::Kind::kValue || !max_norm || !p || std::isnan(*p) ||
+      std::isnan(*max_norm) || x.dim() != 2) {
+    return std::nullopt;
+  }
+  auto it = values.find(il->s);
+  if (it == values.end() || !it->second.defined() ||
+      !at::isIntegralType(it->second.scalar_type(), /*includeBool=*/false)) {
+    return std::nullopt;
+  }
+  const at::Tensor idx = it->second.detach().cpu().to(at::kLong).contiguous().reshape({-1});
+  const int64_t rows = x.size(0), inner = x.size(1);
+  if (x.numel() > kMaxElements) return std::nullopt;
+  std::set<int64_t> named;
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    const int64_t v = idx.data_ptr<int64_t>()[i];
+    if (v < 0 || v >= rows) return std::nullopt;  // the kernels raise (or read out of bounds)
+    named.insert(v);
+  }
+  const at::Tensor m = x.contiguous();
+  const double* px = m.data_ptr<double>();
+  Sink sink{dtype == DType::kF32};
+  Mp norm;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = px + r * inner;
+    if (named.count(r) == 0) {
+      mpfr_set_d(norm.v, 0, N);
+      PutScaled(row, inner, norm.v, std::numeric_limits<double>::infinity(), sink);
+      continue;
+    }
+    if (!PNorm(row, inner, *p, norm.v) || TooCloseToCall(norm.v, *max_norm, inner, dtype)) {
+      return std::nullopt;
+    }
+    PutScaled(row, inner, norm.v, *max_norm, sink);
+  }
+  ExactResult er;
+  er.result = sink.Result(m.sizes().vec(), dtype);
+  return er;
+}
+
+// softmax: exp(x_i - max) / sum_j exp(x_j - max); log_softmax: x_i - max -
+// log(sum_j exp(x_j - max)). The max is subtracted as the kernels do, so an
+// infinite input gives what they give (+inf: NaN; -inf: 0 or -inf).
+std::optional<ExactResult> Softmax(const graph::Node& node, const at::Tensor& x, bool log,
+                                   DType dtype) {
+  std::optional<double> dim = NumberArg(node, 1, "dim", std::nan(""));
+  if (!dim || std::isnan(*dim)) return std::nullopt;
+  std::optional<Rows> rows = ToRows(x, {static_cast<int64_t>(*dim)}, /*keepdim=*/true);
+  if (!rows || rows->m.numel() > kMaxElements) return std::nullopt;
+  const int64_t inner = rows->m.size(1);
+  Sink sink{dtype == DType::kF32};
+  const double* p = rows->m.data_ptr<double>();
+  Mp top, shifted, total, out;
+  for (int64_t i = 0; i < rows->m.size(0); ++i) {
+    const double* row = p + i * inner;
+    double mx = -std::numeric_limits<double>::infinity();
+    bool nan = false;
+    for (int64_t k = 0; k < inner; ++k) {
+      nan = nan || std::isnan(row[k]);
+      mx = std::max(mx, row[k]);
+    }
+    mpfr_set_d(top.v, mx, N);
+    std::vector<Mp> terms(inner);
+    for (int64_t k = 0; k < inner; ++k) {
+      mpfr_set_d(shifted.v, row[k], N);
+      mpfr_sub(shifted.v, shifted.v, top.v, N);
+      mpfr_exp(terms[k].v, shifted.v, N);
+    }
+    Sum(terms, total.v);
+    if (log) mpfr_log(total.v, total.v, N);
+    for (int64_t k = 0; k < inner; ++k) {
+      if (nan) {
+        mpfr_set_nan(out.v);
+      } else if (log) {
+        mpfr_set_d(shifted.v, row[k], N);
+        mpfr_sub(shifted.v, shifted.v, top.v, N);
+        mpfr_sub(out.v, shifted.v, total.v, N);
+      } else {
+        mpfr_div(out.v, terms[k].v, total.v, N);
+      }
+      sink.Put(out.v);
+    }
+  }
+  ExactResult er;
+  er.result = sink.Result(rows->permuted, dtype);
+  for (at::Tensor& t : er.result.outputs) t = t.permute(rows->inverse).contiguous();
+  for (at::Tensor& t : er.result.exact) t = t.permute(rows->inverse).contiguous();
+  return er;
+}
+
+// An int-list argument of `k` entries (a single int repeats); `fallback`
+// when absent or []; nullopt when malformed.
+std::optional<std::vector<int64_t>> IntsArg(const graph::Node& node, size_t pos,
+                                            absl::string_view name, size_t k,
+                                            std::vector<int64_t> fallback) {
+  const Literal* l = ops::FindArg(node, pos, name);
+  if (l == nullptr || l->kind == Literal::Kind::kNone) return fallback;
+  if (l->kind == Literal::Kind::kInt) return std::vector<int64_t>(k, l->i);
+  if (l->kind != Literal::Kind::kList) return std::nullopt;
+  if (l->list.empty()) return fallback;
+  std::vector<int64_t> v;
+  for (const Literal& item : l->list) {
+    if (item.kind != Literal::Kind::kInt) return std::nullopt;
+    v.push_back(item.i);
+  }
+  if (v.size() == 1) v.resize(k, v[0]);
+  if (v.size() != k) return std::nullopt;
+  return v;
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// avg_pool{k}d(self, kernel_size, stride, padding, ceil_mode,
+// count_include_pad[, divisor_override]) as ATen's pooling_output_shape and
+// avg_pool kernels define each window and its divisor.
+std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x, size_t k,
+                                   DType dtype) {
+  std::optional<std::vector<int64_t>> kernel = IntsArg(node, 1, "kernel_size", k, {});
+  if (!kernel || kernel->empty()) return std::nullopt;
+  std::optional<std::vector<int64_t>> stride = IntsArg(node, 2, "stride", k, *kernel);
+  std::optional<std::vector<int64_t>> pad = IntsArg(node, 3, "padding", k, std::vector<int64_t>(k, 0));
+  std::optional<double> ceil_mode = NumberArg(node, 4, "ceil_mode", 0);
+  std::optional<double> include_pad = NumberArg(node, 5, "count_include_pad", 1);
+  std::optional<double> divisor = k == 1 ? std::optional<double>(0)
+                                         : NumberArg(node, 6, "divisor_override", 0);
+  if (!stride || !pad || !ceil_mode || !include_pad || !divisor) return std::nullopt;
+  if (x.dim() != static_cast<int64_t>(k) + 1 && x.dim() != static_cast<int64_t>(k) + 2) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> in(k), out(k);
+  int64_t window = 1, outputs = 1;
+  for (size_t d = 0; d < k; ++d) {
+    const int64_t K = (*kernel)[d], S = (*stride)[d], P = (*pad)[d];
+    in[d] = x.size(x.dim() - k + d);
+    if (K <= 0 || S <= 0 || P < 0 || P > K / 2) return std::nullopt;  // the kernels raise
+    int64_t o = FloorDiv(in[d] + 2 * P - (K - 1) - 1 + (*ceil_mode != 0 ? S - 1 : 0), S) + 1;
+    if (*ceil_mode != 0 && (o - 1) * S >= in[d] + P) --o;
+    if (o <= 0) return std::nullopt;
+    out[d] = o;
+    window *= K;
+    outputs *= o;
+  }
+  const at::Tensor m = x.contiguous();
+  const int64_t planes = m.numel() / std::max<int64_t>(1, std::accumulate(
+                                                              in.begin(), in.end(), int64_t{1},
+                                                              std::multiplies<int64_t>()));
+  if (planes * outputs * window > kMaxTerms || m.numel() == 0) return std::nullopt;
+  const double* px = m.data_ptr<double>();
+  int64_t plane_size = 1;
+  for (int64_t s : in) plane_size *= s;
+  Sink sink{dtype == DType::kF32};
+  Mp out_v;
+  std::vector<int64_t> o(k, 0), lo(k), hi(k), at(k);
+  for (int64_t b = 0; b < planes; ++b) {
+    for (int64_t flat = 0; flat < outputs; ++flat) {
+      int64_t rest = flat;
+      for (size_t d = k; d-- > 0;) o[d] = rest % out[d], rest /= out[d];
+      int64_t pool = 1, inside = 1;
+      bool empty = false;
+      for (size_t d = 0; d < k; ++d) {
+        const int64_t start = o[d] * (*stride)[d] - (*pad)[d];
+        const int64_t end = std::min(start + (*kernel)[d], in[d] + (*pad)[d]);
+        pool *= end - start;
+        lo[d] = std::max<int64_t>(start, 0);
+        hi[d] = std::min(end, in[d]);
+        if (lo[d] >= hi[d]) empty = true;
+        inside *= std::max<int64_t>(hi[d] - lo[d], 0);
+      }
+      if (empty) {
+        mpfr_set_zero(out_v.v, 1);
+        sink.Put(out_v.v);
+        continue;
+      }
+      std::vector<Mp> terms;
+      at = lo;
+      while (true) {
+        int64_t offset = 0;
+        for (size_t d = 0; d < k; ++d) offset = offset * in[d] + at[d];
+        terms.emplace_back(px[b * plane_size + offset]);
+        size_t d = k;
+        while (d-- > 0) {
+          if (++at[d] < hi[d]) break;
+          at[d] = lo[d];
+        }
+        if (d == static_cast<size_t>(-1)) break;
+      }
+      Sum(terms, out_v.v);
+      const int64_t divide = *divisor != 0 ? static_cast<int64_t>(*divisor)
+                             : *include_pad != 0 ? pool
+                                                 : inside;
+      mpfr_div_si(out_v.v, out_v.v, divide, N);
+      sink.Put(out_v.v);
+    }
+  }
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - k);
+  shape.insert(shape.end(), out.begin(), out.end());
+  ExactResult er;
+  er.result = sink.Result(shape, dtype);
+  return er;
+}
+
+}  // namespace
+
+bool IsStructuredName(absl::string_view f) {
+  return f == "renorm" || f == "embedding_renorm" || f == "softmax" || f == "log_softmax" ||
+         f == "avg_pool1d" || f == "avg_pool2d" || f == "avg_pool3d";
+}
+
+std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
+                                         const std::map<std::string, at::Tensor>& values,
+                                         DType dtype) {
+  if (graph::IsComplex(dtype)) return std::nullopt;
+  WidenExponentRange();
+  std::optional<at::Tensor> x = TensorArg(node, 0, "self", values);
+  if (!x) x = TensorArg(node, 0, "input", values);
+  if (!x) return std::nullopt;
+  if (f == "renorm") return Renorm(node, *x, dtype);
+  if (f == "embedding_renorm") return EmbeddingRenorm(node, *x, values, dtype);
+  if (f == "softmax" || f == "log_softmax") return Softmax(node, *x, f == "log_softmax", dtype);
+  if (f == "avg_pool1d") return AvgPool(node, *x, 1, dtype);
+  if (f == "avg_pool2d") return AvgPool(node, *x, 2, dtype);
+  if (f == "avg_pool3d") return AvgPool(node, *x, 3, dtype);
+  return std::nullopt;
+}
+
+absl::string_view ReferenceMethod(absl::string_view f) {
+  if (f == "zeta") return "Hurwitz zeta by Euler-Maclaurin in MPFR";
+  if (f == "renorm" || f == "embedding_renorm") return "the p-norms of |x| as correctly rounded sums in MPFR";
+  if (f == "softmax" || f == "log_softmax") return "the exponentials' correctly rounded sum in MPFR";
+  if (absl::StartsWith(f, "avg_pool")) return "each window's correctly rounded sum over its divisor";
+  if (IsSpecialBinary(f)) return "the polynomial's three-term recurrence (Chebyshev: closed form) in MPFR";
+  return "";
+}
+
+}  // namespace divfuzz::exec::exact_internal
