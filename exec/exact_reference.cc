@@ -549,7 +549,7 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
     }
     if (f == "polygamma_pole") return PolygammaPoles(node, promoted, dtype, options);
     std::optional<ExactResult> er = IsStructuredName(f)
-                                         ? RunStructured(f, node, promoted, dtype)
+                                         ? RunStructured(f, node, promoted, dtype, options.only)
                                          : Elementwise(f, node, promoted, dtype, options);
     // A reference whose shape is not the op's (an argument it reads
     // otherwise than ATen) judges nothing.

@@ -404,6 +404,11 @@ constexpr ExactFact kExact[] = {
     {"aten::avg_pool1d", "avg_pool1d"},
     {"aten::avg_pool2d", "avg_pool2d"},
     {"aten::avg_pool3d", "avg_pool3d"},
+    {"aten::mode", "mode"},
+    {"aten::layer_norm", "layer_norm"},
+    {"aten::group_norm", "group_norm"},
+    {"aten::batch_norm", "batch_norm"},
+    {"aten::instance_norm", "instance_norm"},
 };
 
 // Preconditions PyTorch does not check (exec/index_precheck.cc checks them).

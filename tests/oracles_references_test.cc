@@ -294,5 +294,54 @@ TEST(References, AFloat64AveragePoolWithTheWrongDivisorIsJudged) {
   ExpectBlamedByTheReference(Judge(text, wrong_divisor));
 }
 
+// --- e. mode and the normalization layers ---------------------------------
+
+TEST(References, ModeAndNormalizationLayersAgreeWithLibtorch) {
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[3,6] = values(1.5, 2.0, 1.5, -3.0, 1.5, 2.0, 0.0, 0.0, 7.0, 7.0,"
+      " 7.0, -1.0, nan, 4.0, nan, nan, 4.0, 2.0)\n%y, %i = aten::mode(%x, 1, False)\noutput %y\n",
+      0);
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=13, low=-3, high=5)\n"
+      "input %w: f64[3,4] = uniform(seed=14, low=0.5, high=2)\n"
+      "input %b: f64[3,4] = uniform(seed=15, low=-1, high=1)\n"
+      "%y = aten::layer_norm(%x, [3, 4], %w, %b, 1e-05, True)\noutput %y\n",
+      1e-10);
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,6,5] = uniform(seed=16, low=-3, high=5)\n"
+      "input %w: f64[6] = uniform(seed=17, low=0.5, high=2)\n"
+      "input %b: f64[6] = uniform(seed=18, low=-1, high=1)\n"
+      "%y = aten::group_norm(%x, 3, %w, %b, 1e-05, True)\noutput %y\n",
+      1e-10);
+  for (const char* training : {"True", "False"}) {
+    for (const char* op : {"batch_norm", "instance_norm"}) {
+      ExpectAgreesWithLibtorch(absl::StrCat(
+          "divfuzz v1\ninput %x: f64[4,3,5] = uniform(seed=19, low=-3, high=5)\n"
+          "input %w: f64[3] = uniform(seed=20, low=0.5, high=2)\n"
+          "input %b: f64[3] = uniform(seed=21, low=-1, high=1)\n"
+          "input %m: f64[3] = uniform(seed=22, low=-1, high=1)\n"
+          "input %v: f64[3] = uniform(seed=23, low=0.5, high=2)\n"
+          "%y = aten::", op, "(%x, %w, %b, %m, %v, ", training, ", 0.1, 1e-05, True)\noutput %y\n"),
+          1e-10);
+    }
+  }
+}
+
+TEST(References, AFloat64ModeIsJudged) {
+  // Deliberately faulty: cpu-scalar returns the row's second most frequent
+  // value for row 1.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[2,5] = values(1.0, 2.0, 2.0, 3.0, 2.0, 5.0, 5.0, 5.0, 4.0, 4.0)\n"
+      "%y, %i = aten::mode(%x, 1, False)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantElement(0, 1, 4.0)));
+}
+
+TEST(References, AFloat64LayerNormIsJudged) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=13, low=-3, high=5)\n"
+      "%y = aten::layer_norm(%x, [4], None, None, 1e-05, True)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles

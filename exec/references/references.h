@@ -8,7 +8,8 @@
 //                         closed forms for Chebyshev), Hurwitz zeta
 //                         (Euler-Maclaurin), each to a Ziv loop's agreement
 //   structured.cc         renorm and embedding_renorm (exact p-norms of |x|),
-//                         softmax and log_softmax, avg_pool1d/2d/3d (exact sums)
+//                         softmax and log_softmax, avg_pool1d/2d/3d (exact sums),
+//                         mode, layer/group/batch/instance norm (exact statistics)
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -37,9 +38,11 @@ bool SpecialBinary(absl::string_view f, double x, double y, graph::DType dtype, 
 
 // structured.cc: ops that are not elementwise.
 bool IsStructuredName(absl::string_view f);
+// `only`: output 0's elements to evaluate (ExactOptions::only), read by
+// those that judge per output element (mode).
 std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
                                          const std::map<std::string, at::Tensor>& values,
-                                         graph::DType dtype);
+                                         graph::DType dtype, const at::Tensor& only);
 
 // How the reference named `f` computes, for verdicts' reasons; empty for the
 // exact witness's plain MPFR functions and exact rationals.
