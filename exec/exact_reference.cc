@@ -181,9 +181,7 @@ bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
 bool Binary(absl::string_view f, mpfr_t r, const mpfr_t x, const mpfr_t y, double alpha,
             DType dtype) {
   const mpfr_rnd_t N = MPFR_RNDN;
-  if (IsSpecialBinary(f)) {  // x and y hold doubles exactly
-    return SpecialBinary(f, mpfr_get_d(x, N), mpfr_get_d(y, N), dtype, r);
-  }
+  if (IsSpecialBinary(f)) return SpecialBinary(f, x, y, dtype, r);
   Mp t, u;
   if (f == "add" || f == "sub" || f == "rsub") {
     const bool rsub = f == "rsub";
@@ -327,7 +325,7 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
       Mp step;
       mpfr_set_d(ay.v, py[i], MPFR_RNDN);
       if (moves_y) mpfr_mul_si(step.v, h.v, t, MPFR_RNDN), mpfr_add(ay.v, ay.v, step.v, MPFR_RNDN);
-      return Binary(f, out.v, ax.v, ay.v, alpha);
+      return Binary(f, out.v, ax.v, ay.v, alpha, dtype);
     }
     return Unary(f, out.v, ax.v);
   };
@@ -536,6 +534,12 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
   const DType dtype = it->second.dtype;
   try {
     const absl::string_view f = spec->exact;
+    // Derivatives are elementwise only: a reduction's or a structured op's
+    // values are no derivative (the gradient oracle would take them as one).
+    if (!options.derivative_wrt.empty() &&
+        (exact_internal::IsLinearName(f) || IsStructuredName(f))) {
+      return std::nullopt;
+    }
     if (exact_internal::IsLinearName(f)) {
       return exact_internal::RunExactLinear(f, node, values, dtype);
     }

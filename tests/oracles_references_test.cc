@@ -343,5 +343,49 @@ TEST(References, AFloat64LayerNormIsJudged) {
   ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
 }
 
+// --- The exact derivative witness through the references -----------------
+
+// d/d%x of the last node of `text` by the exact witness's central
+// differences (ExactOptions::derivative_wrt), or nullopt.
+std::optional<at::Tensor> ExactDerivative(const std::string& text) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  const int last = static_cast<int>(p.nodes.size()) - 1;
+  exec::ExactOptions options;
+  options.derivative_wrt = "x";
+  std::optional<exec::ExactResult> e =
+      exec::RunExact(p.nodes[last], NodeInputs(p, last, cpu), t, options);
+  if (!e || e->result.exact.empty()) return std::nullopt;
+  return e->result.exact[0];
+}
+
+TEST(References, ElementwiseReferencesHaveExactDerivatives) {
+  // P_2(x) = (3x^2 - 1)/2: P_2' = 3x; zeta(x, q) in q: -x zeta(x + 1, q).
+  std::optional<at::Tensor> d = ExactDerivative(
+      "divfuzz v1\ninput %x: f64[2] = values(0.3, -1.7)\n"
+      "%y = aten::special_legendre_polynomial_p.n_scalar(%x, 2.0)\noutput %y\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NEAR((*d)[0].item<double>(), 0.9, 1e-12);
+  EXPECT_NEAR((*d)[1].item<double>(), -5.1, 1e-12);
+  std::optional<at::Tensor> z = ExactDerivative(
+      "divfuzz v1\ninput %x: f64[1] = values(3.0)\n"
+      "%y = aten::special_zeta.self_scalar(2.0, %x)\noutput %y\n");
+  ASSERT_TRUE(z.has_value());
+  // d/dq zeta(2, q) at q = 3: -2 zeta(3, 3) = -2 (zeta(3) - 1 - 1/8).
+  EXPECT_NEAR((*z)[0].item<double>(), -2 * (1.2020569031595942 - 1.125), 1e-12);
+}
+
+TEST(References, AReferenceThatIsNotElementwiseHasNoDerivative) {
+  // Central differences move one element; softmax's or a sum's values
+  // are no derivative, and the gradient oracle would take them as one.
+  EXPECT_FALSE(ExactDerivative("divfuzz v1\ninput %x: f64[5] = uniform(seed=1, low=-1, high=1)\n"
+                               "%y = aten::softmax.int(%x, 0)\noutput %y\n")
+                   .has_value());
+  EXPECT_FALSE(ExactDerivative("divfuzz v1\ninput %x: f64[5] = uniform(seed=1, low=-1, high=1)\n"
+                               "%y = aten::sum(%x)\noutput %y\n")
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles

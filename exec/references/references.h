@@ -34,7 +34,8 @@ double SpecialCost(absl::string_view f, double x, double y);
 // `dtype` two successive precisions agree; false where the reference
 // declines (a point outside what it models: non-finite n, a degree past the
 // kernel's documented range).
-bool SpecialBinary(absl::string_view f, double x, double y, graph::DType dtype, mpfr_t r);
+bool SpecialBinary(absl::string_view f, mpfr_srcptr x, mpfr_srcptr y, graph::DType dtype,
+                   mpfr_t r);
 
 // structured.cc: ops that are not elementwise.
 bool IsStructuredName(absl::string_view f);

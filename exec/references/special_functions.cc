@@ -245,13 +245,13 @@ void ChebyshevClosed(Family f, const mpfr_t y, int64_t n, mpfr_prec_t p, mpfr_t 
   if (negate) mpfr_neg(out, out, N);
 }
 
-bool PolynomialAt(Poly poly, double xd, int64_t n, mpfr_prec_t p, mpfr_t out) {
+bool PolynomialAt(Poly poly, mpfr_srcptr xin, int64_t n, mpfr_prec_t p, mpfr_t out) {
   if (n < 0) return mpfr_set_zero(out, 1), true;  // both kernels: 0 for a negative degree
   if (n == 0) return mpfr_set_ui(out, 1, N), true;  // whatever x, NaN too
-  if (std::isnan(xd)) return mpfr_set_nan(out), true;
-  if (std::isinf(xd) && n >= 2) return false;
+  if (mpfr_nan_p(xin)) return mpfr_set_nan(out), true;
+  if (mpfr_inf_p(xin) && n >= 2) return false;
   MpP x(p);
-  mpfr_set_d(x.v, xd, N);
+  mpfr_set(x.v, xin, N);
   if (poly.shifted) {
     mpfr_mul_2ui(x.v, x.v, 1, N);
     mpfr_sub_ui(x.v, x.v, 1, N);
@@ -289,42 +289,46 @@ const std::vector<std::unique_ptr<MpP>>& BernoulliTerms(mpfr_prec_t p, int count
 
 constexpr int64_t kMaxZetaTerms = 20000;
 
-// zeta(s, q) = sum_k (q + k)^-s.
-bool ZetaAt(double s, double q, mpfr_prec_t p, mpfr_t out) {
-  if (std::isnan(s) || std::isnan(q)) return mpfr_set_nan(out), true;
-  if (s == 1) return mpfr_set_inf(out, 1), true;  // the pole
-  if (s < 1) return mpfr_set_nan(out), true;      // the series diverges
-  if (q <= 0) {
-    if (q == std::floor(q)) return mpfr_set_inf(out, 1), true;  // a term 1/0
-    if (s != std::floor(s)) return mpfr_set_nan(out), true;     // complex terms
+// zeta(s, q) = sum_k (q + k)^-s. (s and q are MPFR numbers: the exact
+// derivative witness moves them off the doubles.)
+bool ZetaAt(mpfr_srcptr ms, mpfr_srcptr mq, mpfr_prec_t p, mpfr_t out) {
+  if (mpfr_nan_p(ms) || mpfr_nan_p(mq)) return mpfr_set_nan(out), true;
+  if (mpfr_cmp_ui(ms, 1) == 0) return mpfr_set_inf(out, 1), true;  // the pole
+  if (mpfr_cmp_ui(ms, 1) < 0) return mpfr_set_nan(out), true;      // the series diverges
+  if (mpfr_sgn(mq) <= 0) {
+    if (mpfr_integer_p(mq) || mpfr_inf_p(mq)) return mpfr_set_inf(out, 1), true;  // a term 1/0
+    if (!mpfr_integer_p(ms) && !mpfr_inf_p(ms)) return mpfr_set_nan(out), true;  // complex terms
   }
-  if (std::isinf(q)) return mpfr_set_zero(out, 1), true;  // q = +inf: every term 0
-  if (std::isinf(s)) {  // each term 0, 1 or inf by q + k against 1
-    if (q < 0) return false;
-    if (q < 1) return mpfr_set_inf(out, 1), true;
-    q == 1 ? mpfr_set_ui(out, 1, N) : (mpfr_set_zero(out, 1), 0);
+  if (mpfr_inf_p(mq)) return mpfr_set_zero(out, 1), true;  // q = +inf: every term 0
+  if (mpfr_inf_p(ms)) {  // each term 0, 1 or inf by q + k against 1
+    if (mpfr_sgn(mq) < 0) return false;
+    if (mpfr_cmp_ui(mq, 1) < 0) return mpfr_set_inf(out, 1), true;
+    mpfr_cmp_ui(mq, 1) == 0 ? mpfr_set_ui(out, 1, N) : (mpfr_set_zero(out, 1), 0);
     return true;
   }
+  const double s = mpfr_get_d(ms, N), q = mpfr_get_d(mq, N);  // for sizing only
   // Euler-Maclaurin from w = q + terms: each correction is below the last
   // by (s + 2j)^2 / (2 pi w)^2 < 1/39 once w > s + 2J, so J = p/5 of them
   // take the remainder below 2^-p of the sum.
   const int J = static_cast<int>(p / 5) + 4;
   const double start = s + 2.0 * J + 1;
   const double shift = q >= start ? 0 : std::ceil(start - q);
-  MpP sum(p), base(p), term(p), negs(p);
-  mpfr_set_d(negs.v, -s, N);
+  MpP sum(p), base(p), term(p), negs(p), sp(p);
+  mpfr_set(sp.v, ms, N);
+  mpfr_neg(negs.v, ms, N);
   mpfr_set_zero(sum.v, 1);
   if (shift > kMaxZetaTerms) {
     // s is huge: the terms fall off as ((q + k) / (q + k + 1))^s, and the
     // direct sum ends once the tail, below term (1 + (q + k) / (s - 1)), is.
     for (int64_t k = 0; k < 10 * kMaxZetaTerms; ++k) {
-      mpfr_set_d(base.v, q, N);
-      mpfr_add_si(base.v, base.v, k, N);
+      mpfr_add_si(base.v, mq, k, N);
       mpfr_pow(term.v, base.v, negs.v, N);
       mpfr_add(sum.v, sum.v, term.v, N);
       if (mpfr_sgn(base.v) > 0 && !mpfr_zero_p(sum.v)) {
         MpP tail(p);
-        mpfr_div_d(tail.v, base.v, s - 1, N);
+        MpP s1(p);
+        mpfr_sub_ui(s1.v, sp.v, 1, N);
+        mpfr_div(tail.v, base.v, s1.v, N);
         mpfr_add_ui(tail.v, tail.v, 1, N);
         mpfr_mul(tail.v, tail.v, term.v, N);
         mpfr_div(tail.v, tail.v, sum.v, N);
@@ -338,21 +342,21 @@ bool ZetaAt(double s, double q, mpfr_prec_t p, mpfr_t out) {
   const int64_t terms = static_cast<int64_t>(shift);
   std::vector<Mp> parts;  // summed once, correctly rounded
   for (int64_t k = 0; k < terms; ++k) {
-    mpfr_set_d(base.v, q, N);
-    mpfr_add_si(base.v, base.v, k, N);
+    mpfr_add_si(base.v, mq, k, N);
     parts.emplace_back();
     mpfr_set_prec(parts.back().v, p);
     mpfr_pow(parts.back().v, base.v, negs.v, N);
   }
   MpP w(p), wp(p), poch(p), t(p), w2(p);
-  mpfr_set_d(w.v, q, N);
-  mpfr_add_si(w.v, w.v, terms, N);
+  mpfr_add_si(w.v, mq, terms, N);
   // w^(1-s) / (s-1) + w^-s / 2
   mpfr_pow(wp.v, w.v, negs.v, N);
   parts.emplace_back();
   mpfr_set_prec(parts.back().v, p);
   mpfr_mul(parts.back().v, wp.v, w.v, N);
-  mpfr_div_d(parts.back().v, parts.back().v, s - 1, N);
+  MpP s1(p);
+  mpfr_sub_ui(s1.v, sp.v, 1, N);
+  mpfr_div(parts.back().v, parts.back().v, s1.v, N);
   parts.emplace_back();
   mpfr_set_prec(parts.back().v, p);
   mpfr_div_2ui(parts.back().v, wp.v, 1, N);
@@ -360,14 +364,16 @@ bool ZetaAt(double s, double q, mpfr_prec_t p, mpfr_t out) {
   const auto& bern = BernoulliTerms(p, J);
   mpfr_div(wp.v, wp.v, w.v, N);  // w^(-s-1)
   mpfr_sqr(w2.v, w.v, N);
-  mpfr_set_d(poch.v, s, N);
+  mpfr_set(poch.v, sp.v, N);
   for (int j = 1; j <= J; ++j) {
     parts.emplace_back();
     mpfr_set_prec(parts.back().v, p);
     mpfr_mul(t.v, bern[j - 1]->v, poch.v, N);
     mpfr_mul(parts.back().v, t.v, wp.v, N);
-    mpfr_mul_d(poch.v, poch.v, s + 2 * j - 1, N);
-    mpfr_mul_d(poch.v, poch.v, s + 2 * j, N);
+    mpfr_add_si(t.v, sp.v, 2 * j - 1, N);
+    mpfr_mul(poch.v, poch.v, t.v, N);
+    mpfr_add_si(t.v, sp.v, 2 * j, N);
+    mpfr_mul(poch.v, poch.v, t.v, N);
     mpfr_div(wp.v, wp.v, w2.v, N);
   }
   std::vector<mpfr_ptr> ptrs;
@@ -392,12 +398,12 @@ double SpecialCost(absl::string_view f, double x, double y) {
   return static_cast<double>(std::max<int64_t>(*n, 1));
 }
 
-bool SpecialBinary(absl::string_view f, double x, double y, DType dtype, mpfr_t r) {
+bool SpecialBinary(absl::string_view f, mpfr_srcptr x, mpfr_srcptr y, DType dtype, mpfr_t r) {
   if (f == "zeta") {
     return Ziv([&](mpfr_prec_t p, mpfr_t out) { return ZetaAt(x, y, p, out); }, dtype, r);
   }
   const std::optional<Poly> poly = PolyOf(f);
-  const std::optional<int64_t> n = Degree(y);
+  const std::optional<int64_t> n = Degree(mpfr_get_d(y, MPFR_RNDZ));  // truncated, as the cast
   if (!poly || !n) return false;
   // The Hermite kernels return NaN past degree 128 (float) or 512 (double)
   // by design, where the value overflows anyway: not modelled.
