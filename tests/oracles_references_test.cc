@@ -10,6 +10,7 @@
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/isclose.h>
 #include <ATen/ops/pow.h>
+#include <ATen/ops/zeros.h>
 
 #include <cmath>
 #include <functional>
@@ -385,6 +386,25 @@ TEST(References, AReferenceThatIsNotElementwiseHasNoDerivative) {
   EXPECT_FALSE(ExactDerivative("divfuzz v1\ninput %x: f64[5] = uniform(seed=1, low=-1, high=1)\n"
                                "%y = aten::sum(%x)\noutput %y\n")
                    .has_value());
+}
+
+TEST(References, OnlyTheRowsHoldingDifferingElementsAreEvaluated) {
+  // A softmax row costs an exponential per element: rows where the sides
+  // agree are left out (NaN, never compared), as elementwise witnesses do.
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f64[3,4] = uniform(seed=2, low=-3, high=3)\n"
+      "%y = aten::softmax.int(%x, 1)\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  exec::ExactOptions options;
+  options.only = at::zeros({12}, at::kBool);
+  options.only[6] = true;  // row 1
+  std::optional<exec::ExactResult> e = exec::RunExact(p.nodes[0], NodeInputs(p, 0, cpu), t, options);
+  ASSERT_TRUE(e.has_value());
+  const at::Tensor y = e->result.outputs[0];
+  EXPECT_TRUE(y[0].isnan().all().item<bool>());
+  EXPECT_TRUE(y[2].isnan().all().item<bool>());
+  EXPECT_TRUE(at::isclose(y[1], cpu.nodes[0].outputs[0][1], 1e-12, 1e-12).all().item<bool>());
 }
 
 }  // namespace

@@ -39,8 +39,9 @@ bool SpecialBinary(absl::string_view f, mpfr_srcptr x, mpfr_srcptr y, graph::DTy
 
 // structured.cc: ops that are not elementwise.
 bool IsStructuredName(absl::string_view f);
-// `only`: output 0's elements to evaluate (ExactOptions::only), read by
-// those that judge per output element (mode).
+// `only`: output 0's elements to evaluate (ExactOptions::only): rows (a
+// softmax's, a normalization's statistics, a renorm's slice) or windows that
+// hold none are not evaluated (NaN there, never compared).
 std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
                                          const std::map<std::string, at::Tensor>& values,
                                          graph::DType dtype, const at::Tensor& only);

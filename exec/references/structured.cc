@@ -35,6 +35,30 @@ double AccEpsilon(DType dtype) {
   return dtype == DType::kF64 ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
 }
 
+// Which rows of x's layout as ToRows(x, dims) lays it out hold an element
+// that `only` (a flat mask over an output of x's shape) wants: the rest are
+// not evaluated (their outputs NaN, never compared). Empty: every row.
+std::vector<bool> WantedRows(const at::Tensor& only, const at::Tensor& x,
+                             const std::vector<int64_t>& dims) {
+  if (!only.defined() || only.numel() != x.numel()) return {};
+  std::optional<Rows> r = ToRows(only.to(at::kDouble).reshape(x.sizes()), dims, true);
+  if (!r) return {};
+  const at::Tensor any = r->m.ne(0).any(1).contiguous();
+  std::vector<bool> out(any.numel());
+  for (int64_t i = 0; i < any.numel(); ++i) out[i] = any.data_ptr<bool>()[i];
+  return out;
+}
+
+bool Skipped(const std::vector<bool>& wanted, int64_t row) {
+  return !wanted.empty() && !wanted[row];
+}
+
+void PutNans(int64_t n, Sink& sink) {
+  Mp nan;
+  mpfr_set_nan(nan.v);
+  for (int64_t k = 0; k < n; ++k) sink.Put(nan.v);
+}
+
 // Whether a norm that decides by `norm > max_norm` is too close to call: a
 // kernel's rounded norm (about n eps relative) may fall either side. There
 // the two choices differ by about as much, so nothing is lost.
@@ -63,7 +87,8 @@ void PutScaled(const double* row, int64_t n, const mpfr_t norm, double max_norm,
 
 // renorm(self, p, dim, maxnorm): each slice along dim whose p-norm exceeds
 // maxnorm is scaled to it.
-std::optional<ExactResult> Renorm(const graph::Node& node, const at::Tensor& x, DType dtype) {
+std::optional<ExactResult> Renorm(const graph::Node& node, const at::Tensor& x, DType dtype,
+                                  const at::Tensor& only) {
   std::optional<double> p = NumberArg(node, 1, "p", std::nan(""));
   std::optional<double> dim = NumberArg(node, 2, "dim", std::nan(""));
   std::optional<double> maxnorm = NumberArg(node, 3, "maxnorm", std::nan(""));
@@ -78,11 +103,20 @@ std::optional<ExactResult> Renorm(const graph::Node& node, const at::Tensor& x, 
   const at::Tensor m = x.movedim(d, 0).contiguous();
   const int64_t rows = m.size(0), inner = rows == 0 ? 0 : m.numel() / rows;
   if (m.numel() > kMaxElements) return std::nullopt;
+  std::vector<int64_t> others;
+  for (int64_t k = 0; k < nd; ++k) {
+    if (k != d) others.push_back(k);
+  }
+  const std::vector<bool> wanted = WantedRows(only, x, others);
   Sink sink{dtype == DType::kF32};
   const double* px = m.data_ptr<double>();
   Mp norm;
   for (int64_t r = 0; r < rows; ++r) {
     const double* row = px + r * inner;
+    if (Skipped(wanted, r)) {
+      PutNans(inner, sink);
+      continue;
+    }
     if (!PNorm(row, inner, *p, norm.v) || TooCloseToCall(norm.v, *maxnorm, inner, dtype)) {
       return std::nullopt;
     }
@@ -100,7 +134,7 @@ std::optional<ExactResult> Renorm(const graph::Node& node, const at::Tensor& x, 
 // rows as they were.
 std::optional<ExactResult> EmbeddingRenorm(const graph::Node& node, const at::Tensor& x,
                                            const std::map<std::string, at::Tensor>& values,
-                                           DType dtype) {
+                                           DType dtype, const at::Tensor& only) {
   const Literal* il = ops::FindArg(node, 1, "indices");
   std::optional<double> max_norm = NumberArg(node, 2, "max_norm", std::nan(""));
   std::optional<double> p = NumberArg(node, 3, "norm_type", std::nan(""));
@@ -124,10 +158,15 @@ std::optional<ExactResult> EmbeddingRenorm(const graph::Node& node, const at::Te
   }
   const at::Tensor m = x.contiguous();
   const double* px = m.data_ptr<double>();
+  const std::vector<bool> wanted = WantedRows(only, m, {1});
   Sink sink{dtype == DType::kF32};
   Mp norm;
   for (int64_t r = 0; r < rows; ++r) {
     const double* row = px + r * inner;
+    if (Skipped(wanted, r)) {
+      PutNans(inner, sink);
+      continue;
+    }
     if (named.count(r) == 0) {
       mpfr_set_d(norm.v, 0, N);
       PutScaled(row, inner, norm.v, std::numeric_limits<double>::infinity(), sink);
@@ -147,17 +186,22 @@ std::optional<ExactResult> EmbeddingRenorm(const graph::Node& node, const at::Te
 // log(sum_j exp(x_j - max)). The max is subtracted as the kernels do, so an
 // infinite input gives what they give (+inf: NaN; -inf: 0 or -inf).
 std::optional<ExactResult> Softmax(const graph::Node& node, const at::Tensor& x, bool log,
-                                   DType dtype) {
+                                   DType dtype, const at::Tensor& only) {
   std::optional<double> dim = NumberArg(node, 1, "dim", std::nan(""));
   if (!dim || std::isnan(*dim)) return std::nullopt;
   std::optional<Rows> rows = ToRows(x, {static_cast<int64_t>(*dim)}, /*keepdim=*/true);
   if (!rows || rows->m.numel() > kMaxElements) return std::nullopt;
   const int64_t inner = rows->m.size(1);
+  const std::vector<bool> wanted = WantedRows(only, x, {static_cast<int64_t>(*dim)});
   Sink sink{dtype == DType::kF32};
   const double* p = rows->m.data_ptr<double>();
   Mp top, shifted, total, out;
   for (int64_t i = 0; i < rows->m.size(0); ++i) {
     const double* row = p + i * inner;
+    if (Skipped(wanted, i)) {
+      PutNans(inner, sink);
+      continue;
+    }
     double mx = -std::numeric_limits<double>::infinity();
     bool nan = false;
     for (int64_t k = 0; k < inner; ++k) {
@@ -219,7 +263,7 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 // count_include_pad[, divisor_override]) as ATen's pooling_output_shape and
 // avg_pool kernels define each window and its divisor.
 std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x, size_t k,
-                                   DType dtype) {
+                                   DType dtype, const at::Tensor& only) {
   std::optional<std::vector<int64_t>> kernel = IntsArg(node, 1, "kernel_size", k, {});
   if (!kernel || kernel->empty()) return std::nullopt;
   std::optional<std::vector<int64_t>> stride = IntsArg(node, 2, "stride", k, *kernel);
@@ -256,8 +300,15 @@ std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x,
   Sink sink{dtype == DType::kF32};
   Mp out_v;
   std::vector<int64_t> o(k, 0), lo(k), hi(k), at(k);
+  const at::Tensor wanted = only.defined() && only.numel() == planes * outputs
+                                ? only.to(at::kBool).contiguous().reshape({-1})
+                                : at::Tensor();
   for (int64_t b = 0; b < planes; ++b) {
     for (int64_t flat = 0; flat < outputs; ++flat) {
+      if (wanted.defined() && !wanted.data_ptr<bool>()[b * outputs + flat]) {
+        PutNans(1, sink);
+        continue;
+      }
       int64_t rest = flat;
       for (size_t d = k; d-- > 0;) o[d] = rest % out[d], rest /= out[d];
       int64_t pool = 1, inside = 1;
@@ -379,7 +430,8 @@ struct NormLayout {
 std::optional<ExactResult> Normalize(const NormLayout& layout, const at::Tensor& w,
                                      const at::Tensor& b, const at::Tensor& running_mean,
                                      const at::Tensor& running_var, double eps,
-                                     const std::vector<int64_t>& shape, DType dtype) {
+                                     const std::vector<int64_t>& shape, DType dtype,
+                                     const at::Tensor& only) {
   std::optional<Rows> rows = ToRows(layout.view, layout.reduce, /*keepdim=*/true);
   if (!rows || rows->m.size(1) == 0 || rows->m.numel() > kMaxElements) return std::nullopt;
   const int64_t outer = rows->m.size(0), inner = rows->m.size(1);
@@ -391,10 +443,15 @@ std::optional<ExactResult> Normalize(const NormLayout& layout, const at::Tensor&
     return true;
   };
   const bool running = running_mean.defined();
+  const std::vector<bool> wanted = WantedRows(only, layout.view, layout.reduce);
   Sink sink{dtype == DType::kF32};
   Mp mean, var, rstd, y, t;
   for (int64_t r = 0; r < outer; ++r) {
     const double* row = p + r * inner;
+    if (Skipped(wanted, r)) {
+      PutNans(inner, sink);
+      continue;
+    }
     if (!running) {
       std::vector<Mp> terms;
       for (int64_t k = 0; k < inner; ++k) terms.emplace_back(row[k]);
@@ -439,7 +496,7 @@ std::optional<ExactResult> Normalize(const NormLayout& layout, const at::Tensor&
 std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::Node& node,
                                               const at::Tensor& x,
                                               const std::map<std::string, at::Tensor>& values,
-                                              DType dtype) {
+                                              DType dtype, const at::Tensor& only) {
   const std::vector<int64_t> shape = x.sizes().vec();
   NormLayout layout;
   std::optional<at::Tensor> w, b, rm = at::Tensor(), rv = at::Tensor();
@@ -497,7 +554,7 @@ std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::
     }
   }
   if (!w || !b || !rm || !rv || !eps || std::isnan(*eps)) return std::nullopt;
-  return Normalize(layout, *w, *b, *rm, *rv, *eps, shape, dtype);
+  return Normalize(layout, *w, *b, *rm, *rv, *eps, shape, dtype, only);
 }
 
 }  // namespace
@@ -516,15 +573,17 @@ std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node&
   std::optional<at::Tensor> x = TensorArg(node, 0, "self", values);
   if (!x) x = TensorArg(node, 0, "input", values);
   if (!x) return std::nullopt;
-  if (f == "renorm") return Renorm(node, *x, dtype);
-  if (f == "embedding_renorm") return EmbeddingRenorm(node, *x, values, dtype);
-  if (f == "softmax" || f == "log_softmax") return Softmax(node, *x, f == "log_softmax", dtype);
-  if (f == "avg_pool1d") return AvgPool(node, *x, 1, dtype);
-  if (f == "avg_pool2d") return AvgPool(node, *x, 2, dtype);
-  if (f == "avg_pool3d") return AvgPool(node, *x, 3, dtype);
+  if (f == "renorm") return Renorm(node, *x, dtype, only);
+  if (f == "embedding_renorm") return EmbeddingRenorm(node, *x, values, dtype, only);
+  if (f == "softmax" || f == "log_softmax") {
+    return Softmax(node, *x, f == "log_softmax", dtype, only);
+  }
+  if (f == "avg_pool1d") return AvgPool(node, *x, 1, dtype, only);
+  if (f == "avg_pool2d") return AvgPool(node, *x, 2, dtype, only);
+  if (f == "avg_pool3d") return AvgPool(node, *x, 3, dtype, only);
   if (f == "mode") return Mode(node, *x, dtype, only);
   if (f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm") {
-    return NormalizationLayer(f, node, *x, values, dtype);
+    return NormalizationLayer(f, node, *x, values, dtype, only);
   }
   return std::nullopt;
 }
