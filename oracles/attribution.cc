@@ -442,9 +442,11 @@ SideCheck JudgeWithSplitWitnesses(const SideEvidence& e, const std::string& spli
 // it agrees or is absent). It runs a kernel's own algorithm, so it never
 // vetoes the exact witness, which is independent of every kernel.
 std::string Float64SetAside(const SideEvidence& e, const SideCheck& by_exact) {
-  if (e.f64 == nullptr) return "";
+  // The float64 target itself needs no word on its own reference.
+  if (e.f64 == nullptr || e.run.target == exec::Target::kCpuF64) return "";
   if (std::optional<std::string> shared =
           SharesCpuAlgorithm(e.spec, e.dtype, e.types, e.node, e.inputs)) {
+    if (!by_exact.wrong) return "";  // said where it blames: why float64 could not have
     return absl::StrCat("; cpu-f64 was set aside: ", *shared);
   }
   const SideCheck by_f64 = JudgeAgainst(e, *e.f64, "float64 reference", SideCheck{});

@@ -594,7 +594,9 @@ absl::string_view ReferenceMethod(absl::string_view f) {
   if (f == "softmax" || f == "log_softmax") return "the exponentials' correctly rounded sum in MPFR";
   if (absl::StartsWith(f, "avg_pool")) return "each window's correctly rounded sum over its divisor";
   if (f == "mode") return "the most frequent value of each row, counted exactly";
-  if (absl::EndsWith(f, "_norm")) return "the exact mean and biased variance in MPFR";
+  if (f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm") {
+    return "the exact mean and biased variance in MPFR";
+  }
   if (IsSpecialBinary(f)) return "the polynomial's three-term recurrence (Chebyshev: closed form) in MPFR";
   return "";
 }
