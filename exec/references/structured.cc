@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "exec/dtype_convert.h"
 #include "exec/exact_internal.h"
 #include "exec/references/references.h"
@@ -259,50 +260,35 @@ std::optional<std::vector<int64_t>> IntsArg(const graph::Node& node, size_t pos,
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
-// avg_pool{k}d(self, kernel_size, stride, padding, ceil_mode,
-// count_include_pad[, divisor_override]) as ATen's pooling_output_shape and
-// avg_pool kernels define each window and its divisor.
-std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x, size_t k,
-                                   DType dtype, const at::Tensor& only) {
-  std::optional<std::vector<int64_t>> kernel = IntsArg(node, 1, "kernel_size", k, {});
-  if (!kernel || kernel->empty()) return std::nullopt;
-  std::optional<std::vector<int64_t>> stride = IntsArg(node, 2, "stride", k, *kernel);
-  std::optional<std::vector<int64_t>> pad = IntsArg(node, 3, "padding", k, std::vector<int64_t>(k, 0));
-  std::optional<double> ceil_mode = NumberArg(node, 4, "ceil_mode", 0);
-  std::optional<double> include_pad = NumberArg(node, 5, "count_include_pad", 1);
-  std::optional<double> divisor = k == 1 ? std::optional<double>(0)
-                                         : NumberArg(node, 6, "divisor_override", 0);
-  if (!stride || !pad || !ceil_mode || !include_pad || !divisor) return std::nullopt;
-  if (x.dim() != static_cast<int64_t>(k) + 1 && x.dim() != static_cast<int64_t>(k) + 2) {
-    return std::nullopt;
-  }
-  std::vector<int64_t> in(k), out(k);
-  int64_t window = 1, outputs = 1;
+// The mean of every window of the last k dims of x over the output sizes
+// `out`: window(d, o, &lo, &hi) gives output o's input range along dim d
+// (clipped to the input) and returns its extent as the divisor counts it;
+// divisor(extents' product, clipped product) the number it divides by. An
+// empty window is 0. Windows `only` does not want are NaN.
+using WindowFn = std::function<int64_t(size_t d, int64_t o, int64_t* lo, int64_t* hi)>;
+using DivisorFn = std::function<int64_t(int64_t pool, int64_t inside)>;
+std::optional<ExactResult> PoolWindows(const at::Tensor& x, const std::vector<int64_t>& out,
+                                       int64_t window, DType dtype, const at::Tensor& only,
+                                       const WindowFn& window_of, const DivisorFn& divisor_of) {
+  const size_t k = out.size();
+  std::vector<int64_t> in(k);
+  int64_t plane_size = 1, outputs = 1;
   for (size_t d = 0; d < k; ++d) {
-    const int64_t K = (*kernel)[d], S = (*stride)[d], P = (*pad)[d];
     in[d] = x.size(x.dim() - k + d);
-    if (K <= 0 || S <= 0 || P < 0 || P > K / 2) return std::nullopt;  // the kernels raise
-    int64_t o = FloorDiv(in[d] + 2 * P - (K - 1) - 1 + (*ceil_mode != 0 ? S - 1 : 0), S) + 1;
-    if (*ceil_mode != 0 && (o - 1) * S >= in[d] + P) --o;
-    if (o <= 0) return std::nullopt;
-    out[d] = o;
-    window *= K;
-    outputs *= o;
+    plane_size *= in[d];
+    outputs *= out[d];
   }
   const at::Tensor m = x.contiguous();
-  const int64_t planes = m.numel() / std::max<int64_t>(1, std::accumulate(
-                                                              in.begin(), in.end(), int64_t{1},
-                                                              std::multiplies<int64_t>()));
-  if (planes * outputs * window > kMaxTerms || m.numel() == 0) return std::nullopt;
+  if (m.numel() == 0 || plane_size == 0) return std::nullopt;
+  const int64_t planes = m.numel() / plane_size;
+  if (planes * outputs * window > kMaxTerms) return std::nullopt;
   const double* px = m.data_ptr<double>();
-  int64_t plane_size = 1;
-  for (int64_t s : in) plane_size *= s;
-  Sink sink{dtype == DType::kF32};
-  Mp out_v;
-  std::vector<int64_t> o(k, 0), lo(k), hi(k), at(k);
   const at::Tensor wanted = only.defined() && only.numel() == planes * outputs
                                 ? only.to(at::kBool).contiguous().reshape({-1})
                                 : at::Tensor();
+  Sink sink{dtype == DType::kF32};
+  Mp out_v;
+  std::vector<int64_t> o(k, 0), lo(k), hi(k), at(k);
   for (int64_t b = 0; b < planes; ++b) {
     for (int64_t flat = 0; flat < outputs; ++flat) {
       if (wanted.defined() && !wanted.data_ptr<bool>()[b * outputs + flat]) {
@@ -314,11 +300,7 @@ std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x,
       int64_t pool = 1, inside = 1;
       bool empty = false;
       for (size_t d = 0; d < k; ++d) {
-        const int64_t start = o[d] * (*stride)[d] - (*pad)[d];
-        const int64_t end = std::min(start + (*kernel)[d], in[d] + (*pad)[d]);
-        pool *= end - start;
-        lo[d] = std::max<int64_t>(start, 0);
-        hi[d] = std::min(end, in[d]);
+        pool *= window_of(d, o[d], &lo[d], &hi[d]);
         if (lo[d] >= hi[d]) empty = true;
         inside *= std::max<int64_t>(hi[d] - lo[d], 0);
       }
@@ -341,9 +323,8 @@ std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x,
         if (d == static_cast<size_t>(-1)) break;
       }
       Sum(terms, out_v.v);
-      const int64_t divide = *divisor != 0 ? static_cast<int64_t>(*divisor)
-                             : *include_pad != 0 ? pool
-                                                 : inside;
+      const int64_t divide = divisor_of(pool, inside);
+      if (divide == 0) return std::nullopt;  // the kernels raise
       mpfr_div_si(out_v.v, out_v.v, divide, N);
       sink.Put(out_v.v);
     }
@@ -353,6 +334,75 @@ std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x,
   ExactResult er;
   er.result = sink.Result(shape, dtype);
   return er;
+}
+
+// avg_pool{k}d(self, kernel_size, stride, padding, ceil_mode,
+// count_include_pad[, divisor_override]) as ATen's pooling_output_shape and
+// avg_pool kernels define each window and its divisor.
+std::optional<ExactResult> AvgPool(const graph::Node& node, const at::Tensor& x, size_t k,
+                                   DType dtype, const at::Tensor& only) {
+  std::optional<std::vector<int64_t>> kernel = IntsArg(node, 1, "kernel_size", k, {});
+  if (!kernel || kernel->empty()) return std::nullopt;
+  std::optional<std::vector<int64_t>> stride = IntsArg(node, 2, "stride", k, *kernel);
+  std::optional<std::vector<int64_t>> pad = IntsArg(node, 3, "padding", k, std::vector<int64_t>(k, 0));
+  std::optional<double> ceil_mode = NumberArg(node, 4, "ceil_mode", 0);
+  std::optional<double> include_pad = NumberArg(node, 5, "count_include_pad", 1);
+  std::optional<double> divisor = k == 1 ? std::optional<double>(0)
+                                         : NumberArg(node, 6, "divisor_override", 0);
+  if (!stride || !pad || !ceil_mode || !include_pad || !divisor) return std::nullopt;
+  if (x.dim() != static_cast<int64_t>(k) + 1 && x.dim() != static_cast<int64_t>(k) + 2) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> in(k), out(k);
+  int64_t window = 1;
+  for (size_t d = 0; d < k; ++d) {
+    const int64_t K = (*kernel)[d], S = (*stride)[d], P = (*pad)[d];
+    in[d] = x.size(x.dim() - k + d);
+    if (K <= 0 || S <= 0 || P < 0 || P > K / 2) return std::nullopt;  // the kernels raise
+    int64_t o = FloorDiv(in[d] + 2 * P - (K - 1) - 1 + (*ceil_mode != 0 ? S - 1 : 0), S) + 1;
+    if (*ceil_mode != 0 && (o - 1) * S >= in[d] + P) --o;
+    if (o <= 0) return std::nullopt;
+    out[d] = o;
+    window *= K;
+  }
+  return PoolWindows(
+      x, out, window, dtype, only,
+      [&](size_t d, int64_t o, int64_t* lo, int64_t* hi) {
+        const int64_t start = o * (*stride)[d] - (*pad)[d];
+        const int64_t end = std::min(start + (*kernel)[d], in[d] + (*pad)[d]);
+        *lo = std::max<int64_t>(start, 0);
+        *hi = std::min(end, in[d]);
+        return end - start;  // the padded window's extent
+      },
+      [&](int64_t pool, int64_t inside) {
+        return *divisor != 0 ? static_cast<int64_t>(*divisor) : *include_pad != 0 ? pool : inside;
+      });
+}
+
+// adaptive_avg_pool{k}d(self, output_size): window o of a dim of size `in`
+// is [floor(o in / out), ceil((o + 1) in / out)), its size the divisor.
+std::optional<ExactResult> AdaptiveAvgPool(const graph::Node& node, const at::Tensor& x, size_t k,
+                                           DType dtype, const at::Tensor& only) {
+  std::optional<std::vector<int64_t>> out = IntsArg(node, 1, "output_size", k, {});
+  if (!out || out->size() != k ||
+      (x.dim() != static_cast<int64_t>(k) + 1 && x.dim() != static_cast<int64_t>(k) + 2)) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> in(k);
+  int64_t window = 1;
+  for (size_t d = 0; d < k; ++d) {
+    in[d] = x.size(x.dim() - k + d);
+    if ((*out)[d] <= 0 || in[d] <= 0) return std::nullopt;
+    window *= (in[d] + (*out)[d] - 1) / (*out)[d] + 1;
+  }
+  return PoolWindows(
+      x, *out, window, dtype, only,
+      [&](size_t d, int64_t o, int64_t* lo, int64_t* hi) {
+        *lo = o * in[d] / (*out)[d];
+        *hi = ((o + 1) * in[d] + (*out)[d] - 1) / (*out)[d];
+        return *hi - *lo;
+      },
+      [](int64_t pool, int64_t) { return pool; });
 }
 
 // mode(self, dim, keepdim): the most frequent value of each row (NaNs
@@ -401,6 +451,57 @@ std::optional<ExactResult> Mode(const graph::Node& node, const at::Tensor& x, DT
   }
   ExactResult er;
   er.result = sink.Result(rows->reduced, dtype);
+  return er;
+}
+
+// var_mean and std_mean (every overload): (the variance or standard
+// deviation with its correction, the mean), from the exact mean. Both
+// outputs are compared, so every row is evaluated.
+std::optional<ExactResult> VarMean(absl::string_view overload, const graph::Node& node,
+                                   const at::Tensor& x, bool root, DType dtype) {
+  std::optional<std::vector<int64_t>> dims = std::vector<int64_t>{};
+  std::optional<double> correction = 1, keepdim = 0;
+  if (overload.empty()) {  // (self, unbiased=True)
+    correction = NumberArg(node, 1, "unbiased", 1);
+  } else if (overload == "dim") {  // (self, dim, unbiased=True, keepdim=False)
+    dims = DimsArg(node, 1, "dim");
+    correction = NumberArg(node, 2, "unbiased", 1);
+    keepdim = NumberArg(node, 3, "keepdim", 0);
+  } else if (overload == "correction") {  // (self, dim=None, *, correction=None, keepdim=False)
+    dims = DimsArg(node, 1, "dim");
+    correction = NumberArg(node, 1000, "correction", 1);
+    keepdim = NumberArg(node, 1000, "keepdim", 0);
+  } else {
+    return std::nullopt;
+  }
+  if (!dims || !correction || !keepdim) return std::nullopt;
+  std::optional<Rows> rows = ToRows(x, *dims, *keepdim != 0);
+  if (!rows || rows->m.size(1) == 0 || rows->m.numel() > kMaxElements) return std::nullopt;
+  const int64_t inner = rows->m.size(1);
+  if (!(inner - *correction > 0)) return std::nullopt;  // inf or NaN by max(0, n - c)
+  const double* p = rows->m.data_ptr<double>();
+  Sink spread{dtype == DType::kF32}, centre{dtype == DType::kF32};
+  Mp mean, var, divisor(inner - *correction);
+  for (int64_t i = 0; i < rows->m.size(0); ++i) {
+    std::vector<Mp> terms;
+    for (int64_t k = 0; k < inner; ++k) terms.emplace_back(p[i * inner + k]);
+    Sum(terms, mean.v);
+    mpfr_div_si(mean.v, mean.v, inner, N);
+    for (Mp& t : terms) {
+      mpfr_sub(t.v, t.v, mean.v, N);
+      mpfr_sqr(t.v, t.v, N);
+    }
+    Sum(terms, var.v);
+    mpfr_div(var.v, var.v, divisor.v, N);
+    if (root) mpfr_sqrt(var.v, var.v, N);
+    spread.Put(var.v);
+    centre.Put(mean.v);
+  }
+  ExactResult er;
+  er.result = spread.Result(rows->reduced, dtype);
+  NodeResult second = centre.Result(rows->reduced, dtype);
+  er.result.outputs.push_back(second.outputs[0]);
+  er.result.exact.push_back(second.exact[0]);
   return er;
 }
 
@@ -562,7 +663,9 @@ std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::
 bool IsStructuredName(absl::string_view f) {
   return f == "renorm" || f == "embedding_renorm" || f == "softmax" || f == "log_softmax" ||
          f == "avg_pool1d" || f == "avg_pool2d" || f == "avg_pool3d" || f == "mode" ||
-         f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm";
+         f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm" ||
+         f == "adaptive_avg_pool1d" || f == "adaptive_avg_pool2d" || f == "adaptive_avg_pool3d" ||
+         absl::StartsWith(f, "var_mean") || absl::StartsWith(f, "std_mean");
 }
 
 std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
@@ -582,6 +685,16 @@ std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node&
   if (f == "avg_pool2d") return AvgPool(node, *x, 2, dtype, only);
   if (f == "avg_pool3d") return AvgPool(node, *x, 3, dtype, only);
   if (f == "mode") return Mode(node, *x, dtype, only);
+  if (f == "adaptive_avg_pool1d") return AdaptiveAvgPool(node, *x, 1, dtype, only);
+  if (f == "adaptive_avg_pool2d") return AdaptiveAvgPool(node, *x, 2, dtype, only);
+  if (f == "adaptive_avg_pool3d") return AdaptiveAvgPool(node, *x, 3, dtype, only);
+  // var_mean, var_mean.dim, var_mean.correction (and std_mean's)
+  for (absl::string_view base : {"var_mean", "std_mean"}) {
+    absl::string_view rest = f;
+    if (absl::ConsumePrefix(&rest, base) && (rest.empty() || absl::ConsumePrefix(&rest, "."))) {
+      return VarMean(rest, node, *x, base == "std_mean", dtype);
+    }
+  }
   if (f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm") {
     return NormalizationLayer(f, node, *x, values, dtype, only);
   }
@@ -592,7 +705,12 @@ absl::string_view ReferenceMethod(absl::string_view f) {
   if (f == "zeta") return "Hurwitz zeta by Euler-Maclaurin in MPFR";
   if (f == "renorm" || f == "embedding_renorm") return "the p-norms of |x| as correctly rounded sums in MPFR";
   if (f == "softmax" || f == "log_softmax") return "the exponentials' correctly rounded sum in MPFR";
-  if (absl::StartsWith(f, "avg_pool")) return "each window's correctly rounded sum over its divisor";
+  if (absl::StartsWith(f, "avg_pool") || absl::StartsWith(f, "adaptive_avg_pool")) {
+    return "each window's correctly rounded sum over its divisor";
+  }
+  if (absl::StartsWith(f, "var_mean") || absl::StartsWith(f, "std_mean")) {
+    return "the exact mean and variance in MPFR";
+  }
   if (f == "mode") return "the most frequent value of each row, counted exactly";
   if (f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm") {
     return "the exact mean and biased variance in MPFR";
