@@ -40,7 +40,8 @@ struct Judged {
   bool diverged = false;
 };
 
-Judged Judge(const std::string& text, const Plant& plant_b, const Plant& plant_a = {}) {
+Judged Judge(const std::string& text, const Plant& plant_b, const Plant& plant_a = {},
+             const exec::WitnessPlan* plan = nullptr) {
   graph::Program p = MustParse(text);
   ops::TypeEnv t = MustInfer(p);
   exec::RunResult a = exec::Run(p, t, exec::Target::kCpu);
@@ -49,7 +50,7 @@ Judged Judge(const std::string& text, const Plant& plant_b, const Plant& plant_a
   plant_b(b);
   Judged j;
   Verdict v = Compare(p, t, a, b);
-  Triage(p, t, a, b, DefaultPolicy(), v);
+  Triage(p, t, a, b, DefaultPolicy(), v, plan);
   if (!v.Roots().empty()) {
     j.root = *v.Roots()[0];
     j.diverged = true;
@@ -216,6 +217,34 @@ TEST(References, AFloat64EmbeddingRenormWithNegativeEntriesIsJudged) {
       "input %i: i64[3] = values(0, 2, 1)\n"
       "%y = aten::embedding_renorm(%w, %i, 1.0, 3.0)\noutput %y\n";
   ExpectBlamedByTheReference(Judge(text, PlantCudaEmbeddingRenorm(1.0, 3.0)));
+}
+
+TEST(References, ASecondFloat64WitnessWithTheSameBugVetoesNothing) {
+  // float32, a second float64 witness that runs the faulty side's kernel
+  // with its bug (as cuda-f64 does for CUDA's embedding_renorm; planted):
+  // the two float64 witnesses disagree, which left the finding undecided.
+  // The reference decides, and the second witness is not consulted.
+  const std::string text =
+      "divfuzz v1\ninput %w: f32[3,4] = values(-2.0, -1.5, 0.5, -0.25, 0.1, 0.2, 0.1, 0.0, "
+      "-3.0, 1.0, -1.0, -0.5)\n"
+      "input %i: i64[3] = values(0, 2, 1)\n"
+      "%y = aten::embedding_renorm(%w, %i, 1.0, 3.0)\noutput %y\n";
+  exec::WitnessPlan shares_the_bug;
+  shares_the_bug.second_f64 = exec::Target::kCudaF64;
+  shares_the_bug.second_f64_runner = [](const graph::Node& n,
+                                        const std::map<std::string, at::Tensor>& in,
+                                        const ops::TypeEnv& t) {
+    exec::RunResult r;
+    r.inputs = in;
+    r.nodes.push_back(exec::RunNode(n, in, t, exec::Target::kCpuF64));
+    PlantCudaEmbeddingRenorm(1.0, 3.0)(r);
+    return r.nodes[0];
+  };
+  Judged j = Judge(text, PlantCudaEmbeddingRenorm(1.0, 3.0), {}, &shares_the_bug);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
 }
 
 TEST(References, AFloat64RenormIsJudged) {
