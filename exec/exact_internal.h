@@ -52,6 +52,46 @@ NodeResult Finish(const std::vector<int64_t>& shape, const std::vector<double>& 
 // Whether the rational is exactly a number of `dtype`.
 bool Representable(mpq_srcptr q, graph::DType dtype);
 
+// Values rounded once from MPFR: float64 (the witness's exact values) and,
+// for f32 results, f32 straight from MPFR (no double rounding).
+struct Sink {
+  bool f32 = false;
+  std::vector<double> exact;
+  std::vector<float> as_float;
+  void Put(const mpfr_t v);
+  // The values in `shape` (row-major).
+  NodeResult Result(const std::vector<int64_t>& shape, graph::DType dtype) const;
+};
+
+// A tensor argument (not a literal) as float64.
+std::optional<at::Tensor> TensorArg(const graph::Node& node, size_t pos, absl::string_view name,
+                                    const std::map<std::string, at::Tensor>& values);
+
+// A number argument; `fallback` when absent or None; nullopt when not a number.
+std::optional<double> NumberArg(const graph::Node& node, size_t pos, absl::string_view name,
+                                double fallback);
+
+// A dims argument: an empty vector means every dim (absent, None or []).
+std::optional<std::vector<int64_t>> DimsArg(const graph::Node& node, size_t pos,
+                                            absl::string_view name);
+
+// x as rows: the reduced dims last, [outer, inner], plus what puts a result
+// of the same layout back.
+struct Rows {
+  at::Tensor m;                   // [outer, inner] float64, contiguous
+  std::vector<int64_t> reduced;   // the result's shape after reducing
+  std::vector<int64_t> permuted;  // x's shape with the reduced dims last
+  std::vector<int64_t> inverse;   // the permutation back to x's order
+};
+std::optional<Rows> ToRows(const at::Tensor& x, std::vector<int64_t> dims, bool keepdim);
+
+// Correctly rounded sum of `terms`.
+void Sum(std::vector<Mp>& terms, mpfr_t out);
+
+// The p-norm of a row as linalg_vector_norm defines it: (sum |x|^p)^(1/p),
+// max|x| for p = inf, min|x| for -inf, the count of nonzeros for 0.
+bool PNorm(const double* row, int64_t n, double p, mpfr_t out);
+
 // exact_linear.cc: the names it evaluates, and the evaluation.
 bool IsLinearName(absl::string_view f);
 std::optional<ExactResult> RunExactLinear(absl::string_view f, const graph::Node& node,

@@ -51,30 +51,20 @@ bool RepresentableNormal(mpq_srcptr q, graph::DType dtype) {
   return d == 0 || d >= graph::SmallestNormal(dtype);
 }
 
-namespace {
-
 using graph::DType;
 using graph::Literal;
 constexpr mpfr_rnd_t N = MPFR_RNDN;
 constexpr int64_t kMaxDft = 512;  // transform length of the direct sum
 
-// Values rounded once from MPFR: float64 (the witness's exact values) and,
-// for f32 results, f32 straight from MPFR (no double rounding).
-struct Sink {
-  bool f32 = false;
-  std::vector<double> exact;
-  std::vector<float> as_float;
-  void Put(const mpfr_t v) {
-    exact.push_back(mpfr_get_d(v, N));
-    if (f32) as_float.push_back(mpfr_get_flt(v, N));
-  }
-  // The values in `shape` (row-major).
-  NodeResult Result(const std::vector<int64_t>& shape, DType dtype) const {
-    return Finish(shape, exact, as_float, dtype);
-  }
-};
+void Sink::Put(const mpfr_t v) {
+  exact.push_back(mpfr_get_d(v, N));
+  if (f32) as_float.push_back(mpfr_get_flt(v, N));
+}
 
-// A tensor argument (not a literal) as float64.
+NodeResult Sink::Result(const std::vector<int64_t>& shape, DType dtype) const {
+  return Finish(shape, exact, as_float, dtype);
+}
+
 std::optional<at::Tensor> TensorArg(const graph::Node& node, size_t pos, absl::string_view name,
                                     const std::map<std::string, at::Tensor>& values) {
   bool literal = false;
@@ -108,15 +98,6 @@ std::optional<std::vector<int64_t>> DimsArg(const graph::Node& node, size_t pos,
   }
   return dims;
 }
-
-// x as rows: the reduced dims last, [outer, inner], plus what puts a result
-// of the same layout back.
-struct Rows {
-  at::Tensor m;                   // [outer, inner] float64, contiguous
-  std::vector<int64_t> reduced;   // the result's shape after reducing
-  std::vector<int64_t> permuted;  // x's shape with the reduced dims last
-  std::vector<int64_t> inverse;   // the permutation back to x's order
-};
 
 std::optional<Rows> ToRows(const at::Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   const int64_t nd = x.dim();
@@ -152,13 +133,14 @@ std::optional<Rows> ToRows(const at::Tensor& x, std::vector<int64_t> dims, bool 
   return r;
 }
 
-// Correctly rounded sum of `terms`.
 void Sum(std::vector<Mp>& terms, mpfr_t out) {
   std::vector<mpfr_ptr> ptrs;
   ptrs.reserve(terms.size());
   for (Mp& t : terms) ptrs.push_back(t.v);
   mpfr_sum(out, ptrs.data(), ptrs.size(), N);
 }
+
+namespace {
 
 using RowFn = std::function<bool(const double* row, int64_t n, mpfr_t out)>;
 
@@ -767,6 +749,8 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
 }
 
 }  // namespace
+
+bool PNorm(const double* row, int64_t n, double p, mpfr_t out) { return NormOf(p)(row, n, out); }
 
 bool IsLinearName(absl::string_view f) {
   for (absl::string_view name :

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "exec/dtype_convert.h"
 #include "exec/exact_internal.h"
+#include "exec/references/references.h"
 #include "ops/catalogue.h"
 
 namespace divfuzz::exec {
@@ -23,6 +24,8 @@ namespace {
 using graph::DType;
 using graph::Literal;
 using namespace exact_internal;
+
+constexpr double kMaxSpecialSteps = 4e6;
 
 // r = f(x) for the unary functions; false when the name is not unary.
 bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
@@ -173,9 +176,12 @@ bool Unary(absl::string_view f, mpfr_t r, const mpfr_t x) {
   return false;
 }
 
-// r = f(x, y) (alpha scales y for add/sub, x for rsub); false when not binary.
-bool Binary(absl::string_view f, mpfr_t r, const mpfr_t x, const mpfr_t y, double alpha) {
+// r = f(x, y) (alpha scales y for add/sub, x for rsub); false when not binary
+// or outside what the reference models (`dtype`: the result's).
+bool Binary(absl::string_view f, mpfr_t r, const mpfr_t x, const mpfr_t y, double alpha,
+            DType dtype) {
   const mpfr_rnd_t N = MPFR_RNDN;
+  if (IsSpecialBinary(f)) return SpecialBinary(f, x, y, dtype, r);
   Mp t, u;
   if (f == "add" || f == "sub" || f == "rsub") {
     const bool rsub = f == "rsub";
@@ -226,7 +232,7 @@ bool Binary(absl::string_view f, mpfr_t r, const mpfr_t x, const mpfr_t y, doubl
 bool IsBinary(absl::string_view f) {
   return f == "add" || f == "sub" || f == "rsub" || f == "mul" || f == "div" || f == "atan2" ||
          f == "hypot" || f == "pow" || f == "fmod" || f == "remainder" || f == "xlogy" ||
-         f == "xlog1py" || f == "logaddexp" || f == "logaddexp2";
+         f == "xlog1py" || f == "logaddexp" || f == "logaddexp2" || IsSpecialBinary(f);
 }
 
 // ExactOptions::only as a contiguous bool mask over `n` elements, or undefined
@@ -245,11 +251,13 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
   bool lit0 = false, lit1 = false, lit_alpha = false;
   std::optional<at::Tensor> x = Operand(node, 0, "self", values, round_to, &lit0);
   if (!x && node.args.size() > 0) x = Operand(node, 0, "input", values, round_to, &lit0);
+  if (!x && node.args.size() > 0) x = Operand(node, 0, "x", values, round_to, &lit0);
   if (!x) return std::nullopt;
   std::optional<at::Tensor> y;
   if (binary) {
     y = Operand(node, 1, "other", values, round_to, &lit1);
     if (!y) y = Operand(node, 1, "exponent", values, round_to, &lit1);
+    if (!y) y = Operand(node, 1, "n", values, round_to, &lit1);
     if (!y) return std::nullopt;
   } else {
     // gelu's tanh approximation, logit's eps and the like are not modelled.
@@ -283,6 +291,15 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
   const double* py = binary ? ys.data_ptr<double>() : nullptr;
   const at::Tensor only = WantedMask(options, n);
   const bool* wanted = only.defined() ? only.data_ptr<bool>() : nullptr;
+  if (IsSpecialBinary(f)) {
+    // A recurrence per element: within a budget of MPFR steps (about a
+    // second), or no witness.
+    double cost = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (wanted == nullptr || wanted[i]) cost += SpecialCost(f, px[i], py[i]);
+    }
+    if (cost > kMaxSpecialSteps) return std::nullopt;
+  }
   Mp r, mx, my;
   // Which operands read the value differentiated by (derivative_wrt).
   bool moves_x = false, moves_y = false;
@@ -308,7 +325,7 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
       Mp step;
       mpfr_set_d(ay.v, py[i], MPFR_RNDN);
       if (moves_y) mpfr_mul_si(step.v, h.v, t, MPFR_RNDN), mpfr_add(ay.v, ay.v, step.v, MPFR_RNDN);
-      return Binary(f, out.v, ax.v, ay.v, alpha);
+      return Binary(f, out.v, ax.v, ay.v, alpha, dtype);
     }
     return Unary(f, out.v, ax.v);
   };
@@ -364,7 +381,7 @@ std::optional<ExactResult> Elementwise(absl::string_view f, const graph::Node& n
     bool ok = false;
     if (binary) {
       mpfr_set_d(my.v, py[i], MPFR_RNDN);
-      ok = Binary(f, r.v, mx.v, my.v, alpha);
+      ok = Binary(f, r.v, mx.v, my.v, alpha, dtype);
     } else {
       ok = Unary(f, r.v, mx.v);
     }
@@ -478,6 +495,14 @@ NodeResult Finish(const std::vector<int64_t>& shape, const std::vector<double>& 
 
 }  // namespace exact_internal
 
+std::string ExactMethod(absl::string_view exact_name) {
+  return std::string(exact_internal::ReferenceMethod(exact_name));
+}
+
+bool ExactUpToBackwardError(absl::string_view exact_name) {
+  return exact_internal::IsSpecialBinary(exact_name) && exact_name != "zeta";
+}
+
 double RoundToDType(double x, DType dtype) {
   if (dtype == DType::kF64) return x;
   return at::scalar_tensor(x, at::kDouble).to(ToScalarType(dtype)).to(at::kDouble).item<double>();
@@ -509,6 +534,12 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
   const DType dtype = it->second.dtype;
   try {
     const absl::string_view f = spec->exact;
+    // Derivatives are elementwise only: a reduction's or a structured op's
+    // values are no derivative (the gradient oracle would take them as one).
+    if (!options.derivative_wrt.empty() &&
+        (exact_internal::IsLinearName(f) || IsStructuredName(f))) {
+      return std::nullopt;
+    }
     if (exact_internal::IsLinearName(f)) {
       return exact_internal::RunExactLinear(f, node, values, dtype);
     }
@@ -521,7 +552,17 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
       }
     }
     if (f == "polygamma_pole") return PolygammaPoles(node, promoted, dtype, options);
-    return Elementwise(f, node, promoted, dtype, options);
+    std::optional<ExactResult> er = IsStructuredName(f)
+                                         ? RunStructured(f, node, promoted, dtype, options.only)
+                                         : Elementwise(f, node, promoted, dtype, options);
+    // A reference whose shape is not the op's (an argument it reads
+    // otherwise than ATen) judges nothing.
+    if (er && (IsStructuredName(f) || IsSpecialBinary(f)) && !er->result.outputs.empty() &&
+        er->result.outputs[0].defined() &&
+        er->result.outputs[0].sizes().vec() != it->second.shape) {
+      return std::nullopt;
+    }
+    return er;
   } catch (const std::exception&) {
     return std::nullopt;  // inputs the reference cannot take (shapes that do not broadcast)
   }

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 #include "exec/run_result.h"
 #include "graph/program.h"
 #include "ops/infer.h"
@@ -53,6 +55,18 @@ struct ExactOptions {
 std::optional<ExactResult> RunExact(const graph::Node& node,
                                     const std::map<std::string, at::Tensor>& values,
                                     const ops::TypeEnv& types, const ExactOptions& options = {});
+
+// How the exact reference named `exact_name` (OpSpec::exact) computes, for
+// verdicts' reasons ("the polynomial's three-term recurrence ... in MPFR");
+// empty for plain MPFR functions and exact rationals.
+std::string ExactMethod(absl::string_view exact_name);
+
+// Whether the exact reference named `exact_name` evaluates a function
+// PyTorch computes by a documented algorithm (the orthogonal polynomials'
+// recurrence) whose rounding an ill-conditioned point (near a root)
+// amplifies in every correct kernel: a kernel within backward error of it is
+// right (oracles/rules/backward_stable.cc).
+bool ExactUpToBackwardError(absl::string_view exact_name);
 
 // x rounded to the nearest value of `dtype` (ties to even), as a double.
 double RoundToDType(double x, graph::DType dtype);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/dtype_convert.h"
+#include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "exec/witnesses.h"
 #include "graph/printer.h"
@@ -436,6 +437,25 @@ SideCheck JudgeWithSplitWitnesses(const SideEvidence& e, const std::string& spli
   return c;
 }
 
+// Where the exact witness decided: why the float64 reference did not, when
+// it could not judge this side or would have judged it otherwise ("" when
+// it agrees or is absent). It runs a kernel's own algorithm, so it never
+// vetoes the exact witness, which is independent of every kernel.
+std::string Float64SetAside(const SideEvidence& e, const SideCheck& by_exact) {
+  // The float64 target itself needs no word on its own reference.
+  if (e.f64 == nullptr || e.run.target == exec::Target::kCpuF64) return "";
+  if (std::optional<std::string> shared =
+          SharesCpuAlgorithm(e.spec, e.dtype, e.types, e.node, e.inputs)) {
+    if (!by_exact.wrong) return "";  // said where it blames: why float64 could not have
+    return absl::StrCat("; cpu-f64 was set aside: ", *shared);
+  }
+  const SideCheck by_f64 = JudgeAgainst(e, *e.f64, "float64 reference", SideCheck{});
+  if (by_f64.wrong == by_exact.wrong) return "";
+  return absl::StrCat("; cpu-f64, which finds ", e.side, by_f64.wrong ? " wrong" : " right",
+                      ", was set aside: it runs the CPU's own kernel, and the exact witness, "
+                      "independent of every kernel, decides alone");
+}
+
 // Judges `run` at d's node: the metadata, else against the exact witness of
 // its own inputs, else against float64 where float64 can judge it.
 SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
@@ -474,11 +494,16 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
       c.witness = absl::StrCat("cpu-f64+", e.second->name);
     }
   }
+  const std::string method =
+      e.exact != nullptr && e.spec != nullptr ? exec::ExactMethod(e.spec->exact) : "";
   const std::string judge_name =
-      e.exact != nullptr ? "exact witness (MPFR / exact rationals)"
+      e.exact != nullptr
+          ? absl::StrCat("exact witness (", method.empty() ? "MPFR / exact rationals" : method, ")")
       : c.witness == "cpu-f64" ? "float64 reference"
                                : absl::StrCat("float64 reference (", c.witness, " agree)");
-  return JudgeAgainst(e, *judge, judge_name, c);
+  SideCheck j = JudgeAgainst(e, *judge, judge_name, c);
+  if (e.exact != nullptr) j.why += Float64SetAside(e, j);
+  return j;
 }
 
 std::string SideLabel(exec::Target t) { return std::string(exec::TargetName(t)); }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "exec/exact_reference.h"
 #include "exec/target.h"
 #include "exec/witnesses.h"
 #include "oracles/attribution.h"
@@ -38,7 +39,12 @@ std::optional<RuleMatch> backward_stable(const Context& c) {
   // correctly rounded, and the library functions are accurate to a few ulps
   // of the result whatever their conditioning.
   // (Where the exact witness decided: some, like polygamma's, know only a few points.)
-  if (!elementwise || c.d.wrong_side == "undecided" || c.d.witness == "exact") return std::nullopt;
+  // A recurrence's exact value (the orthogonal polynomials) is no such
+  // promise: near a root its rounding is amplified in every correct kernel.
+  if (!elementwise || c.d.wrong_side == "undecided" ||
+      (c.d.witness == "exact" && !exec::ExactUpToBackwardError(c.spec.exact))) {
+    return std::nullopt;
+  }
   std::vector<const exec::RunResult*> blamed;
   if (c.d.wrong_side == "both" || c.d.wrong_side == exec::TargetName(c.a.target)) blamed.push_back(&c.a);
   if (c.d.wrong_side == "both" || c.d.wrong_side == exec::TargetName(c.b.target)) blamed.push_back(&c.b);

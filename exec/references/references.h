@@ -1,0 +1,53 @@
+// Reference implementations for ops whose float64 run shares the suspect's
+// algorithm (a float64 program's only other witness is itself; CUDA's
+// float64 embedding_renorm has CUDA's bug): evaluated in MPFR from the op's
+// documented definition, like OpInfo's `ref`, and declared on the op's
+// catalogue entry (OpSpec::exact, ops/kernel_classes.cc). They are exact
+// witnesses: one decides alone, for float64 programs too.
+//   special_functions.cc  the orthogonal polynomials (three-term recurrence,
+//                         closed forms for Chebyshev), Hurwitz zeta
+//                         (Euler-Maclaurin), each to a Ziv loop's agreement
+//   structured.cc         renorm and embedding_renorm (exact p-norms of |x|),
+//                         softmax and log_softmax, avg_pool1d/2d/3d (exact sums),
+//                         mode, layer/group/batch/instance norm (exact statistics)
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <mpfr.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "exec/exact_reference.h"
+#include "graph/program.h"
+
+namespace divfuzz::exec::exact_internal {
+
+// special_functions.cc: elementwise f(x, y) (y is the degree n or zeta's q).
+bool IsSpecialBinary(absl::string_view f);
+// About how many MPFR operations evaluating f(x, y) takes (a recurrence's
+// length), so a node's evaluation stays within a budget.
+double SpecialCost(absl::string_view f, double x, double y);
+// r = f(x, y), rounded at r's precision from a value on whose rounding to
+// `dtype` two successive precisions agree; false where the reference
+// declines (a point outside what it models: non-finite n, a degree past the
+// kernel's documented range).
+bool SpecialBinary(absl::string_view f, mpfr_srcptr x, mpfr_srcptr y, graph::DType dtype,
+                   mpfr_t r);
+
+// structured.cc: ops that are not elementwise.
+bool IsStructuredName(absl::string_view f);
+// `only`: output 0's elements to evaluate (ExactOptions::only): rows (a
+// softmax's, a normalization's statistics, a renorm's slice) or windows that
+// hold none are not evaluated (NaN there, never compared).
+std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
+                                         const std::map<std::string, at::Tensor>& values,
+                                         graph::DType dtype, const at::Tensor& only);
+
+// How the reference named `f` computes, for verdicts' reasons; empty for the
+// exact witness's plain MPFR functions and exact rationals.
+absl::string_view ReferenceMethod(absl::string_view f);
+
+}  // namespace divfuzz::exec::exact_internal

@@ -1,0 +1,471 @@
+// References as a catalogue fact (issue 32): ops whose float64 run shares
+// the suspect's algorithm get a reference computed in MPFR from their
+// documented definition (exec/references/). For each: it agrees with
+// libtorch's float64 CPU result on ordinary inputs (so the reference is
+// right), and a wrong kernel planted on one side of a float64 program, where
+// the float64 reference is the kernel under test and could only say
+// "undecided", is blamed on that side through the reference. Real libtorch
+// on the CPU; the planted faults are named as such.
+#include <ATen/ops/avg_pool2d.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/isclose.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/zeros.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "exec/exact_reference.h"
+#include "exec/executor.h"
+#include "gtest/gtest.h"
+#include "ops/catalogue.h"
+#include "oracles/attribution.h"
+#include "oracles/compare.h"
+#include "oracles/policy.h"
+#include "oracles/triage.h"
+#include "tests/test_util.h"
+
+namespace divfuzz::oracles {
+namespace {
+
+using testing::MustInfer;
+using testing::MustParse;
+using Plant = std::function<void(exec::RunResult&)>;
+
+struct Judged {
+  Divergence root;
+  bool diverged = false;
+};
+
+Judged Judge(const std::string& text, const Plant& plant_b, const Plant& plant_a = {},
+             const exec::WitnessPlan* plan = nullptr) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu);
+  exec::RunResult b = exec::Run(p, t, exec::Target::kCpuScalar);
+  if (plant_a) plant_a(a);
+  plant_b(b);
+  Judged j;
+  Verdict v = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), v, plan);
+  if (!v.Roots().empty()) {
+    j.root = *v.Roots()[0];
+    j.diverged = true;
+  }
+  return j;
+}
+
+// The planted fault is blamed on cpu-scalar by the reference, in the bug tier.
+void ExpectBlamedByTheReference(const Judged& j) {
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+  // The reason says which witness decided and why float64 did not.
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "cpu-f64 was set aside")) << j.root.reason;
+}
+
+// Deliberately faulty: output 0 of node `n` scaled by (1 + rel).
+Plant PlantScale(int n, double rel) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[n].outputs[0];
+    t = t.mul(1 + rel);
+  };
+}
+
+// Deliberately faulty: flat element `i` of node `n`'s output 0 set to v.
+Plant PlantElement(int n, int64_t i, double v) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[n].outputs[0];
+    t = t.clone().contiguous();
+    t.view({-1})[i].fill_(v);
+  };
+}
+
+// The reference of the last node of `text` beside libtorch's float64 CPU
+// result of it: equal within `rtol` (and as much absolutely, scaled by 1).
+void ExpectAgreesWithLibtorch(const std::string& text, double rtol = 1e-12) {
+  SCOPED_TRACE(text);
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  const int last = static_cast<int>(p.nodes.size()) - 1;
+  ASSERT_FALSE(cpu.nodes[last].error.has_value()) << cpu.nodes[last].error->message;
+  std::optional<exec::ExactResult> ref =
+      exec::RunExact(p.nodes[last], NodeInputs(p, last, cpu), t);
+  ASSERT_TRUE(ref.has_value()) << "no reference for " << p.nodes[last].QualifiedName();
+  ASSERT_FALSE(ref->result.error.has_value());
+  for (size_t o = 0; o < ref->result.outputs.size(); ++o) {  // every output it gives
+    ASSERT_LT(o, cpu.nodes[last].outputs.size());
+    const at::Tensor want = cpu.nodes[last].outputs[o].to(at::kDouble);
+    const at::Tensor got = ref->result.outputs[o].to(at::kDouble);
+    ASSERT_EQ(got.sizes(), want.sizes()) << "output " << o;
+    const at::Tensor close = at::isclose(got, want, rtol, rtol, /*equal_nan=*/true);
+    EXPECT_TRUE(close.all().item<bool>())
+        << "output " << o << ": reference\n" << got << "\nlibtorch\n" << want;
+  }
+}
+
+// --- a. The orthogonal polynomials ---------------------------------------
+
+constexpr const char* kPolynomials[] = {
+    "chebyshev_polynomial_t",         "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",         "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h",           "hermite_polynomial_he",
+    "laguerre_polynomial_l",          "legendre_polynomial_p"};
+
+TEST(References, OrthogonalPolynomialsAgreeWithLibtorch) {
+  for (const char* name : kPolynomials) {
+    // Degrees 0 to 12 (recurrence, and the kernels' trigonometric forms past
+    // 6 or 8), 40 (Chebyshev's closed form here), -2 (0 in both kernels);
+    // x inside and outside [-1, 1], at +-1 and 0.
+    ExpectAgreesWithLibtorch(absl::StrCat(
+        "divfuzz v1\ninput %x: f64[8,1] = values(-1.0, -0.83, -0.2, 0.0, 0.37, 0.91, 1.0, 1.3)\n"
+        "input %n: f64[1,16] = values(-2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0,"
+        " 11.0, 12.0, 2.9, 40.0)\n",
+        "%y = aten::special_", name, "(%x, %n)\noutput %y\n"),
+        1e-9);
+    // The scalar overloads take the same reference.
+    ExpectAgreesWithLibtorch(
+        absl::StrCat("divfuzz v1\ninput %x: f64[4] = values(-0.5, 0.25, 0.75, 1.5)\n",
+                     "%y = aten::special_", name, ".n_scalar(%x, 5.0)\noutput %y\n"),
+        1e-10);
+  }
+}
+
+TEST(References, AFloat64PolynomialOutsideTheUnitIntervalIsJudged) {
+  // legendre_p of degree 30 at 1.7 (about 1.3e13): the float64 reference is
+  // the CPU's own recurrence, so before the reference a wrong value on the
+  // other side was undecided.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[3] = values(1.7, -1.2, 0.4)\n"
+      "%y = aten::special_legendre_polynomial_p.n_scalar(%x, 30.0)\noutput %y\n";
+  Judged j = Judge(text, PlantScale(0, 1e-3));
+  ExpectBlamedByTheReference(j);
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "recurrence")) << j.root.reason;
+}
+
+TEST(References, AFloat64PolynomialsValueAtANanIsJudged) {
+  // pytorch#187761: at a NaN x with n >= 2 the kernels return a variable
+  // they never set. Deliberately faulty: cpu-scalar returns such garbage at
+  // the NaN element of a float64 program, the cpu side NaN (planted, since
+  // the real CPU kernel has the bug too); the reference says NaN.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[3] = values(0.3, nan, -0.6)\n"
+      "%y = aten::special_chebyshev_polynomial_w.n_scalar(%x, 5.0)\noutput %y\n";
+  ExpectBlamedByTheReference(
+      Judge(text, PlantElement(0, 1, 12.5), PlantElement(0, 1, std::nan(""))));
+  // The real CPU kernel (torch 2.11) beside a side that returns NaN there:
+  // the CPU is blamed wherever its unset variable is not NaN.
+  Judged real = Judge(text, PlantElement(0, 1, std::nan("")));
+  if (real.diverged) {
+    EXPECT_EQ(real.root.wrong_side, "cpu") << real.root.reason;
+    EXPECT_EQ(real.root.tier, "bug") << real.root.reason;
+    EXPECT_EQ(real.root.witness, "exact") << real.root.reason;
+  }
+}
+
+// --- b. renorm and embedding_renorm --------------------------------------
+
+TEST(References, RenormsAgreeWithLibtorch) {
+  for (const char* p : {"1.0", "2.0", "3.0", "inf", "0.5"}) {
+    ExpectAgreesWithLibtorch(absl::StrCat(
+        "divfuzz v1\ninput %x: f64[4,5] = uniform(seed=7, low=-2, high=2)\n"
+        "%y = aten::renorm(%x, ",
+        p, ", 0, 1.5)\noutput %y\n"));
+  }
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[3,4,2] = uniform(seed=9, low=-3, high=1)\n"
+      "%y = aten::renorm(%x, 3.0, 1, 2.0)\noutput %y\n");
+  for (const char* p : {"1.0", "2.0", "3.0"}) {
+    ExpectAgreesWithLibtorch(absl::StrCat(
+        "divfuzz v1\ninput %w: f64[5,4] = uniform(seed=11, low=-2, high=1)\n"
+        "input %i: i64[4] = values(0, 2, 2, 4)\n"
+        "%y = aten::embedding_renorm(%w, %i, 1.0, ",
+        p, ")\noutput %y\n"));
+  }
+}
+
+// Deliberately faulty, as CUDA's embedding_renorm (float64 too): the row
+// norm as (sum x^p)^(1/p) without abs, so a row whose cubes sum below 0 has
+// a NaN norm and is left unscaled.
+Plant PlantCudaEmbeddingRenorm(double max_norm, double p) {
+  return [=](exec::RunResult& r) {
+    const at::Tensor w = r.inputs.at("w").to(at::kDouble);
+    const at::Tensor idx = r.inputs.at("i");
+    at::Tensor out = w.clone();
+    for (int64_t k = 0; k < idx.numel(); ++k) {
+      const int64_t row = idx[k].item<int64_t>();
+      const double norm = std::pow(at::pow(w[row], p).sum().item<double>(), 1 / p);
+      if (norm > max_norm) out[row] = w[row].mul(max_norm / (norm + 1e-7));
+    }
+    r.nodes[0].outputs[0] = out.to(r.nodes[0].outputs[0].scalar_type());
+  };
+}
+
+TEST(References, AFloat64EmbeddingRenormWithNegativeEntriesIsJudged) {
+  // p = 3, rows mostly negative: the cubes sum below 0. The abs-free norm is
+  // NaN, so the faulty side leaves rows 0 and 2 unscaled.
+  const std::string text =
+      "divfuzz v1\ninput %w: f64[3,4] = values(-2.0, -1.5, 0.5, -0.25, 0.1, 0.2, 0.1, 0.0, "
+      "-3.0, 1.0, -1.0, -0.5)\n"
+      "input %i: i64[3] = values(0, 2, 1)\n"
+      "%y = aten::embedding_renorm(%w, %i, 1.0, 3.0)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantCudaEmbeddingRenorm(1.0, 3.0)));
+}
+
+TEST(References, ASecondFloat64WitnessWithTheSameBugVetoesNothing) {
+  // float32, a second float64 witness that runs the faulty side's kernel
+  // with its bug (as cuda-f64 does for CUDA's embedding_renorm; planted):
+  // the two float64 witnesses disagree, which left the finding undecided.
+  // The reference decides, and the second witness is not consulted.
+  const std::string text =
+      "divfuzz v1\ninput %w: f32[3,4] = values(-2.0, -1.5, 0.5, -0.25, 0.1, 0.2, 0.1, 0.0, "
+      "-3.0, 1.0, -1.0, -0.5)\n"
+      "input %i: i64[3] = values(0, 2, 1)\n"
+      "%y = aten::embedding_renorm(%w, %i, 1.0, 3.0)\noutput %y\n";
+  exec::WitnessPlan shares_the_bug;
+  shares_the_bug.second_f64 = exec::Target::kCudaF64;
+  shares_the_bug.second_f64_runner = [](const graph::Node& n,
+                                        const std::map<std::string, at::Tensor>& in,
+                                        const ops::TypeEnv& t) {
+    exec::RunResult r;
+    r.inputs = in;
+    r.nodes.push_back(exec::RunNode(n, in, t, exec::Target::kCpuF64));
+    PlantCudaEmbeddingRenorm(1.0, 3.0)(r);
+    return r.nodes[0];
+  };
+  Judged j = Judge(text, PlantCudaEmbeddingRenorm(1.0, 3.0), {}, &shares_the_bug);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+}
+
+TEST(References, AFloat64RenormIsJudged) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[4,5] = uniform(seed=7, low=-2, high=2)\n"
+      "%y = aten::renorm(%x, 3.0, 0, 1.5)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
+}
+
+// --- c. Hurwitz zeta -------------------------------------------------------
+
+TEST(References, HurwitzZetaAgreesWithLibtorch) {
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[6,1] = values(1.0, 1.5, 2.0, 3.7, 10.0, 41.0)\n"
+      "input %q: f64[1,6] = values(0.3, 1.0, 2.5, 100.0, 1e6, 7.25)\n"
+      "%y = aten::special_zeta(%x, %q)\noutput %y\n",
+      1e-12);
+  // Negative q: inf at the integers, real for an integer x, NaN otherwise.
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[4] = values(2.0, 3.0, 2.5, 0.5)\n"
+      "input %q: f64[4] = values(-1.5, -2.0, -0.5, 2.0)\n"
+      "%y = aten::special_zeta(%x, %q)\noutput %y\n",
+      1e-10);
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[3] = values(2.0, 4.0, 6.5)\n"
+      "%y = aten::special_zeta.other_scalar(%x, 1.0)\noutput %y\n");
+}
+
+TEST(References, AFloat64ZetaThatUnderflowsIsJudged) {
+  // zeta(400, 10) = 10^-400 + ... rounds to 0 in float64. Deliberately
+  // faulty: cpu-scalar gives NaN there (as CUDA's float32 kernel did where
+  // its answer underflowed).
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[2] = values(400.0, 2.0)\ninput %q: f64[2] = values(10.0, 3.0)\n"
+      "%y = aten::special_zeta(%x, %q)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantElement(0, 0, std::nan(""))));
+}
+
+// --- d. softmax, log_softmax and average pooling ---------------------------
+
+TEST(References, SoftmaxAndPoolingAgreeWithLibtorch) {
+  for (const char* op : {"softmax.int", "log_softmax.int", "special_softmax", "special_log_softmax"}) {
+    for (const char* dim : {"1", "0", "-1"}) {
+      ExpectAgreesWithLibtorch(absl::StrCat(
+          "divfuzz v1\ninput %x: f64[3,7] = uniform(seed=3, low=-20, high=20)\n%y = aten::", op,
+          "(%x, ", dim, ")\noutput %y\n"));
+    }
+  }
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,3,7] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::avg_pool1d(%x, [3], [2], [1], True, False)\noutput %y\n");
+  for (const char* tail : {"True, False, None", "True, True, None", "False, False, 5",
+                           "True, True, 7", "False, True, None"}) {
+    ExpectAgreesWithLibtorch(absl::StrCat(
+        "divfuzz v1\ninput %x: f64[1,2,5,6] = uniform(seed=5, low=-1, high=1)\n"
+        "%y = aten::avg_pool2d(%x, [3, 2], [2, 1], [1, 1], ",
+        tail, ")\noutput %y\n"));
+  }
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,4,4,5] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::avg_pool3d(%x, [2, 2, 3], [2, 1, 2], [1, 0, 1], True, False, None)\n"
+      "output %y\n");
+}
+
+TEST(References, AdaptivePoolingAndVarMeanAgreeWithLibtorch) {
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,3,7] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::adaptive_avg_pool1d(%x, [3])\noutput %y\n");
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[1,2,5,7] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::adaptive_avg_pool2d(%x, [3, 4])\noutput %y\n");
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,5,4,6] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::adaptive_avg_pool3d(%x, [2, 3, 4])\noutput %y\n");
+  for (const char* call : {"var_mean(%x, False)", "std_mean(%x, True)",
+                           "var_mean.dim(%x, [1], True, True)", "std_mean.dim(%x, [0], False, False)",
+                           "var_mean.correction(%x, [1], correction=2, keepdim=False)"}) {
+    ExpectAgreesWithLibtorch(
+        absl::StrCat("divfuzz v1\ninput %x: f64[3,6] = uniform(seed=31, low=-4, high=9)\n"
+                     "%v, %m = aten::",
+                     call, "\noutput %v, %m\n"));
+  }
+}
+
+TEST(References, AFloat64AdaptivePoolIsJudged) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[1,2,5,7] = uniform(seed=5, low=-1, high=1)\n"
+      "%y = aten::adaptive_avg_pool2d(%x, [3, 4])\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
+}
+
+TEST(References, AFloat64LogSoftmaxIsJudged) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[3,7] = uniform(seed=3, low=-20, high=20)\n"
+      "%y = aten::log_softmax.int(%x, 1, None)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
+}
+
+TEST(References, AFloat64AveragePoolWithTheWrongDivisorIsJudged) {
+  // Deliberately faulty: cpu-scalar divides by the padded window size where
+  // count_include_pad=False says the window's inputs only.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[1,2,5,6] = uniform(seed=5, low=0, high=1)\n"
+      "%y = aten::avg_pool2d(%x, [3, 2], [2, 1], [1, 1], True, False, None)\noutput %y\n";
+  Plant wrong_divisor = [](exec::RunResult& r) {
+    r.nodes[0].outputs[0] = at::avg_pool2d(r.inputs.at("x"), {3, 2}, {2, 1}, {1, 1}, true, true);
+  };
+  ExpectBlamedByTheReference(Judge(text, wrong_divisor));
+}
+
+// --- e. mode and the normalization layers ---------------------------------
+
+TEST(References, ModeAndNormalizationLayersAgreeWithLibtorch) {
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[3,6] = values(1.5, 2.0, 1.5, -3.0, 1.5, 2.0, 0.0, 0.0, 7.0, 7.0,"
+      " 7.0, -1.0, nan, 4.0, nan, nan, 4.0, 2.0)\n%y, %i = aten::mode(%x, 1, False)\noutput %y\n",
+      0);
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=13, low=-3, high=5)\n"
+      "input %w: f64[3,4] = uniform(seed=14, low=0.5, high=2)\n"
+      "input %b: f64[3,4] = uniform(seed=15, low=-1, high=1)\n"
+      "%y = aten::layer_norm(%x, [3, 4], %w, %b, 1e-05, True)\noutput %y\n",
+      1e-10);
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[2,6,5] = uniform(seed=16, low=-3, high=5)\n"
+      "input %w: f64[6] = uniform(seed=17, low=0.5, high=2)\n"
+      "input %b: f64[6] = uniform(seed=18, low=-1, high=1)\n"
+      "%y = aten::group_norm(%x, 3, %w, %b, 1e-05, True)\noutput %y\n",
+      1e-10);
+  for (const char* training : {"True", "False"}) {
+    for (const char* op : {"batch_norm", "instance_norm"}) {
+      ExpectAgreesWithLibtorch(absl::StrCat(
+          "divfuzz v1\ninput %x: f64[4,3,5] = uniform(seed=19, low=-3, high=5)\n"
+          "input %w: f64[3] = uniform(seed=20, low=0.5, high=2)\n"
+          "input %b: f64[3] = uniform(seed=21, low=-1, high=1)\n"
+          "input %m: f64[3] = uniform(seed=22, low=-1, high=1)\n"
+          "input %v: f64[3] = uniform(seed=23, low=0.5, high=2)\n"
+          "%y = aten::", op, "(%x, %w, %b, %m, %v, ", training, ", 0.1, 1e-05, True)\noutput %y\n"),
+          1e-10);
+    }
+  }
+}
+
+TEST(References, AFloat64ModeIsJudged) {
+  // Deliberately faulty: cpu-scalar returns the row's second most frequent
+  // value for row 1.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[2,5] = values(1.0, 2.0, 2.0, 3.0, 2.0, 5.0, 5.0, 5.0, 4.0, 4.0)\n"
+      "%y, %i = aten::mode(%x, 1, False)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantElement(0, 1, 4.0)));
+}
+
+TEST(References, AFloat64LayerNormIsJudged) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=13, low=-3, high=5)\n"
+      "%y = aten::layer_norm(%x, [4], None, None, 1e-05, True)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
+}
+
+// --- The exact derivative witness through the references -----------------
+
+// d/d%x of the last node of `text` by the exact witness's central
+// differences (ExactOptions::derivative_wrt), or nullopt.
+std::optional<at::Tensor> ExactDerivative(const std::string& text) {
+  graph::Program p = MustParse(text);
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  const int last = static_cast<int>(p.nodes.size()) - 1;
+  exec::ExactOptions options;
+  options.derivative_wrt = "x";
+  std::optional<exec::ExactResult> e =
+      exec::RunExact(p.nodes[last], NodeInputs(p, last, cpu), t, options);
+  if (!e || e->result.exact.empty()) return std::nullopt;
+  return e->result.exact[0];
+}
+
+TEST(References, ElementwiseReferencesHaveExactDerivatives) {
+  // P_2(x) = (3x^2 - 1)/2: P_2' = 3x; zeta(x, q) in q: -x zeta(x + 1, q).
+  std::optional<at::Tensor> d = ExactDerivative(
+      "divfuzz v1\ninput %x: f64[2] = values(0.3, -1.7)\n"
+      "%y = aten::special_legendre_polynomial_p.n_scalar(%x, 2.0)\noutput %y\n");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NEAR((*d)[0].item<double>(), 0.9, 1e-12);
+  EXPECT_NEAR((*d)[1].item<double>(), -5.1, 1e-12);
+  std::optional<at::Tensor> z = ExactDerivative(
+      "divfuzz v1\ninput %x: f64[1] = values(3.0)\n"
+      "%y = aten::special_zeta.self_scalar(2.0, %x)\noutput %y\n");
+  ASSERT_TRUE(z.has_value());
+  // d/dq zeta(2, q) at q = 3: -2 zeta(3, 3) = -2 (zeta(3) - 1 - 1/8).
+  EXPECT_NEAR((*z)[0].item<double>(), -2 * (1.2020569031595942 - 1.125), 1e-12);
+}
+
+TEST(References, AReferenceThatIsNotElementwiseHasNoDerivative) {
+  // Central differences move one element; softmax's or a sum's values
+  // are no derivative, and the gradient oracle would take them as one.
+  EXPECT_FALSE(ExactDerivative("divfuzz v1\ninput %x: f64[5] = uniform(seed=1, low=-1, high=1)\n"
+                               "%y = aten::softmax.int(%x, 0)\noutput %y\n")
+                   .has_value());
+  EXPECT_FALSE(ExactDerivative("divfuzz v1\ninput %x: f64[5] = uniform(seed=1, low=-1, high=1)\n"
+                               "%y = aten::sum(%x)\noutput %y\n")
+                   .has_value());
+}
+
+TEST(References, OnlyTheRowsHoldingDifferingElementsAreEvaluated) {
+  // A softmax row costs an exponential per element: rows where the sides
+  // agree are left out (NaN, never compared), as elementwise witnesses do.
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f64[3,4] = uniform(seed=2, low=-3, high=3)\n"
+      "%y = aten::softmax.int(%x, 1)\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  exec::ExactOptions options;
+  options.only = at::zeros({12}, at::kBool);
+  options.only[6] = true;  // row 1
+  std::optional<exec::ExactResult> e = exec::RunExact(p.nodes[0], NodeInputs(p, 0, cpu), t, options);
+  ASSERT_TRUE(e.has_value());
+  const at::Tensor y = e->result.outputs[0];
+  EXPECT_TRUE(y[0].isnan().all().item<bool>());
+  EXPECT_TRUE(y[2].isnan().all().item<bool>());
+  EXPECT_TRUE(at::isclose(y[1], cpu.nodes[0].outputs[0][1], 1e-12, 1e-12).all().item<bool>());
+}
+
+}  // namespace
+}  // namespace divfuzz::oracles
