@@ -52,9 +52,10 @@ const char* const kCudaFaultMessages[7] = {"illegal memory access", "device-side
                                            "illegal instruction", "MPS client", "MPS server"};
 const char kNotImplementedMessage[] = "not implemented for";
 // cuDNN's names no kernel but the dtype (integer convolutions on CUDA).
-const char* const kDtypeGapMessages[4] = {kNotImplementedMessage, "HalfTensor is not supported",
+const char* const kDtypeGapMessages[5] = {kNotImplementedMessage, "HalfTensor is not supported",
                                           "BFloat16Tensor is not supported",
-                                          "getCudnnDataTypeFromScalarType() not supported for"};
+                                          "getCudnnDataTypeFromScalarType() not supported for",
+                                          "No available kernel"};
 
 bool SaysDtypeGap(absl::string_view message) {
   for (const char* m : kDtypeGapMessages) {

@@ -121,6 +121,12 @@ TEST(CudaVariants, BadNamesAndCombinationsAreClearErrors) {
   EXPECT_THAT(std::string(list.status().message()), HasSubstr("got 'x'"));
 }
 
+// A cuda+sdpa_* target leaves one attention kernel; what it does not take is
+// a gap of that kernel, not a divergence.
+TEST(CudaVariants, AnAttentionKernelThatRefusesItsInputsIsADtypeGap) {
+  EXPECT_TRUE(exec::SaysDtypeGap("No available kernel. Aborting execution."));
+}
+
 TEST(CudaVariants, WorkersRotateOverTheList) {
   const std::string list = "default,magma,cublaslt+tf32";
   EXPECT_EQ(*exec::RotatedTargets("cpu,cuda", list, 0), "cpu,cuda");
