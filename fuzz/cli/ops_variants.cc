@@ -92,7 +92,6 @@ int RunOpsVariants(const std::string& list) {
       }
     }
   }).detach();
-  nlohmann::json all = nlohmann::json::array();
   if (!json) {
     std::cout << absl::StrFormat("%-44s %-5s %-22s %-34s %s\n", "op", "dtype", "declared",
                                  "changed by (bitwise)", "raises under");
@@ -147,12 +146,11 @@ int RunOpsVariants(const std::string& list) {
                                : nondeterministic              ? "differs run to run"
                                                                : "";
     if (json) {
-      all.push_back({{"op", name},
-                     {"dtype", graph::DTypeName(dtype)},
-                     {"declared", declared},
-                     {"changed", changed},
-                     {"raises", raised},
-                     {"status", status}});
+      // One line per op as it is measured: a run cut short keeps what it had.
+      const nlohmann::json row = {{"op", name},         {"dtype", graph::DTypeName(dtype)},
+                                  {"declared", declared}, {"changed", changed},
+                                  {"raises", raised},     {"status", status}};
+      std::cout << row.dump() << std::endl;
     } else if (!changed.empty() || !raised.empty() || !status.empty() || !only.empty()) {
       std::cout << absl::StrFormat("%-44s %-5s %-22s %-34s %s\n", name, graph::DTypeName(dtype),
                                    declared,
@@ -160,9 +158,7 @@ int RunOpsVariants(const std::string& list) {
                                    absl::StrJoin(raised, ","));
     }
   }
-  if (json) {
-    std::cout << all.dump(1) << "\n";
-  } else {
+  if (!json) {
     std::cout << "ops each switch changes:";
     for (const auto& [label, n] : changed_count) std::cout << " " << label << "=" << n;
     std::cout << "\n";

@@ -7,7 +7,8 @@
 
 namespace divfuzz::fuzz {
 
-// `list`: "all" (every switch alone) or a --cuda_variants list. Exit codes:
+// `list`: "all" (every switch alone) or a --cuda_variants list. With --json
+// one JSON object per op and line, as each is measured. Exit codes:
 // 0 measured, 2 no CUDA device here (named in the message) or a bad list.
 int RunOpsVariants(const std::string& list);
 

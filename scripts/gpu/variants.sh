@@ -30,23 +30,39 @@ SETS_DEFAULT=default,magma,cusolver,cublas,cublaslt,nocudnn,cudnn_benchmark,dete
 ops_step() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
   "$D" help targets > "$OUT/targets.txt" 2>&1
-  # Text as it goes (stdout unbuffered enough per op), then JSON.
-  timeout -s KILL 240 "$D" ops --cuda_variants=all --probe_timeout=20 > "$OUT/ops-variants.txt" 2> "$OUT/ops-variants.err"
-  echo "ops --cuda_variants rc=$?"
-  tail -1 "$OUT/ops-variants.txt"
-  timeout -s KILL 240 "$D" ops --cuda_variants=all --probe_timeout=20 --json > "$OUT/ops-variants.json" 2>> "$OUT/ops-variants.err"
-  echo "ops --cuda_variants --json rc=$?"
+  timeout -s KILL 420 "$D" ops --cuda_variants=all --probe_timeout=20 --json > "$OUT/ops-variants.jsonl" 2> "$OUT/ops-variants.err"
+  echo "ops --cuda_variants=all rc=$? (stderr: $OUT/ops-variants.err)"
+  # The table: ops some switch changes, raises under, or that differ run to run.
+  python3 - "$OUT/ops-variants.jsonl" <<'PY' | tee "$OUT/ops-variants.txt"
+import collections, json, sys
+rows = []
+for line in open(sys.argv[1]):  # one op a line, as measured
+    try:
+        rows.append(json.loads(line))
+    except ValueError:
+        pass
+count = collections.Counter()
+print('%-44s %-5s %-22s %-40s %s' % ('op', 'dtype', 'declared', 'changed by (bitwise)', 'raises under'))
+for r in rows:
+    count.update(r['changed'])
+    if r['changed'] or r['raises'] or r['status']:
+        print('%-44s %-5s %-22s %-40s %s' % (r['op'], r['dtype'], r['declared'],
+              r['status'] or ','.join(r['changed']), ','.join(r['raises'])))
+print('%d ops measured; ops each switch changes: %s' % (len(rows), dict(count)))
+PY
   # Switches that change an op whose catalogue entry does not declare them.
-  python3 - "$OUT/ops-variants.json" <<'PY' | tee "$OUT/ops-variants-undeclared.txt"
+  python3 - "$OUT/ops-variants.jsonl" <<'PY' | tee "$OUT/ops-variants-undeclared.txt"
 import json, sys
 groups = {'magma': 'solver', 'cusolver': 'solver', 'cublas': 'blas', 'cublaslt': 'blas',
           'nocudnn': 'cudnn', 'cudnn_benchmark': 'cudnn', 'deterministic': 'cudnn atomics',
           'tf32': 'blas cudnn', 'sdpa_flash': 'attention', 'sdpa_efficient': 'attention',
           'sdpa_math': 'attention', 'sdpa_cudnn': 'attention'}
-try:
-    rows = json.load(open(sys.argv[1]))
-except Exception as e:  # noqa: BLE001
-    sys.exit('no JSON: %s' % e)
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        rows.append(json.loads(line))
+    except ValueError:  # a line cut short by the timeout
+        pass
 print('ops changed by a switch their catalogue entry does not declare:')
 for r in rows:
     miss = [v for v in r['changed'] if not any(k in r['declared'] for k in groups[v].split())]
