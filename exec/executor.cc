@@ -30,6 +30,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "exec/cuda_variant_guard.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "exec/arguments.h"
@@ -51,9 +52,10 @@ const char* const kCudaFaultMessages[7] = {"illegal memory access", "device-side
                                            "illegal instruction", "MPS client", "MPS server"};
 const char kNotImplementedMessage[] = "not implemented for";
 // cuDNN's names no kernel but the dtype (integer convolutions on CUDA).
-const char* const kDtypeGapMessages[4] = {kNotImplementedMessage, "HalfTensor is not supported",
+const char* const kDtypeGapMessages[5] = {kNotImplementedMessage, "HalfTensor is not supported",
                                           "BFloat16Tensor is not supported",
-                                          "getCudnnDataTypeFromScalarType() not supported for"};
+                                          "getCudnnDataTypeFromScalarType() not supported for",
+                                          "No available kernel"};
 
 bool SaysDtypeGap(absl::string_view message) {
   for (const char* m : kDtypeGapMessages) {
@@ -605,6 +607,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
     result.setup_error = "CUDA is not available in this process";
     return result;
   }
+  const CudaVariantGuard variant_guard(target.variants());  // this run only
   std::map<std::string, at::Tensor, std::less<>> env;
   std::set<std::string, std::less<>> failed;
   try {
@@ -721,6 +724,7 @@ NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tens
   if ((target == Target::kCuda || target == Target::kCudaF64) && !CudaAvailable()) {
     return NodeResult{{}, {}, NodeError{NodeError::Kind::kRaised, "CUDA is not available"}};
   }
+  const CudaVariantGuard variant_guard(target.variants());  // this run only
   std::map<std::string, at::Tensor> placed;
   try {
     for (const auto& [name, t] : values) placed[name] = t.defined() ? Place(t, target) : t;
@@ -768,6 +772,7 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
     return r;
   }
+  const CudaVariantGuard variant_guard(target.variants());  // this run only
   at::AutoGradMode grad_mode(true);
   std::map<std::string, at::Tensor> placed;
   std::vector<at::Tensor> wrt;
@@ -849,6 +854,7 @@ NodeResult RunNodeJvp(const graph::Node& node, const std::map<std::string, at::T
     r.error = NodeError{NodeError::Kind::kRaised, "no forward-mode AD on this target here"};
     return r;
   }
+  const CudaVariantGuard variant_guard(target.variants());  // this run only
   // One dual level for this call, released however it ends.
   struct Level {
     uint64_t idx = torch::autograd::ForwardADLevel::get_next_idx();

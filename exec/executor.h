@@ -28,7 +28,9 @@ extern const char kNotImplementedMessage[];
 // Everything ATen says when a kernel lacks the dtype (a dtype_gap, not an
 // error_split): the dispatcher's "not implemented for", and kernels' own
 // refusals (CUDA histc: "HalfTensor is not supported"; cuDNN on integer convolutions).
-extern const char* const kDtypeGapMessages[4];
+// (SDPA's "No available kernel": a cuda+sdpa_* target leaves one attention
+// kernel, which refuses the inputs it was not built for, float32 in flash.)
+extern const char* const kDtypeGapMessages[5];
 bool SaysDtypeGap(absl::string_view message);
 // What a node's error says when its op wrote into an input it does not
 // declare mutable (ops::GuardsItsInputs; the repros say the same).

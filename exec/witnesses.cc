@@ -139,7 +139,11 @@ std::optional<std::pair<at::Tensor, at::Tensor>> InputBoxWitness(
 WitnessPlan PlanFor(Target a, Target b) {
   WitnessPlan plan;
   if (a == Target::kCuda || b == Target::kCuda) {
-    plan.second_f64 = Target::kCudaF64;
+    // With one CUDA side, the witness runs that side's switches too (its
+    // float64 kernels come from the same library); two CUDA sides that differ
+    // in them leave it on the defaults.
+    const bool one = (a == Target::kCuda) != (b == Target::kCuda) || a.Same(b);
+    plan.second_f64 = Target(Target::kCudaF64, one ? (a == Target::kCuda ? a : b).variants() : 0);
   } else if (a == Target::kCpuScalar || b == Target::kCpuScalar) {
     plan.second_f64 = Target::kCpuScalar;
   }

@@ -1,5 +1,7 @@
 #include "minimize/emit_common.h"
 
+#include "exec/cuda_variants.h"
+
 #include "graph/gradient.h"
 
 #include <cmath>
@@ -124,6 +126,19 @@ std::vector<int> GuardedNodes(const graph::Program& program) {
   return out;
 }
 
+std::string BaseTargetName(const std::string& target) { return target.substr(0, target.find('+')); }
+
+void SetReproTargets(exec::Target a, exec::Target b, ReproSpec* spec) {
+  spec->target_a = std::string(exec::TargetName(exec::Target(a.base())));
+  spec->target_b = std::string(exec::TargetName(exec::Target(b.base())));
+  spec->backend.clear();
+  for (exec::Target t : {a, b}) {
+    if (spec->backend.empty() && t.variants() != 0) {
+      spec->backend = exec::VariantSuffix(t.variants()).substr(1);
+    }
+  }
+}
+
 HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& op) {
   HarnessConstants c;
   for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
@@ -138,6 +153,10 @@ HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& 
   c.perturb_even = exec::RerunPerturbByte(2);
   for (const char* m : exec::kDtypeGapMessages) c.dtype_gaps.emplace_back(m);
   c.input_written = exec::kInputWritten;
+  for (const exec::CudaVariant& v : exec::CudaVariants()) {
+    c.switches.push_back({std::string(v.name), std::string(v.library), std::string(v.python),
+                          std::string(v.settings)});
+  }
   c.malloc_cache_off = "DIVFUZZ_MALLOC_CACHE_OFF";
   c.no_malloc_cache = "glibc.malloc.tcache_count=0";
   c.start_seconds = 300;

@@ -18,6 +18,7 @@
 
 #include "absl/strings/string_view.h"
 #include "graph/dtype.h"
+#include "exec/target.h"
 #include "graph/program.h"
 #include "minimize/emit_python.h"
 #include "oracles/policy.h"
@@ -63,7 +64,19 @@ struct HarnessConstants {
   double poll_seconds = 0;  // how often a hang check looks at its child
   int exact_limit = 0;      // how many elements a repro prints exactly
   std::string input_written;  // exec::kInputWritten
+  // The CUDA switches a repro's --backend takes (exec/cuda_variants.def).
+  struct Switch {
+    std::string name, library, python, cpp;
+  };
+  std::vector<Switch> switches;
 };
+// The repros run base targets ("cuda"); a target's CUDA switches
+// ("cuda+magma") are their --backend. "cuda+magma" -> "cuda".
+std::string BaseTargetName(const std::string& target);
+// spec.target_a/b: the two targets' base names; spec.backend: the switches of
+// the first CUDA side that has some ("magma+cublaslt").
+void SetReproTargets(exec::Target a, exec::Target b, ReproSpec* spec);
+
 HarnessConstants ConstantsFor(const oracles::Policy& policy, const std::string& op);
 
 // The nodes whose op must leave its inputs as they were (ops::GuardsItsInputs).

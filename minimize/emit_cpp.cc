@@ -243,6 +243,8 @@ std::string ProgramConstants(const graph::Program& program, const ReproSpec& spe
        graph::IsGradNode(target) ? "true" : "false", ""},
       {"The backward kernel where divfuzz saw the sides part.", "const char* const kBackward",
        CppStr(spec.backward), ""},
+      {"CUDA switches the CUDA runs make (--backend=).", "const char* const kBackend",
+       CppStr(spec.backend), ""},
   };
   std::string s;
   for (const auto& [above, declaration, value_text, after] : constants) {
@@ -269,7 +271,13 @@ std::string CppConstants(const HarnessConstants& c) {
   for (const std::string& f : c.cuda_faults) faults.push_back(CppStr(f));
   std::vector<std::string> gaps;
   for (const std::string& g : c.dtype_gaps) gaps.push_back(CppStr(g));
+  std::vector<std::string> switches;
+  for (const auto& sw : c.switches) {
+    switches.push_back(absl::StrCat("{", CppStr(sw.name), ", ", CppStr(sw.library),
+                                    ", [](at::Context& ctx) { ", sw.cpp, "; }}"));
+  }
   return absl::StrCat(
+      "const std::vector<CudaSwitch> kSwitches = {\n", WrapItems(switches, "    "), "};\n",
       "// The policy's (rtol, atol) at the diverging op.\n",
       "const std::vector<DTypeTolerance> kTolerances = {\n", WrapItems(tolerances, "    "),
       "};\nconst std::vector<FloatBits> kFloatBits = {\n", WrapItems(bits, "    "),

@@ -387,6 +387,11 @@ std::string PyConstants(const HarnessConstants& c) {
   for (const auto& b : c.float_bits) {
     bits.push_back(absl::StrCat(TorchDType(b.dtype), ": (", b.mantissa, ", ", b.tiny_exponent, ")"));
   }
+  std::vector<std::string> switches;
+  for (const auto& sw : c.switches) {
+    switches.push_back(absl::StrCat(PyStr(sw.name), ": (", PyStr(sw.library), ", ",
+                                    PyStr(sw.python), ")"));
+  }
   absl::StrAppend(&out, "}\nTARGETS = (", absl::StrJoin(targets, ", "), ")\n",
                   "FLOAT_BITS = {  # (mantissa bits, exponent of the smallest subnormal)\n",
                   WrapItems(bits, "    "), "}\n",
@@ -405,7 +410,9 @@ std::string PyConstants(const HarnessConstants& c) {
                   "  # how often a hang check looks at its child\n",
                   "EXACT_LIMIT = ", c.exact_limit, "  # how many elements show exactly\n",
                   "# What a node's failure says when its op wrote into an input of GUARDED.\n",
-                  "INPUT_WRITTEN = ", PyStr(c.input_written), "\n");
+                  "INPUT_WRITTEN = ", PyStr(c.input_written), "\n",
+                  "SWITCHES = {  # CUDA switch: (library, Python statements)\n",
+                  WrapItems(switches, "    "), "}\n");
   return out;
 }
 
@@ -457,6 +464,7 @@ std::string EmitPython(const graph::Program& program, const ReproSpec& spec,
       {"GRADIENT", graph::IsGradNode(target) ? "True" : "False",
        "the node is a gradient statement (torch.autograd.grad)"},
       {"BACKWARD", PyStr(spec.backward), "the backward kernel where divfuzz saw the sides part"},
+      {"BACKEND", PyStr(spec.backend), "CUDA switches the CUDA runs make (--backend)"},
   };
   std::string out;
   for (const auto& [name, value_text, comment] : constants) {

@@ -26,6 +26,9 @@ struct ReproSpec {
   // process). The script's --target-a/--target-b override them.
   std::string target_a = "cpu";
   std::string target_b = "cpu-f64";
+  // CUDA switches the CUDA runs make ("magma+cublaslt": a cuda+magma+cublaslt
+  // target; the scripts' --backend overrides it). Empty: the defaults.
+  std::string backend;
   // The finding's diverging output: result `output_index` of
   // program.nodes[node_index]. -1: the node defining the program's first
   // output (or the last node when the program names no output).

@@ -496,6 +496,9 @@ std::string EmitReport(const ReportInput& in) {
   }
   absl::StrAppend(&out, "\n");
 
+  // Which CUDA library (minimize/ablation.h).
+  if (!in.ablation.empty()) absl::StrAppend(&out, in.ablation, "\n");
+
   // Environment.
   absl::StrAppend(&out, EnvironmentSection(in.environment), "\n");
 

@@ -40,6 +40,8 @@ struct ReportInput {
   // Provenance (optional): reduction statistics, the finding's id.
   const ReduceResult* reduction = nullptr;
   std::string finding_id;
+  // "## Which CUDA library": the ablation's section (RenderAblation); empty: none.
+  std::string ablation;
 };
 
 // A one-line issue title, e.g. "aten::logdet (f32): cpu returns -inf where

@@ -8,6 +8,7 @@
 #include "exec/executor.h"
 #include "graph/printer.h"
 #include "graph/validate.h"
+#include "minimize/emit_common.h"
 #include "minimize/emit_cpp.h"
 #include "minimize/emit_python.h"
 #include "minimize/environment.h"
@@ -180,11 +181,10 @@ absl::StatusOr<ReproFiles> MakeFailureRepro(const graph::Program& program, const
     files.min_dfz = graph::PrintProgram(final_program);
   }
   ReproSpec repro;
-  repro.target_a = std::string(exec::TargetName(options.target_a));
-  repro.target_b = std::string(exec::TargetName(options.target_b));
+  SetReproTargets(options.target_a, options.target_b, &repro);
   repro.node_index = root.node_index;
   repro.failure = spec.kind;
-  repro.failure_target = std::string(exec::TargetName(spec.target));
+  repro.failure_target = BaseTargetName(std::string(exec::TargetName(spec.target)));
   repro.hang_seconds = spec.hang_seconds;
   repro.title = Title(spec, root);
   repro.seen = options.seen;

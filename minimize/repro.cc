@@ -13,6 +13,7 @@
 #include "graph/validate.h"
 #include "minimize/emit_cpp.h"
 #include "minimize/emit_python.h"
+#include "minimize/emit_common.h"
 #include "minimize/emit_report.h"
 #include "minimize/program_edit.h"
 #include "nlohmann/json.hpp"
@@ -88,9 +89,8 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   const std::string tb(exec::TargetName(options.target_b));
   ReproFiles files;
   ReproSpec spec;
-  spec.target_a = ta;
-  spec.target_b = tb;
-  const std::string rerun = NondeterministicSide(options.signature);
+  SetReproTargets(options.target_a, options.target_b, &spec);
+  const std::string rerun = BaseTargetName(NondeterministicSide(options.signature));
   if (!start.ok() || !start->found) {
     files.note = !start.ok() ? std::string(start.status().message())
                  : !rerun.empty()
@@ -144,7 +144,7 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   }
   const oracles::Divergence& d = eval.root;
   files.signature = oracles::Signature(d);
-  if (d.cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = d.wrong_side;
+  if (d.cls == oracles::DivergenceClass::kNondeterminism) spec.rerun_target = BaseTargetName(d.wrong_side);
   spec.attempts = ReproAttempts(final_program, d.node_index);
   spec.node_index = d.node_index;
   spec.output_index = d.output_index;
@@ -157,7 +157,8 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   // gradient the repros compare: no exact value for them there.)
   if (d.backward_of >= 0) spec.backward = BackwardLine(d);
   if (d.witness == "exact" && d.element >= 0 && d.component < 0 && d.backward_of < 0) {
-    for (const auto& [target, shown] : {std::pair{ta, d.reference_a}, std::pair{tb, d.reference_b}}) {
+    for (const auto& [target, shown] :
+         {std::pair{spec.target_a, d.reference_a}, std::pair{spec.target_b, d.reference_b}}) {
       double v = 0;
       if (ParseShownFloat(shown, &v)) spec.exact[target] = v;
     }
@@ -167,8 +168,10 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   const CppRepro cpp = EmitCpp(final_program, spec, options.policy);
   files.main_cpp = cpp.main_cpp;
   files.cmake_lists = cpp.cmake_lists;
+  if (options.ablate) files.ablation = RunAblation(final_program, eval, options);
   ReportInput report = BuildReport(final_program, eval, options, spec);
   report.finding_id = options.finding_id;
+  if (files.ablation) report.ablation = RenderAblation(*files.ablation);
   report.reduction = files.reduction ? &*files.reduction : nullptr;
   files.report_md = EmitReport(report);
   return files;
@@ -183,10 +186,12 @@ absl::Status WriteReproToDir(const std::string& dir, const ReproFiles& files) {
       {"repro_cpp/CMakeLists.txt", &files.cmake_lists},
       {"report.md", &files.report_md},
   };
+  const std::string ablation = files.ablation ? AblationJson(*files.ablation) : "";
   for (const auto& [name, content] : outputs) {
     if (content->empty()) continue;
     if (absl::Status s = store::WriteFileAtomically(dir + "/" + name, *content); !s.ok()) return s;
   }
+  if (!ablation.empty()) return store::WriteFileAtomically(dir + "/ablation.json", ablation);
   return absl::OkStatus();
 }
 
@@ -202,6 +207,13 @@ absl::Status WriteReproToStore(store::FindingsStore& store, const std::string& i
   for (const auto& [name, content, field] : outputs) {
     if (content->empty()) continue;
     if (absl::Status s = store.WriteArtifact(id, name, *content, field); !s.ok()) return s;
+  }
+  if (files.ablation.has_value()) {
+    if (absl::Status s = store.WriteArtifact(id, "ablation.json", AblationJson(*files.ablation),
+                                             "ablation");
+        !s.ok()) {
+      return s;
+    }
   }
   // The reducer's numbers, for campaign reports and scripts/verify_repros.py.
   if (files.reduction.has_value()) {

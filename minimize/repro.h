@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/program.h"
+#include "minimize/ablation.h"
 #include "minimize/reducer.h"
 #include "store/findings_store.h"
 
@@ -33,6 +34,9 @@ struct ReproOptions : ReduceOptions {
   // interrupted reduction had got to (a candidate hung or crashed it): the
   // reduction's "before" numbers count from it. nullptr: the one given.
   const graph::Program* original = nullptr;
+  // Rerun a CUDA finding's minimal program under each CUDA switch that
+  // changes its root op's kernel (minimize/ablation.h).
+  bool ablate = true;
 };
 
 struct ReproFiles {
@@ -45,6 +49,7 @@ struct ReproFiles {
   std::string note;         // why not, when not
   std::optional<ReduceResult> reduction;
   std::string signature;  // of the divergence the files reproduce
+  std::optional<Ablation> ablation;  // which CUDA library (none: not a CUDA finding of such an op)
 };
 
 // Errors: InvalidArgument for a program that does not type-check. A
@@ -58,7 +63,7 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
 absl::Status WriteReproToDir(const std::string& dir, const ReproFiles& files);
 
 // The same files in a finding's folder, with the index fields minimized,
-// repro_py, repro_cpp and report_md set.
+// repro_py, repro_cpp and report_md set (and ablation: ablation.json).
 absl::Status WriteReproToStore(store::FindingsStore& store, const std::string& id,
                                const ReproFiles& files);
 

@@ -765,6 +765,12 @@ bool NodeBuilder::Rebind(const ops::OpSpec& spec, graph::Node& node) {
 }
 
 bool NodeBuilder::AppendGenericOp(const ops::OpSpec& spec, DType dtype, bool one_sided) {
+  // Half the time, attention as models call it (CUDA picks among four kernels by shape).
+  if (!one_sided && (spec.cuda_kernels & ops::kCudaAttention) &&
+      spec.name == "aten::scaled_dot_product_attention" && random_.Chance(0.5) &&
+      AppendAttention(spec, dtype)) {
+    return true;
+  }
   std::vector<const ops::GenericForm*> forms;
   for (const ops::GenericForm& f : spec.generic->forms) {
     if (f.dtype == dtype && f.one_sided == one_sided) forms.push_back(&f);

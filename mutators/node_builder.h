@@ -51,6 +51,8 @@ class NodeBuilder {
  private:
   std::string FreshName(const char* prefix);
   bool AppendGenericOp(const ops::OpSpec& spec, graph::DType dtype, bool one_sided);
+  // scaled_dot_product_attention with attention's shapes (attention_builder.cc).
+  bool AppendAttention(const ops::OpSpec& spec, graph::DType dtype);
   void RegenerateGeneric(const ops::GenericOp& op, graph::Node& node);
   // A literal for a non-tensor schema argument, given the first tensor's type;
   // nullopt when the generator cannot make one.

@@ -140,6 +140,102 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "_polynomial_", kInternalIntCast, "casts n to int64"},
 };
 
+// The CUDA kernel classes a process-wide switch chooses the library of
+// (OpSpec::cuda_kernels; exec/cuda_variants.def names the switches). The
+// ablation reruns a CUDA finding of such an op under each switch.
+struct CudaKernelFact {
+  Match match;
+  absl::string_view pattern;  // against the name without "aten::", "_" ends dropped
+  uint32_t kernels;
+  absl::string_view why;
+};
+constexpr CudaKernelFact kCudaKernelFacts[] = {
+    // at::native's linalg dispatch: cuSOLVER, MAGMA or (small batches) cuBLAS batched.
+    {Match::kPrefix, "linalg_cholesky", kCudaSolver, "potrf"},
+    {Match::kPrefix, "cholesky", kCudaSolver, "potrf, potrs, potri"},
+    {Match::kPrefix, "linalg_eig", kCudaSolver, "syevd/syevj (eigh), geev (eig)"},
+    {Match::kBase, "linalg_svd", kCudaSolver, "gesvdj/gesvd"},
+    {Match::kBase, "linalg_svdvals", kCudaSolver, "gesvdj/gesvd"},
+    {Match::kBase, "svd", kCudaSolver, "gesvdj/gesvd"},
+    {Match::kBase, "linalg_qr", kCudaSolver, "geqrf, orgqr"},
+    {Match::kBase, "qr", kCudaSolver, "geqrf, orgqr"},
+    {Match::kBase, "geqrf", kCudaSolver, "geqrf"},
+    {Match::kBase, "orgqr", kCudaSolver, "orgqr"},
+    {Match::kBase, "ormqr", kCudaSolver, "ormqr"},
+    {Match::kBase, "linalg_householder_product", kCudaSolver, "orgqr"},
+    {Match::kPrefix, "linalg_lu", kCudaSolver, "getrf, getrs"},
+    {Match::kPrefix, "lu_", kCudaSolver, "getrf, getrs"},
+    {Match::kPrefix, "linalg_solve", kCudaSolver, "getrf, getrs"},
+    {Match::kPrefix, "linalg_inv", kCudaSolver, "getrf, getri"},
+    {Match::kBase, "inverse", kCudaSolver, "getrf, getri"},
+    {Match::kBase, "linalg_det", kCudaSolver, "getrf"},
+    {Match::kBase, "det", kCudaSolver, "getrf"},
+    {Match::kBase, "logdet", kCudaSolver, "getrf"},
+    {Match::kBase, "slogdet", kCudaSolver, "getrf"},
+    {Match::kBase, "linalg_slogdet", kCudaSolver, "getrf"},
+    {Match::kBase, "linalg_lstsq", kCudaSolver, "geqrf/gels"},
+    {Match::kBase, "linalg_pinv", kCudaSolver, "an SVD or eigh"},
+    {Match::kBase, "linalg_matrix_rank", kCudaSolver, "an SVD or eigh"},
+    {Match::kBase, "linalg_cond", kCudaSolver, "an SVD or inverse"},
+    {Match::kBase, "linalg_ldl_factor", kCudaSolver, "sytrf"},
+    {Match::kBase, "linalg_ldl_factor_ex", kCudaSolver, "sytrf"},
+    {Match::kBase, "linalg_ldl_solve", kCudaSolver, "sytrs"},
+    {Match::kBase, "triangular_solve", kCudaSolver | kCudaBlas, "trsm (cuBLAS) or batched"},
+    {Match::kBase, "linalg_solve_triangular", kCudaSolver | kCudaBlas, "trsm (cuBLAS) or batched"},
+    // Matrix products: cuBLAS or cuBLASLt, TF32 in float32.
+    {Match::kBase, "mm", kCudaBlas, "gemm"},
+    {Match::kBase, "bmm", kCudaBlas, "batched gemm"},
+    {Match::kBase, "addmm", kCudaBlas, "gemm (cuBLASLt's epilogue for the bias)"},
+    {Match::kBase, "addmm_activation", kCudaBlas, "cuBLASLt with an activation epilogue"},
+    {Match::kBase, "addbmm", kCudaBlas, "batched gemm"},
+    {Match::kBase, "baddbmm", kCudaBlas, "batched gemm"},
+    {Match::kBase, "matmul", kCudaBlas, "gemm"},
+    {Match::kBase, "linalg_matmul", kCudaBlas, "gemm"},
+    {Match::kBase, "linear", kCudaBlas, "gemm (cuBLASLt's epilogue for the bias)"},
+    {Match::kBase, "mv", kCudaBlas, "gemv"},
+    {Match::kBase, "addmv", kCudaBlas, "gemv"},
+    {Match::kBase, "dot", kCudaBlas, "dot"},
+    {Match::kBase, "vdot", kCudaBlas, "dot"},
+    {Match::kBase, "inner", kCudaBlas, "gemm"},
+    {Match::kBase, "tensordot", kCudaBlas, "gemm"},
+    {Match::kBase, "einsum", kCudaBlas, "bmm"},
+    {Match::kBase, "bilinear", kCudaBlas, "gemm"},
+    {Match::kBase, "chain_matmul", kCudaBlas, "gemm"},
+    {Match::kBase, "linalg_multi_dot", kCudaBlas, "gemm"},
+    {Match::kBase, "matrix_power", kCudaBlas, "gemm"},
+    {Match::kBase, "linalg_matrix_power", kCudaBlas, "gemm"},
+    {Match::kBase, "linalg_matrix_exp", kCudaBlas, "gemm in scaling and squaring"},
+    {Match::kBase, "matrix_exp", kCudaBlas, "gemm in scaling and squaring"},
+    {Match::kPrefix, "rnn_", kCudaBlas, "gemm (the cells)"},
+    // cuDNN, or ATen's own CUDA kernels when it is off.
+    {Match::kPrefix, "conv", kCudaDnn | kCudaBlas, "cuDNN convolutions (ATen's im2col+gemm without)"},
+    {Match::kPrefix, "slow_conv", kCudaBlas, "ATen's im2col+gemm, never cuDNN"},
+    {Match::kPrefix, "thnn_conv", kCudaBlas, "ATen's im2col+gemm, never cuDNN"},
+    {Match::kContains, "batch_norm", kCudaDnn, "cuDNN batch norm"},
+    {Match::kBase, "ctc_loss", kCudaDnn, "cuDNN's CTC for some inputs"},
+    {Match::kBase, "grid_sampler", kCudaDnn, "cudnn_grid_sampler"},
+    {Match::kBase, "grid_sampler_2d", kCudaDnn, "cudnn_grid_sampler"},
+    {Match::kBase, "affine_grid_generator", kCudaDnn, "cudnn_affine_grid_generator"},
+    {Match::kBase, "lstm", kCudaDnn | kCudaBlas, "cuDNN RNN"},
+    {Match::kBase, "gru", kCudaDnn | kCudaBlas, "cuDNN RNN"},
+    {Match::kBase, "rnn_tanh", kCudaDnn | kCudaBlas, "cuDNN RNN"},
+    {Match::kBase, "rnn_relu", kCudaDnn | kCudaBlas, "cuDNN RNN"},
+    // Attention: one of four kernels by the sdp switches and the inputs.
+    {Match::kContains, "scaled_dot_product", kCudaAttention | kCudaBlas,
+     "flash, memory-efficient, cuDNN or math (bmm) attention"},
+    // Atomics in arrival order, or a deterministic (sorting) path.
+    {Match::kBase, "index_add", kCudaAtomics, "atomicAdd unless deterministic"},
+    {Match::kBase, "index_put", kCudaAtomics, "accumulate: atomicAdd unless deterministic"},
+    {Match::kBase, "put", kCudaAtomics, "accumulate: atomicAdd unless deterministic"},
+    {Match::kBase, "scatter_add", kCudaAtomics, "atomicAdd unless deterministic"},
+    {Match::kBase, "scatter_reduce", kCudaAtomics, "atomics unless deterministic"},
+    {Match::kBase, "index_reduce", kCudaAtomics, "atomics"},
+    {Match::kContains, "embedding_bag", kCudaAtomics, "atomics in the backward"},
+    {Match::kBase, "histc", kCudaAtomics, "atomicAdd (raises when deterministic is strict)"},
+    {Match::kBase, "bincount", kCudaAtomics, "atomicAdd"},
+    {Match::kBase, "cumsum", kCudaAtomics, "a deterministic scan on request"},
+};
+
 // Constants a kernel multiplies an input by before its result comes back to
 // scale (OpSpec::inside_scale), by base name.
 struct InsideScaleFact {
@@ -589,6 +685,9 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   for (const ClassFact& f : kClasses) {
     if (Matches(f, plain)) spec.hints |= f.hints;
+  }
+  for (const CudaKernelFact& f : kCudaKernelFacts) {
+    if (Matches({f.match, f.pattern, 0, f.why}, plain)) spec.cuda_kernels |= f.kernels;
   }
   // Elementwise by its shape rule, ATen's own `pointwise` tag or as an alias;
   // batched over leading dims by its rule or as linear algebra.

@@ -112,6 +112,24 @@ enum Hint : uint32_t {
                                 // the dtype (histc): an x at an edge may land either side
 };
 
+// The CUDA kernel classes whose library process-wide switches choose
+// (exec/cuda_variants.def names the classes each switch changes):
+// ops/kernel_classes.cc attaches them by name. An op with none runs the same
+// CUDA kernel under every variant.
+enum CudaKernel : uint32_t {
+  kCudaKernelNone = 0,
+  kCudaSolver = 1 << 0,     // factorizations, solves, inverses, eigen/singular values:
+                            // cuSOLVER or MAGMA (setLinalgPreferredBackend)
+  kCudaBlas = 1 << 1,       // matrix products: cuBLAS or cuBLASLt (setBlasPreferredBackend),
+                            // TF32 tensor cores (setAllowTF32CuBLAS)
+  kCudaDnn = 1 << 2,        // convolutions, batch norm, RNNs: cuDNN or ATen's own kernels
+                            // (setUserEnabledCuDNN), its autotuner and deterministic mode
+  kCudaAttention = 1 << 3,  // scaled_dot_product_attention: flash, memory-efficient,
+                            // math or cuDNN (setSDPUse*)
+  kCudaAtomics = 1 << 4,    // adds with atomics in arrival order unless deterministic
+                            // algorithms are on (index_add, scatter_add, index_put)
+};
+
 // Preconditions PyTorch does not check, so inputs that break them read out of
 // bounds: exec/index_precheck.cc checks them before the op runs.
 enum class UncheckedPrecondition {
@@ -224,6 +242,7 @@ struct OpSpec {
   // Policy hints (read by the oracle).
   bool integer_sum_widens = false;  // sum/prod/cumsum of ints give i64
   uint32_t hints = kHintNone;
+  uint32_t cuda_kernels = kCudaKernelNone;  // CudaKernel bits
   // Positions of dim and keepdim in the schema (-1: keyword-only).
   int dim_pos = 1;
   int keepdim_pos = 2;

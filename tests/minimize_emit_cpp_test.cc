@@ -149,7 +149,10 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   // A second repro in the same build (one configure, compiled in parallel):
   // a decomposition, compared through its invariants.
   const graph::Program eigh = MustParse(kEigh);
-  std::ofstream(dir + "/eigh.cpp") << EmitCpp(eigh, ReproSpec{}).main_cpp;
+  // (Its CUDA runs would go through MAGMA: a cuda+magma finding's repro.)
+  ReproSpec eigh_spec;
+  eigh_spec.backend = "magma";
+  std::ofstream(dir + "/eigh.cpp") << EmitCpp(eigh, eigh_spec).main_cpp;
   // A third: a nondeterminism finding, which reruns cpu against itself.
   ReproSpec rerun;
   rerun.rerun_target = "cpu";
@@ -243,6 +246,14 @@ TEST(EmitCpp, BuildsAgainstLibtorchAndReproducesWhatTheExecutorSees) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("tolerance: invariant 1 of the decomposition"));
   EXPECT_THAT(r.output, HasSubstr("cpu invariant 1: dtype Float, shape [4, 4]"));
+  // The switches are made (the setters run without a GPU) and may be overridden.
+  EXPECT_THAT(r.output, HasSubstr("CUDA switches: magma (MAGMA)"));
+  r = RunShell(dir + "/build/repro_eigh --backend=cusolver+cublaslt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("CUDA switches: cusolver (cuSOLVER), cublaslt (cuBLASLt)"));
+  r = RunShell(dir + "/build/repro_eigh --backend=bogus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--backend: unknown CUDA switch bogus"));
 
   r = RunShell(dir + "/build/repro_random");
   EXPECT_EQ(r.exit_code, 1) << r.output;

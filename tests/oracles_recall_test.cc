@@ -38,7 +38,7 @@ Judged Judge(const std::string& text, exec::Target ta, exec::Target tb, const Pl
   graph::Program p = MustParse(text);
   ops::TypeEnv t = MustInfer(p);
   auto run = [&](exec::Target target) {
-    exec::RunResult r = exec::Run(p, t, target == exec::Target::kCuda ? exec::Target::kCpu : target);
+    exec::RunResult r = exec::Run(p, t, target == exec::Target::kCuda ? exec::Target(exec::Target::kCpu) : target);
     r.target = target;
     return r;
   };

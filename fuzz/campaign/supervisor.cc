@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "exec/cuda_variants.h"
 #include "fuzz/campaign/artifact_replay.h"
 #include "fuzz/campaign/artifact_triage.h"
 #include "fuzz/campaign/reduction_queue.h"
@@ -267,6 +268,12 @@ class Supervisor {
     env["DIVFUZZ_QUARANTINE"] = absl::StrJoin(state_.quarantine, ",");
     env["DIVFUZZ_SKIP_INPUTS"] = work_ + "/skip_inputs.txt";
     env["DIVFUZZ_INFLIGHT"] = InflightPath(i);
+    // This worker's CUDA switches (--cuda_variants; checked when the campaign began).
+    if (absl::StatusOr<std::string> t =
+            exec::RotatedTargets(config_.targets, config_.cuda_variants, static_cast<int>(i));
+        t.ok()) {
+      env["DIVFUZZ_TARGETS"] = *t;
+    }
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
     if (mps_.running()) env["DIVFUZZ_ON_MPS"] = "1";
     s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true});

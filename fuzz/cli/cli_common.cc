@@ -39,10 +39,10 @@ absl::Status CheckTargetsRunnable(const std::string& what, const std::string& ta
         absl::StrCat(what, "=", targets, ": ", pair.status().message()));
   }
   for (const exec::Target t : {pair->first, pair->second}) {
-    if (t == exec::Target::kCuda && !exec::CudaAvailable()) {
+    if ((t == exec::Target::kCuda || t == exec::Target::kCudaF64) && !exec::CudaAvailable()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          what, "=", targets,
-          ": target cuda cannot run on this machine (no CUDA device is visible); use a GPU "
+          what, "=", targets, ": target ", exec::TargetName(t),
+          " cannot run on this machine (no CUDA device is visible); use a GPU "
           "host, or a CPU pair such as cpu,cpu-f64 or cpu,cpu-scalar"));
     }
   }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "exec/cuda_variants.h"
 #include "exec/executor.h"
 #include "fuzz/campaign/fail_on.h"
 #include "fuzz/campaign/mps_server.h"
@@ -92,6 +93,11 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   c.targets = ResolveTargets(c.targets);
   if (absl::Status runnable = CheckTargetsRunnable("--targets", c.targets); !runnable.ok()) {
     return runnable;
+  }
+  if (absl::StatusOr<std::string> rotated = exec::RotatedTargets(c.targets, c.cuda_variants, 0);
+      !rotated.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda_variants: ", rotated.status().message()));
   }
   const int per = absl::GetFlag(FLAGS_workers);
   if (per < 1 || per > 256) return absl::InvalidArgumentError("--workers must be 1 to 256");

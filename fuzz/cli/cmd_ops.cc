@@ -34,6 +34,7 @@
 #include "nlohmann/json.hpp"
 #include "ops/catalogue.h"
 #include "ops/generic.h"
+#include "fuzz/cli/ops_variants.h"
 #include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
@@ -381,6 +382,9 @@ std::map<std::string, std::map<std::string, int64_t>> Divergences(const std::str
 
 int RunOps(const std::vector<std::string>&) {
   if (absl::GetFlag(FLAGS_learn) > 0) return Learn(absl::GetFlag(FLAGS_learn));
+  if (const std::string v = absl::GetFlag(FLAGS_cuda_variants); !v.empty()) {
+    return RunOpsVariants(v);
+  }
   const bool json = absl::GetFlag(FLAGS_json);
   const std::string stats_path = absl::GetFlag(FLAGS_op_stats);
   nlohmann::json stats = nlohmann::json::object();

@@ -7,6 +7,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "exec/cuda_variants.h"
 #include "fuzz/cli/commands.h"
 
 namespace divfuzz::fuzz {
@@ -198,6 +199,8 @@ std::string MarkdownReference() {
     absl::StrAppend(&out, "\n");
     AppendFlagTable(flags, &out);
   }
+  absl::StrAppend(&out, "\n## Targets\n\n`divfuzz help targets`\n\n",
+                  exec::TargetsHelp(/*markdown=*/true));
   if (const std::vector<FlagDoc> other = UnlistedFlags(); !other.empty()) {
     absl::StrAppend(&out,
                     "\n## Other flags\n\nFlags no command's help lists; the text says "
@@ -220,6 +223,10 @@ int MaybePrintHelp(int argc, char** argv) {
     }
     if (first == "help" && argc == 3 && absl::string_view(argv[2]) == "--markdown") {
       std::cout << MarkdownReference();
+      return 0;
+    }
+    if (first == "help" && argc == 3 && absl::string_view(argv[2]) == "targets") {
+      std::cout << exec::TargetsHelp(/*markdown=*/false);
       return 0;
     }
     const CommandInfo* c = FindCommand(argv[2]);

@@ -86,6 +86,7 @@ GUARDED = ()  # nodes whose op must leave its inputs as they were (linear algebr
 WRT = ()
 GRADIENT = False
 BACKWARD = ''
+BACKEND = ''
 LAYOUTS = {}
 
 
@@ -114,6 +115,7 @@ START_SECONDS = 0
 POLL_SECONDS = 1.0
 EXACT_LIMIT = 1
 INPUT_WRITTEN = 'wrote into its input'
+SWITCHES = {}  # CUDA switch: (library, Python statements)
 # divfuzz-harness end constants
 
 
@@ -843,8 +845,27 @@ def show_all(runs, results):
     print()
 
 
+def set_backend(backend):
+    """Makes the CUDA switches of `backend` ('magma', 'magma+cublaslt';
+    divfuzz's cuda+SWITCH targets) for this process and the children it
+    starts. They change only which library CUDA kernels use."""
+    names = [n for n in backend.split('+') if n]
+    unknown = [n for n in names if n not in SWITCHES]
+    if unknown:  # exit 2: the script fails (1 would say the divergence reproduces)
+        print('--backend: unknown CUDA switch %s (expected some of %s, joined by +)'
+              % (', '.join(unknown), ', '.join(SWITCHES)), file=sys.stderr)
+        sys.exit(2)
+    for n in names:
+        exec(SWITCHES[n][1], {'torch': torch})  # noqa: S102 -- divfuzz's own statements
+    os.environ['DIVFUZZ_REPRO_BACKEND'] = backend
+    return ', '.join('%s (%s)' % (n, SWITCHES[n][0]) for n in names)
+
+
 def main():
     ap = argparse.ArgumentParser(description='divfuzz repro: ' + TITLE)
+    ap.add_argument('--backend', default=os.environ.get('DIVFUZZ_REPRO_BACKEND', BACKEND),
+                    help='CUDA switches for the CUDA runs, joined by + (default: %(default)r; '
+                    'from: ' + ', '.join(SWITCHES) + ')')
     ap.add_argument('--target-a', default=TARGET_A, choices=TARGETS)
     ap.add_argument('--target-b', default=TARGET_B, choices=TARGETS)
     ap.add_argument('--dump-inputs', action='store_true',
@@ -860,6 +881,7 @@ def main():
                     if FAILURE == 'hang' else argparse.SUPPRESS)
     ap.add_argument('--child', nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    switched = set_backend(args.backend)
     if args.child:
         return _child(*args.child)
     if args.dump_inputs:
@@ -873,6 +895,8 @@ def main():
         print('divfuzz saw: %s' % SEEN)
     if BACKWARD:
         print('backward kernel: %s' % BACKWARD)
+    if switched:
+        print('CUDA switches: %s' % switched)
     print_environment()
     cuda = torch.cuda.is_available()
     if FAILURE:

@@ -82,6 +82,7 @@ const std::set<int> kGuarded = {};
 const std::set<std::string> kWrt = {};
 const bool kGradient = false;
 const char* const kBackward = "";
+const char* const kBackend = "";
 
 // divfuzz-harness end program-constants
 // ------------------------------------------------------------------------
@@ -116,7 +117,13 @@ struct FloatBits {
   int mantissa;       // bits
   int tiny_exponent;  // of the smallest subnormal
 };
+struct CudaSwitch {  // divfuzz's cuda+SWITCH targets (exec/cuda_variants.def)
+  const char* name;
+  const char* library;
+  void (*make)(at::Context& ctx);
+};
 // divfuzz-harness begin constants
+const std::vector<CudaSwitch> kSwitches = {};
 const std::vector<DTypeTolerance> kTolerances = {};
 const std::vector<FloatBits> kFloatBits = {};
 const std::vector<std::string> kTargets = {};
@@ -1342,6 +1349,46 @@ int DumpInputs() {
   return 0;
 }
 
+// --backend=SWITCH[+SWITCH] (default kBackend): divfuzz's CUDA switches
+// (cuda+magma ...), made on at::globalContext() for this whole process; they
+// change only which library CUDA kernels use. Takes the option out of `args`;
+// an exit status when a switch is unknown, else nullopt.
+std::optional<int> SetBackend(std::vector<char*>* args) {
+  std::string backend = kBackend;
+  std::vector<char*> rest;
+  for (char* a : *args) {
+    if (a != nullptr && std::string(a).rfind("--backend=", 0) == 0) {
+      backend = std::string(a).substr(10);
+    } else {
+      rest.push_back(a);
+    }
+  }
+  *args = rest;
+  std::string shown;
+  size_t start = 0;
+  while (start < backend.size()) {
+    size_t end = backend.find('+', start);
+    if (end == std::string::npos) end = backend.size();
+    const std::string name = backend.substr(start, end - start);
+    start = end + 1;
+    if (name.empty()) continue;
+    const CudaSwitch* found = nullptr;
+    for (const CudaSwitch& s : kSwitches) {
+      if (name == s.name) found = &s;
+    }
+    if (found == nullptr) {
+      std::cout << "--backend: unknown CUDA switch " << name << " (known:";
+      for (const CudaSwitch& s : kSwitches) std::cout << " " << s.name;
+      std::cout << ")\n";
+      return 2;
+    }
+    found->make(at::globalContext());
+    shown += (shown.empty() ? "" : ", ") + name + " (" + found->library + ")";
+  }
+  if (!shown.empty()) std::cout << "CUDA switches: " << shown << "\n";
+  return std::nullopt;
+}
+
 // TARGET_A TARGET_B from the command line (none: the finding's pair). An exit
 // status when they are not usable, else nullopt.
 std::optional<int> ParseTargets(int argc, char** argv, std::string* ta, std::string* tb) {
@@ -1524,11 +1571,16 @@ int CheckDivergence(const std::string& ta, const std::string& tb,
 
 // The steps in order (the outline at the top of the harness).
 int Main(int argc, char** argv) {
+  // The switches first: a failure child (re-executed with the same argv) makes them too.
+  std::vector<char*> args(argv, argv + argc);
+  if (const std::optional<int> status = SetBackend(&args)) return *status;
+  const int nargs = static_cast<int>(args.size());
+  args.push_back(nullptr);
   if (const char* child = std::getenv("DIVFUZZ_REPRO_FAILURE_CHILD")) return FailureChild(child);
-  if (argc == 2 && std::string(argv[1]) == "--dump-inputs") return DumpInputs();
+  if (nargs == 2 && std::string(args[1]) == "--dump-inputs") return DumpInputs();
   // Step 1: arguments and reruns.
   std::string ta = kTargetA, tb = kTargetB;
-  if (const std::optional<int> status = ParseTargets(argc, argv, &ta, &tb)) return *status;
+  if (const std::optional<int> status = ParseTargets(nargs, args.data(), &ta, &tb)) return *status;
   RerunWithoutMallocCache(argv);
   if (const std::optional<int> status = RerunWithScalarKernels(ta, tb, argv)) return *status;
   std::cout << "divfuzz repro: " << kTitle << "\n";
