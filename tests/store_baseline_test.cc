@@ -60,7 +60,7 @@ TEST(Baseline, BadLinesNameFileAndLine) {
   struct Case {
     std::string text, where, what;
   } cases[] = {
-      {"ok-id\nnot an id!\n", ":2: ", "expected a bucket id"},
+      {"ok-id\nbad!id # x\n", ":2: ", "expected a bucket id"},
       {"sin-f32-tolerance-1 a.dfz b.dfz\n", ":1: ", "got more: \"b.dfz\""},
       {"\n\nsin-f32-tolerance-1 missing.dfz\n", ":3: ", "an existing .dfz file"},
       {"a|b|c|d|e|f prog.dfz\n", ":1: ", "not to a group key"},

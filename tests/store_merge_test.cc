@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "store/root_cause_group.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::store {

@@ -90,7 +90,9 @@ class Supervisor {
     repros_.set_outside_mps(AnyMps());
     groups_ = GroupSlotsByGpu(config_.gpus);
     slot_group_ = GroupOfSlot(groups_, slots_.size());
-    per_gpu_mps_ = !groups_.empty() && mps_.size() == groups_.size();
+    // One GPU keeps the one server for all (cmd_campaign starts one a GPU
+    // only for two or more).
+    per_gpu_mps_ = groups_.size() > 1 && mps_.size() == groups_.size();
     if (mps_.empty()) mps_.emplace_back();
     mps_faults_.assign(mps_.size(), false);
     mps_restarts_.assign(mps_.size(), 0);

@@ -10,6 +10,7 @@
 // killed at any point leaves DEST as it was plus whole files, and the staging
 // folder is redone by the next run. DEST.lock is flock'ed throughout.
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,7 +36,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A findings store: a folder with index.jsonl, or that file itself.
+// A findings store: a folder with index.jsonl (or the store's lock or id
+// file), or index.jsonl itself.
 bool IsStore(const std::string& path, std::string* folder) {
   std::error_code ec;
   if (fs::path(path).filename() == "index.jsonl" && fs::is_regular_file(path, ec)) {
@@ -44,7 +46,12 @@ bool IsStore(const std::string& path, std::string* folder) {
     return true;
   }
   *folder = path;
-  return fs::is_regular_file(fs::path(path) / "index.jsonl", ec);
+  // A store that has no finding yet has its lock file (campaign checks it
+  // at start); corpus files are named by their hash.
+  for (const char* marker : {"index.jsonl", ".lock", ".store_id"}) {
+    if (fs::is_regular_file(fs::path(path) / marker, ec)) return true;
+  }
+  return false;
 }
 
 int MergeStores(const std::string& dest_dir, const std::vector<std::string>& sources) {
@@ -73,6 +80,15 @@ int MergeStores(const std::string& dest_dir, const std::vector<std::string>& sou
   return kExitClean;
 }
 
+// nftw, not std::filesystem::remove_all: libtorch.so exports its own copy of
+// that, which crashes this process (as cmd_bench.cc found).
+void RemoveTree(const std::string& dir) {
+  ::nftw(
+      dir.c_str(),
+      [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
 std::set<std::string> FileNames(const std::string& dir) {
   std::set<std::string> names;
   std::error_code ec;
@@ -93,14 +109,19 @@ int MergeCorpora(const std::string& dest, const std::vector<std::string>& source
   }
   const std::string staging = dest + ".merging";
   const std::string scratch_findings = dest + ".merging-findings";
-  fs::remove_all(staging, ec);  // a killed merge's: redone
+  RemoveTree(staging);  // a killed merge's: redone
   fs::create_directories(staging, ec);
   const std::set<std::string> before = FileNames(dest);
   for (const std::string& name : before) {
     fs::create_hard_link(fs::path(dest) / name, fs::path(staging) / name, ec);
     if (ec) fs::copy_file(fs::path(dest) / name, fs::path(staging) / name, ec);
   }
-  std::vector<std::string> argv = {"divfuzz", "fuzz", "-merge=1", "-max_len=65536",
+  // libFuzzer runs its merge step by re-executing argv[0] through the shell:
+  // it must be this binary's path, not a name.
+  std::error_code exe_ec;
+  const std::string self = fs::read_symlink("/proc/self/exe", exe_ec).string();
+  std::vector<std::string> argv = {self.empty() ? "divfuzz" : self, "fuzz", "-merge=1",
+                                   "-max_len=65536",
                                    "-merge_control_file=" + staging + "/../" +
                                        fs::path(staging).filename().string() + ".control",
                                    staging};
@@ -127,9 +148,9 @@ int MergeCorpora(const std::string& dest, const std::vector<std::string>& source
     fs::rename(fs::path(staging) / name, fs::path(dest) / name, ec);
     if (!ec) ++added;
   }
-  fs::remove_all(staging, ec);
-  fs::remove_all(scratch_findings, ec);
-  fs::remove(staging + ".control", ec);
+  RemoveTree(staging);
+  RemoveTree(scratch_findings);
+  ::unlink((staging + ".control").c_str());
   std::cout << "merged " << sources.size() << " corpus folder(s) into " << dest << ": " << added
             << " input(s) that add coverage features, " << before.size() + added << " in all\n";
   ::close(lock);
