@@ -179,6 +179,32 @@ TEST(OssFuzzMode, ABugAbortsNamingItsBucketUnlessTheBaselineKnowsIt) {
   EXPECT_EQ(known.exit_code, 0) << known.output;
 }
 
+// ClusterFuzz runs a target with no environment of ours: <binary>.env beside
+// it sets the mode, the pair and a baseline relative to the binary.
+TEST(OssFuzzMode, TheBinarysEnvFileTurnsItOnWithItsBaseline) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = DirWithSeeds("baseline-oss-env");
+  fs::create_directories(dir + "/out");
+  fs::create_symlink(kTool, dir + "/out/graph_fuzzer");
+  testing::WriteTextFile(dir + "/out/graph_fuzzer.env",
+                         "DIVFUZZ_TARGETS=cpu,cpu-f64\nDIVFUZZ_ABORT_ON_BUG=1\n"
+                         "DIVFUZZ_BASELINE=graph_fuzzer.baseline\nNOT_OURS=1\n");
+  testing::WriteTextFile(dir + "/out/graph_fuzzer.baseline", "# none known\n");
+  const std::string run = "cd " + dir + " && DIVFUZZ_PLUGINS=" + kSin + " out/graph_fuzzer fuzz " +
+                          dir + "/seeds/sin.dfz";
+  testing::CommandRun aborted = testing::RunShell(run);
+  EXPECT_NE(aborted.exit_code, 0) << aborted.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(aborted.output, m,
+                                std::regex("bug-tier divergence in bucket (sin-f32-[A-Za-z0-9_-]+)")))
+      << aborted.output;
+  testing::WriteTextFile(dir + "/out/graph_fuzzer.baseline", m[1].str() + "  # pytorch#1\n");
+  testing::CommandRun known = testing::RunShell(run);
+  EXPECT_EQ(known.exit_code, 0) << known.output;
+  // The environment wins over the file.
+  EXPECT_EQ(testing::RunShell("export DIVFUZZ_ABORT_ON_BUG=0 && " + run).exit_code, 0);
+}
+
 // Every entry of the merged store: id -> count, first_seen, program text.
 std::map<std::string, std::string> Normalized(const std::string& findings) {
   std::map<std::string, std::string> out;
