@@ -28,6 +28,18 @@ for f in graph_fuzzer parser_fuzzer; do
   cp "$SRC_DIR/fuzz/harness/$f.options" "$OUT/"
 done
 cp "$SRC_DIR/corpus/parser_fuzzer.dict" "$OUT/"
+# OSS-Fuzz mode (docs/DEPLOY.md): graph_fuzzer runs the CPU pair and aborts on a bug-tier
+# divergence that .clusterfuzzlite/known_bugs.txt does not list, naming its bucket, so
+# ClusterFuzz deduplicates, minimizes and reports it like a crash. LLVMFuzzerInitialize reads
+# graph_fuzzer.env beside the binary (ClusterFuzz passes no environment of ours).
+# DIVFUZZ_OSS_ABORT_ON_BUG=0 builds it without (crashes only, as before).
+{
+  echo "DIVFUZZ_TARGETS=cpu,cpu-f64"
+  echo "DIVFUZZ_ABORT_ON_BUG=${DIVFUZZ_OSS_ABORT_ON_BUG:-1}"
+  echo "DIVFUZZ_BASELINE=graph_fuzzer.baseline"
+  echo "DIVFUZZ_FINDINGS=/tmp/divfuzz-findings"
+} > "$OUT/graph_fuzzer.env"
+cp "$SRC_DIR/.clusterfuzzlite/known_bugs.txt" "$OUT/graph_fuzzer.baseline"
 rm -f "$OUT/graph_fuzzer_seed_corpus.zip"
 (cd "$SRC_DIR/corpus" && zip -q -j "$OUT/graph_fuzzer_seed_corpus.zip" seed/*.dfz families/*.dfz regressions/*.dfz)
 # The parser's seeds: its own syntax examples plus every seed program (names made unique).

@@ -246,6 +246,7 @@ Bucket BucketFromIndex(const nlohmann::json& e) {
   b.first_seen = Str(e, "first_seen");
   b.last_seen = Str(e, "last_seen");
   b.targets = Str(e, "targets");
+  b.baseline = Str(e, "baseline");
   auto count = e.find("count");
   if (count != e.end() && count->is_number()) b.count = count->get<int64_t>();
   auto detail = e.find("detail");
@@ -371,6 +372,15 @@ std::string RenderHtml(const ReportData& data) {
   rows.emplace_back("buckets", absl::StrCat(Num(data.buckets.size()), " (", Num(hits), " hits)"));
   const std::vector<Group> groups = GroupBuckets(data.buckets);
   rows.emplace_back("root-cause groups", Num(groups.size()));
+  int marked = 0, known = 0;
+  for (const Bucket& b : data.buckets) {
+    marked += !b.baseline.empty();
+    known += absl::StartsWith(b.baseline, "known");
+  }
+  if (marked > 0) {
+    rows.emplace_back("against the baseline",
+                      absl::StrCat(Num(marked - known), " new, ", Num(known), " known"));
+  }
 
   absl::StrAppend(&html, "<section class=\"summary\" id=\"summary\">\n<table>\n");
   for (const auto& [k, v] : rows) {
@@ -444,8 +454,8 @@ std::string RenderHtml(const ReportData& data) {
   absl::StrAppend(&html, "<h2>Buckets (", data.buckets.size(),
                   ")</h2>\n<table id=\"bucket-table\">\n<thead><tr><th>severity</th><th>tier</th>"
                   "<th>class</th><th>op</th><th>dtype</th><th>wrong side</th><th>count</th>"
-                  "<th>first seen</th><th>report</th><th>repro</th><th>program</th></tr></thead>\n"
-                  "<tbody>\n");
+                  "<th>first seen</th><th>report</th><th>repro</th><th>program</th>",
+                  marked > 0 ? "<th>baseline</th>" : "", "</tr></thead>\n<tbody>\n");
   for (const Bucket& b : data.buckets) {
     absl::StrAppend(&html, "<tr class=\"bucket\" id=\"bucket-", HtmlEscape(b.id), "\" title=\"",
                     HtmlEscape(b.summary), "\">");
@@ -458,10 +468,30 @@ std::string RenderHtml(const ReportData& data) {
     absl::StrAppend(&html, "<td>", link(b.report_md, "report.md"), "</td><td>",
                     link(b.repro_py, "repro.py"),
                     b.repro_cpp.empty() ? "" : absl::StrCat(" ", link(b.repro_cpp, "C++")),
-                    "</td><td>", link(b.program, b.program_name), "</td></tr>\n");
+                    "</td><td>", link(b.program, b.program_name), "</td>",
+                    marked > 0 ? absl::StrCat("<td>", HtmlEscape(b.baseline), "</td>") : "",
+                    "</tr>\n");
   }
   absl::StrAppend(&html, "</tbody></table>\n");
   if (data.buckets.empty()) absl::StrAppend(&html, "<p>No buckets yet.</p>\n");
+  // The baseline's known bugs, replayed: which are gone (fixed upstream?).
+  const nlohmann::json bugs = data.known_bugs.value("bugs", nlohmann::json::array());
+  if (bugs.is_array() && !bugs.empty()) {
+    absl::StrAppend(&html, "<h2>Known bugs of the baseline, replayed (", bugs.size(),
+                    ")</h2>\n<p>", HtmlEscape(Str(data.known_bugs, "baseline")), ", checked ",
+                    HtmlEscape(Str(data.known_bugs, "checked")),
+                    "</p>\n<table id=\"known-bugs\">\n<thead><tr><th>bucket</th><th>outcome</th>"
+                    "<th>program</th><th>note</th></tr></thead>\n<tbody>\n");
+    for (const nlohmann::json& c : bugs) {
+      const std::string outcome = Str(c, "outcome");
+      absl::StrAppend(&html, "<tr class=\"known-bug\"><td>", HtmlEscape(Str(c, "id")), "</td><td>",
+                      HtmlEscape(outcome == "gone" ? "gone (fixed upstream?)" : outcome),
+                      Str(c, "why").empty() ? "" : "<br>" + HtmlEscape(Str(c, "why")), "</td><td>",
+                      HtmlEscape(Str(c, "program")), "</td><td>", HtmlEscape(Str(c, "note")),
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&html, "</tbody></table>\n");
+  }
   if (!data.warnings.empty()) {
     absl::StrAppend(&html, "<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
     for (const std::string& w : data.warnings) {
@@ -502,6 +532,16 @@ absl::StatusOr<ReportData> LoadReport(const ReportOptions& options) {
       data.state = std::move(state);
     } else {
       data.warnings.push_back(absl::StrCat(state_path, ": not a JSON object; ignored"));
+    }
+  }
+
+  const std::string check_path = Join(work, "baseline_check.json");
+  if (IsFile(check_path) && ReadFile(check_path, &text)) {
+    nlohmann::json check = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (check.is_object()) {
+      data.known_bugs = std::move(check);
+    } else {
+      data.warnings.push_back(absl::StrCat(check_path, ": not a JSON object; ignored"));
     }
   }
 
@@ -551,7 +591,7 @@ absl::StatusOr<ReportData> LoadReport(const ReportOptions& options) {
     };
     b.report_md = href(FirstExisting(findings, {Str(e, "report_md"), id + "/report.md"}));
     b.repro_py = href(FirstExisting(findings, {Str(e, "repro_py"), id + "/repro.py"}));
-    b.repro_cpp = href(FirstExisting(findings, {id + "/repro_cpp/main.cpp"}));
+    b.repro_cpp = href(FirstExisting(findings, {Str(e, "repro_cpp"), id + "/repro_cpp/main.cpp"}));
     FindMinimized(findings, e, &b);
     const std::string& min = b.minimized;
     const std::string program =

@@ -55,6 +55,7 @@ struct Bucket {
   std::string group, group_label;            // root-cause key (store/root_cause_group.h)
   std::string minimized;         // min.dfz relative to the findings folder, "" when none
   int64_t minimized_bytes = -1;  // its size, -1 when none
+  std::string baseline;  // index field "baseline": new, known, known-group; "" without one
 };
 
 // JSON objects of index.jsonl; a corrupt line is skipped with a warning
@@ -85,6 +86,9 @@ struct ReportData {
   nlohmann::json state = nlohmann::json::object();     // state.json, or {}
   Stats stats;
   std::vector<Bucket> buckets;  // sorted by severity
+  // DIR/baseline_check.json when present (fuzz/campaign/baseline_replay.h):
+  // the known bugs replayed and which are gone.
+  nlohmann::json known_bugs = nlohmann::json::object();
   std::vector<std::string> warnings;
 };
 

@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -37,7 +39,8 @@ constexpr char kProgramName[] = "program.dfz";
 const std::set<std::string>& ReservedFields() {
   static const auto* fields = new std::set<std::string>{
       "id",       "signature", "root_op",    "dtype",     "class",   "wrong_side", "tier",
-      "severity", "count",     "first_seen", "last_seen", "targets", "detail",     "group"};
+      "severity", "count",     "first_seen", "last_seen", "targets", "detail",     "group",
+      "merged_counts"};
   return *fields;
 }
 
@@ -563,6 +566,86 @@ absl::StatusOr<std::vector<nlohmann::json>> FindingsStore::Load() const {
     entries.push_back(nlohmann::json::parse(line.entry.dump()));
   }
   return entries;
+}
+
+absl::StatusOr<std::vector<ordered_json>> FindingsStore::LoadOrdered(
+    std::vector<std::string>* skipped) const {
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/true);
+  if (!index.ok()) return index.status();
+  std::vector<ordered_json> entries;
+  for (IndexLine& line : index->lines) {
+    if (!line.ok) {
+      if (skipped != nullptr) {
+        skipped->push_back(absl::StrCat(IndexPath(), ":", line.line, ": ", line.error));
+      }
+      continue;
+    }
+    SetGroup(&line.entry);
+    entries.push_back(std::move(line.entry));
+  }
+  return entries;
+}
+
+absl::Status FindingsStore::Update(
+    const std::function<absl::Status(std::vector<ordered_json>*)>& fn) {
+  absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<Index> index = ReadIndex(IndexPath(), /*full=*/true);
+  if (!index.ok()) return index.status();
+  std::vector<ordered_json> entries;
+  std::vector<IndexLine> corrupt;
+  for (IndexLine& line : index->lines) {
+    if (line.ok) {
+      entries.push_back(std::move(line.entry));
+    } else {
+      corrupt.push_back(std::move(line));
+    }
+  }
+  if (absl::Status s = fn(&entries); !s.ok()) return s;
+  std::vector<IndexLine> lines = std::move(corrupt);
+  for (ordered_json& e : entries) {
+    IndexLine line;
+    line.ok = line.parsed = line.dirty = true;
+    line.id = e.value("id", "");
+    line.signature = e.value("signature", "");
+    line.entry = std::move(e);
+    lines.push_back(std::move(line));
+  }
+  return RewriteIndex(dir_, lines);
+}
+
+absl::Status FindingsStore::Annotate(const std::string& field,
+                                     const std::map<std::string, std::string>& value_by_id) {
+  if (ReservedFields().count(field) > 0 || field.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("index field \"", field, "\" is owned by the store"));
+  }
+  return Update([&](std::vector<ordered_json>* entries) {
+    for (ordered_json& e : *entries) {
+      auto it = value_by_id.find(e.value("id", ""));
+      if (it != value_by_id.end()) e[field] = it->second;
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::string> FindingsStore::StoreId() {
+  const std::string path = absl::StrCat(dir_, "/.store_id");
+  absl::StatusOr<std::unique_ptr<LockGuard>> lock = LockGuard::Acquire(dir_);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<std::optional<std::string>> text = ReadFileIfExists(path);
+  if (!text.ok()) return text.status();
+  if (text->has_value()) {
+    std::string id(absl::StripAsciiWhitespace(**text));
+    if (!id.empty()) return id;
+  }
+  std::random_device device;
+  std::seed_seq seq{device(), device(), static_cast<unsigned>(::getpid()),
+                    static_cast<unsigned>(std::time(nullptr))};
+  std::mt19937_64 rng(seq);
+  const std::string id = absl::StrFormat("%016x", rng());
+  if (absl::Status s = WriteFileAtomically(path, id + "\n"); !s.ok()) return s;
+  return id;
 }
 
 }  // namespace divfuzz::store

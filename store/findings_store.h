@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -86,6 +87,30 @@ class FindingsStore {
   // <dir>/index.jsonl.corrupt". Empty for a clean (or absent) index. Commands
   // that read the index call it first and print what it returns.
   absl::StatusOr<std::vector<std::string>> SetAsideCorruptLines();
+
+  // Every entry in index order, fields in their order; a corrupt line is
+  // skipped and described ("<dir>/index.jsonl:<line>: <why>") in `skipped`.
+  // Read without the lock: the index only ever changes by an append or an
+  // atomic rename. (Load's entries have sorted keys.)
+  absl::StatusOr<std::vector<nlohmann::ordered_json>> LoadOrdered(
+      std::vector<std::string>* skipped) const;
+
+  // A read-modify-write of the whole index under the store's lock: `fn` gets
+  // every entry and may change, add or drop them (and write files into the
+  // store with WriteFileAtomically meanwhile); then the index is rewritten
+  // atomically, each entry's group recomputed, corrupt lines set aside. When
+  // `fn` fails nothing is rewritten. How `divfuzz merge` writes.
+  absl::Status Update(const std::function<absl::Status(std::vector<nlohmann::ordered_json>*)>& fn);
+
+  // Sets index field `field` (not one the store owns) of the buckets named,
+  // in one locked rewrite; ids not in the index are ignored.
+  absl::Status Annotate(const std::string& field,
+                        const std::map<std::string, std::string>& value_by_id);
+
+  // This store's identity: 16 hex digits in <dir>/.store_id, created on first
+  // use. A merge (store/merge.h) counts each origin's hits once by it; a
+  // copied folder is the same store.
+  absl::StatusOr<std::string> StoreId();
 
   const std::string& dir() const { return dir_; }
   std::string IndexPath() const;

@@ -52,7 +52,8 @@ void WriteFakeControl(const std::string& bin, const std::string& log,
       "#!/bin/sh\n"
       "P=\"$CUDA_MPS_PIPE_DIRECTORY\"\n"
       "if [ \"$1\" = -f ]; then\n"
-      "  echo \"daemon pipe=$P logs=$CUDA_MPS_LOG_DIRECTORY\" >> " + log + "\n" +
+      "  echo \"daemon pipe=$P logs=$CUDA_MPS_LOG_DIRECTORY gpus=$CUDA_VISIBLE_DEVICES\" >> " + log +
+          "\n" +
           (daemon_body.empty() ? loop : daemon_body) +
           "fi\n"
           "[ -p \"$P/control\" ] || exit 1\n"
@@ -103,6 +104,35 @@ TEST_F(MpsServerTest, StartsAPrivateDaemonInItsOwnPipeFolderAndStopsIt) {
   EXPECT_FALSE(s->running());
   EXPECT_TRUE(Contains(ReadAll(log_), "daemon got: quit")) << ReadAll(log_);
   EXPECT_FALSE(fs::exists(fuzz::MpsPipeDirFor(work_) + "/control"));
+}
+
+// Several GPUs: one server a GPU, each daemon seeing its GPU alone, with a
+// pipe folder, logs and daemon.pid of its own; stopping one leaves the other.
+TEST_F(MpsServerTest, OneServerAGpuEachWithItsOwnPipeLogsAndDevice) {
+  WriteFakeControl(bin_, log_);
+  UseFake();
+  setenv("CUDA_VISIBLE_DEVICES", "0,3", 1);  // the campaign's; the daemons get one each
+  absl::StatusOr<fuzz::MpsServer> a = fuzz::MpsServer::Start("on", work_, true, "0");
+  absl::StatusOr<fuzz::MpsServer> b = fuzz::MpsServer::Start("on", work_, true, "3");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->running() && b->running());
+  EXPECT_EQ(a->pipe_dir(), fuzz::MpsPipeDirFor(work_) + "-gpu0");
+  EXPECT_EQ(b->pipe_dir(), fuzz::MpsPipeDirFor(work_, "3"));
+  EXPECT_NE(a->pipe_dir(), b->pipe_dir());
+  const std::string log = ReadAll(log_);
+  EXPECT_TRUE(Contains(log, "daemon pipe=" + a->pipe_dir() + " logs=" + work_ +
+                                "/logs/mps/gpu0 gpus=0\n"))
+      << log;
+  EXPECT_TRUE(Contains(log, "daemon pipe=" + b->pipe_dir() + " logs=" + work_ +
+                                "/logs/mps/gpu3 gpus=3\n"))
+      << log;
+  EXPECT_GT(std::atoi(ReadAll(work_ + "/logs/mps/gpu3/daemon.pid").c_str()), 0);
+  EXPECT_TRUE(Contains(a->description(), "on GPU 0")) << a->description();
+  a->Stop();
+  EXPECT_FALSE(fs::exists(a->pipe_dir() + "/control"));
+  EXPECT_TRUE(fs::exists(b->pipe_dir() + "/control"));  // GPU 3's goes on
+  b->Stop();
 }
 
 TEST_F(MpsServerTest, ADaemonLeftByAKilledCampaignIsStoppedBeforeANewOneStarts) {

@@ -82,7 +82,9 @@ TEST(Settings, CampaignJsonKeepsTheKeysEarlierVersionsWrote) {
       // Added by issue 18, read as their defaults where missing (kDefault).
       "deferred_transfers", "variants",
       // Issue 31's share of gradient programs, read as its default where missing.
-      "grad_share"};
+      "grad_share",
+      // Issue 34's known bugs and OSS-Fuzz mode, read as their defaults where missing.
+      "baseline", "abort_on_bug"};
   const nlohmann::json written = CampaignConfig().ToJson();
   std::set<std::string> now;
   for (const auto& [key, value] : written.items()) now.insert(key);
@@ -120,6 +122,8 @@ TEST(Settings, AnEarlierCampaignJsonReadsAsItWasWritten) {
   again["deferred_transfers"] = false;
   again["variants"] = 16;
   again["grad_share"] = 0.25;
+  again["baseline"] = "";
+  again["abort_on_bug"] = false;
   EXPECT_EQ(c->ToJson(), again);
 }
 
@@ -157,7 +161,9 @@ TEST(Settings, WorkersGetTheVariablesTheyGotBefore) {
       // Issue 18's throughput settings.
       "DIVFUZZ_DEFERRED_TRANSFERS", "DIVFUZZ_VARIANTS",
       // Issue 31's share of gradient programs.
-      "DIVFUZZ_GRAD_SHARE"};
+      "DIVFUZZ_GRAD_SHARE",
+      // Issue 34's known bugs and OSS-Fuzz mode.
+      "DIVFUZZ_BASELINE", "DIVFUZZ_ABORT_ON_BUG"};
   const std::map<std::string, std::string> written = WorkerEnvironment(CampaignConfig());
   std::set<std::string> now;
   for (const auto& [var, value] : written) now.insert(var);
@@ -194,7 +200,7 @@ TEST(Settings, EveryWorkerSettingRoundTripsThroughTheEnvironment) {
     ++carried;                                                                      \
   }
 #include "fuzz/settings.def"
-  EXPECT_EQ(carried, 11);
+  EXPECT_EQ(carried, 13);
 }
 
 TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {

@@ -41,13 +41,19 @@ std::map<std::string, int64_t> BucketCounts(const std::string& findings_dir) {
 
 std::vector<nlohmann::json> BucketsHitAtOrAbove(const FailOn& fail_on,
                                                 const std::map<std::string, int64_t>& before,
-                                                const std::string& findings_dir) {
+                                                const std::string& findings_dir,
+                                                const store::Baseline* baseline,
+                                                std::vector<nlohmann::json>* known_hit) {
   std::vector<nlohmann::json> hit;
   if (fail_on.max_order < 0) return hit;
   for (const nlohmann::json& e : LoadEntries(findings_dir)) {
     if (report::SeverityOrder(e.value("severity", "")) > fail_on.max_order) continue;
     const auto it = before.find(e.value("id", ""));
     if (it != before.end() && e.value("count", int64_t{0}) <= it->second) continue;
+    if (baseline != nullptr && !baseline->empty() && baseline->Knows(e)) {
+      if (known_hit != nullptr) known_hit->push_back(e);
+      continue;
+    }
     hit.push_back(e);
   }
   std::stable_sort(hit.begin(), hit.end(), [](const nlohmann::json& a, const nlohmann::json& b) {

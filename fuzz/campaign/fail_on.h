@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "store/baseline.h"
 
 namespace divfuzz::fuzz {
 
@@ -26,9 +27,12 @@ absl::StatusOr<FailOn> ParseFailOn(const std::string& value);
 std::map<std::string, int64_t> BucketCounts(const std::string& findings_dir);
 
 // The index entries at or above `fail_on` that are new since `before` or whose
-// count grew, most severe first.
+// count grew, most severe first. With a `baseline`, the buckets it knows (by
+// id or root-cause group) do not count: they go to `known_hit` instead.
 std::vector<nlohmann::json> BucketsHitAtOrAbove(const FailOn& fail_on,
                                                 const std::map<std::string, int64_t>& before,
-                                                const std::string& findings_dir);
+                                                const std::string& findings_dir,
+                                                const store::Baseline* baseline = nullptr,
+                                                std::vector<nlohmann::json>* known_hit = nullptr);
 
 }  // namespace divfuzz::fuzz

@@ -86,15 +86,16 @@ std::string Tail(const std::string& path, size_t lines) {
 
 }  // namespace
 
-std::string MpsPipeDirFor(const std::string& work) {
+std::string MpsPipeDirFor(const std::string& work, const std::string& gpu) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(work, ec), ec);
-  return absl::StrFormat("/tmp/divfuzz-mps-%d-%016x", getuid(),
-                         std::hash<std::string>{}(abs.string()));
+  return absl::StrFormat("/tmp/divfuzz-mps-%d-%016x%s", getuid(),
+                         std::hash<std::string>{}(abs.string()),
+                         gpu.empty() ? "" : absl::StrCat("-gpu", gpu));
 }
 
 absl::StatusOr<MpsServer> MpsServer::Start(const std::string& mode, const std::string& work,
-                                           bool uses_cuda) {
+                                           bool uses_cuda, const std::string& gpu) {
   MpsServer s;
   if (mode != "auto" && mode != "on" && mode != "off") {
     return absl::InvalidArgumentError(
@@ -123,8 +124,9 @@ absl::StatusOr<MpsServer> MpsServer::Start(const std::string& mode, const std::s
                                   " not on PATH): the workers time-slice the GPU");
     return s;
   }
-  s.pipe_dir_ = MpsPipeDirFor(work);
+  s.pipe_dir_ = MpsPipeDirFor(work, gpu);
   s.log_dir_ = (fs::path(work) / "logs" / "mps").string();
+  if (!gpu.empty()) s.log_dir_ = (fs::path(s.log_dir_) / ("gpu" + gpu)).string();
   std::error_code ec;
   fs::create_directories(s.pipe_dir_, ec);
   ::chmod(s.pipe_dir_.c_str(), 0700);
@@ -151,6 +153,7 @@ absl::StatusOr<MpsServer> MpsServer::Start(const std::string& mode, const std::s
     }
     setenv("CUDA_MPS_PIPE_DIRECTORY", s.pipe_dir_.c_str(), 1);
     setenv("CUDA_MPS_LOG_DIRECTORY", s.log_dir_.c_str(), 1);
+    if (!gpu.empty()) setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
     execl(s.control_.c_str(), s.control_.c_str(), "-f", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -181,7 +184,10 @@ absl::StatusOr<MpsServer> MpsServer::Start(const std::string& mode, const std::s
     return s;
   }
   s.daemon_ = pid;
-  s.description_ = absl::StrCat("MPS: a private server for this campaign's processes (pipe ",
+  // Where a fault injection (scripts/gpu/multi_gpu.sh) finds this GPU's server.
+  std::ofstream(fs::path(s.log_dir_) / "daemon.pid") << pid << "\n";
+  s.description_ = absl::StrCat("MPS: a private server for this campaign's processes",
+                                gpu.empty() ? "" : absl::StrCat(" on GPU ", gpu), " (pipe ",
                                 s.pipe_dir_, ", logs ", s.log_dir_, "; --mps=off to go without)");
   return s;
 }

@@ -23,9 +23,13 @@ class MpsServer {
   // "off". `work`: the campaign's folder (the server's logs go to
   // work/logs/mps; its pipe folder is named after it, under /tmp, since a
   // socket path has at most 107 characters). A server left by a campaign that
-  // was killed -9 in the same folder is stopped first.
+  // was killed -9 in the same folder is stopped first. `gpu` (a
+  // CUDA_VISIBLE_DEVICES value): a server for that GPU alone (the daemon sees
+  // only it, as NVIDIA's guide starts one a GPU; its clients then leave
+  // CUDA_VISIBLE_DEVICES unset), with a pipe folder and logs/mps/gpu<gpu>/ of
+  // its own, where daemon.pid names the control daemon; "": one for all.
   static absl::StatusOr<MpsServer> Start(const std::string& mode, const std::string& work,
-                                         bool uses_cuda);
+                                         bool uses_cuda, const std::string& gpu = "");
 
   MpsServer() = default;
   MpsServer(MpsServer&& other) noexcept;
@@ -51,7 +55,8 @@ class MpsServer {
   std::string description_;
 };
 
-// The pipe folder a campaign in `work` uses (absolute or not: it is resolved).
-std::string MpsPipeDirFor(const std::string& work);
+// The pipe folder a campaign in `work` uses (absolute or not: it is resolved),
+// for `gpu`'s server ("": the one for all GPUs).
+std::string MpsPipeDirFor(const std::string& work, const std::string& gpu = "");
 
 }  // namespace divfuzz::fuzz

@@ -88,7 +88,8 @@ void StatusReporter::Report(double elapsed, int64_t executions, int64_t checked,
 }
 
 void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
-                  double seconds, int restarts, const nlohmann::json& totals, std::ostream& out) {
+                  double seconds, int restarts, const nlohmann::json& totals, std::ostream& out,
+                  const store::Baseline* baseline, const std::string& known_bugs) {
   std::vector<nlohmann::json> index = LoadIndex(findings_dir);
   std::map<std::string, int> by_class, by_tier;
   for (const nlohmann::json& e : index) {
@@ -105,7 +106,24 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
         "checked cases: %d (%.1f/s): the executions and %d value variants in %d batched runs\n",
         cases, seconds > 0 ? cases / seconds : 0.0, cases - executions, batches);
   }
-  out << "buckets: " << index.size() << "\n  by tier: ";
+  out << "buckets: " << index.size() << "\n";
+  if (baseline != nullptr) {
+    // What a CI job gates on: the buckets --baseline does not know.
+    std::map<std::string, int> new_by_tier;
+    int known = 0;
+    for (const nlohmann::json& e : index) {
+      if (baseline->Knows(e)) {
+        ++known;
+      } else {
+        new_by_tier[e.value("tier", "?")]++;
+      }
+    }
+    out << "  against --baseline=" << baseline->path << ": " << (index.size() - known) << " new, "
+        << known << " known; new by tier:";
+    for (const auto& [tier, n] : new_by_tier) out << " " << tier << "=" << n;
+    out << "\n";
+  }
+  out << "  by tier: ";
   for (const auto& [tier, n] : by_tier) out << " " << tier << "=" << n;
   out << "\n  by class:";
   for (const auto& [cls, n] : by_class) out << " " << cls << "=" << n;
@@ -176,13 +194,15 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
               sb = report::SeverityOrder(b.value("severity", ""));
     return sa != sb ? sa < sb : a.value("count", 0) > b.value("count", 0);
   });
-  out << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s\n", "bucket", "severity", "tier", "wrong",
-                         "hits");
+  out << absl::StrFormat("  %-52s %-13s %-10s %-9s %6s%s\n", "bucket", "severity", "tier", "wrong",
+                         "hits", baseline != nullptr ? "  baseline" : "");
   for (const nlohmann::json& e : index) {
-    out << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d\n", e.value("id", ""),
+    out << absl::StrFormat("  %-52s %-13s %-10s %-9s %6d%s\n", e.value("id", ""),
                            e.value("severity", ""), e.value("tier", ""), e.value("wrong_side", ""),
-                           e.value("count", 0));
+                           e.value("count", 0),
+                           baseline != nullptr ? "  " + baseline->StatusOf(e) : "");
   }
+  out << known_bugs;
   // Buckets found as the run ended (or with --repro_seconds=0, or given up by
   // their reducer) have only the fuzzer's program: say how to finish them.
   std::string unminimized;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "store/baseline.h"
 
 namespace divfuzz::fuzz {
 
@@ -30,9 +31,12 @@ class StatusReporter {
 // severe first (report/groups.h; also written to work_dir/groups.txt), then
 // every bucket. Ends with the buckets that have no minimized repro yet, listed
 // one finding folder a line in work_dir/unminimized.txt, and the command that
-// writes them.
+// writes them. With a `baseline` (--baseline) the buckets say new or known and
+// the new ones are counted; `known_bugs`: the lines about the known bugs'
+// replays (fuzz/campaign/baseline_replay.h), printed as they are.
 void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
                   double seconds, int restarts, const nlohmann::json& totals,
-                  std::ostream& out = std::cout);
+                  std::ostream& out = std::cout, const store::Baseline* baseline = nullptr,
+                  const std::string& known_bugs = "");
 
 }  // namespace divfuzz::fuzz

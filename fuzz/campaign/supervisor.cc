@@ -26,6 +26,8 @@
 #include "exec/cuda_variants.h"
 #include "fuzz/campaign/artifact_replay.h"
 #include "fuzz/campaign/artifact_triage.h"
+#include "fuzz/campaign/baseline_replay.h"
+#include "fuzz/campaign/gpu_groups.h"
 #include "fuzz/campaign/reduction_queue.h"
 #include "fuzz/campaign/restart_corpus.h"
 #include "fuzz/campaign/spawn.h"
@@ -70,22 +72,80 @@ std::string DeathReason(int status) {
 class Supervisor {
  public:
   Supervisor(std::string work, CampaignConfig config, CampaignState state, FailOn fail_on,
-             MpsServer mps)
+             std::vector<MpsServer> mps)
       : mps_(std::move(mps)),
         work_(std::move(work)),
         config_(std::move(config)),
         state_(std::move(state)),
         fail_on_(std::move(fail_on)),
         buckets_before_(BucketCounts(config_.findings)),
+        baseline_(LoadBaselineOrEmpty(config_.baseline)),
         restarts_before_(state_.restarts),
         corrupt_lines_before_(CorruptLines()),
         slots_(config_.workers),
         status_(work_, config_.findings),
         repros_(config_.findings, work_, config_.repro_seconds, ReproJobs()),
         triage_({work_ + "/crashes", config_.findings, config_.targets, config_.timeout,
-                 config_.variants, /*outside_mps=*/mps_.running()},
+                 config_.variants, /*outside_mps=*/AnyMps()},
                 state_.handled_artifacts, state_.quarantine) {
-    repros_.set_outside_mps(mps_.running());
+    repros_.set_outside_mps(AnyMps());
+    groups_ = GroupSlotsByGpu(config_.gpus);
+    slot_group_ = GroupOfSlot(groups_, slots_.size());
+    // One GPU keeps the one server for all (cmd_campaign starts one a GPU
+    // only for two or more).
+    per_gpu_mps_ = groups_.size() > 1 && mps_.size() == groups_.size();
+    if (mps_.empty()) mps_.emplace_back();
+    mps_faults_.assign(mps_.size(), false);
+    mps_restarts_.assign(mps_.size(), 0);
+    short_lived_mps_.assign(mps_.size(), 0);
+    last_mps_restart_.assign(mps_.size(), Clock::time_point{});
+    restarts_by_slot_.assign(slots_.size(), 0);
+  }
+
+  bool AnyMps() const {
+    for (const MpsServer& m : mps_) {
+      if (m.running()) return true;
+    }
+    return false;
+  }
+
+  // The server slot i's worker joins: its GPU's (one MPS server a GPU), or
+  // the one for all.
+  size_t MpsIndexOf(size_t slot) const {
+    return per_gpu_mps_ && slot < slot_group_.size() && slot_group_[slot] >= 0
+               ? static_cast<size_t>(slot_group_[slot])
+               : 0;
+  }
+
+  // Checked by the command before the campaign starts.
+  static store::Baseline LoadBaselineOrEmpty(const std::string& path) {
+    absl::StatusOr<store::Baseline> b = store::LoadBaseline(path);
+    if (!b.ok()) std::cerr << "divfuzz campaign: " << b.status().message() << "\n";
+    return b.ok() ? *std::move(b) : store::Baseline{};
+  }
+
+  // --baseline: the index says new or known, and the known bugs' programs
+  // are replayed (which are gone?). Returns the summary's lines about them.
+  std::string CheckBaseline() {
+    if (baseline_.empty()) return "";
+    std::vector<nlohmann::json> index;
+    if (auto store = store::FindingsStore::Open(config_.findings); store.ok()) {
+      if (auto loaded = (*store)->Load(); loaded.ok()) index = *std::move(loaded);
+      std::map<std::string, std::string> marks;
+      for (const nlohmann::json& e : index) marks[e.value("id", "")] = baseline_.StatusOf(e);
+      if (absl::Status s = (*store)->Annotate("baseline", marks); !s.ok()) {
+        std::cerr << "divfuzz campaign: marking buckets new or known failed: " << s.message()
+                  << "\n";
+      }
+    }
+    const std::vector<KnownBugCheck> checks =
+        ReplayKnownBugs(baseline_, index, config_.targets, config_.timeout, work_ + "/logs",
+                        std::cout);
+    if (absl::Status s = WriteKnownBugChecks(work_ + "/baseline_check.json", baseline_.path, checks);
+        !s.ok()) {
+      std::cerr << "divfuzz campaign: " << s.message() << "\n";
+    }
+    return KnownBugChecksText(checks);
   }
 
   // Reducers share the cores with the workers: one per 8 cores by default.
@@ -132,7 +192,9 @@ class Supervisor {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Reap();
-      if (mps_fault_) RestartMpsClients();
+      for (size_t g = 0; g < mps_faults_.size(); ++g) {
+        if (mps_faults_[g]) RestartMpsClients(g);
+      }
       Watch();
       TakeTriage();
       if (config_.repro_seconds > 0 && !stop_requested) repros_.Poll();
@@ -189,7 +251,7 @@ class Supervisor {
                 << " worker-killing input(s) not replayed before the end; --resume=" << work_
                 << " replays them first\n";
     }
-    mps_.Stop();  // every client is gone
+    for (MpsServer& m : mps_) m.Stop();  // every client is gone
     state_.elapsed_seconds = elapsed();
     Checkpoint();  // also merges the last sampled corpora
     ::rmdir((work_ + "/restart-corpus").c_str());  // empty by now
@@ -208,9 +270,12 @@ class Supervisor {
                                      per[i] / state_.elapsed_seconds);
       }
       std::cout << "\n";
+      PrintPerGpu(per);
     }
+    const std::string known_bugs = cut_short ? "" : CheckBaseline();
     PrintSummary(config_.findings, work_, totals.value("executions", int64_t{0}),
-                 state_.elapsed_seconds, state_.restarts, totals);
+                 state_.elapsed_seconds, state_.restarts, totals, std::cout,
+                 baseline_.empty() ? nullptr : &baseline_, known_bugs);
     if (const int64_t moved = CorruptLines() - corrupt_lines_before_; moved > 0) {
       std::cerr << "divfuzz campaign: " << moved << " corrupt line(s) of " << config_.findings
                 << "/index.jsonl were set aside into " << config_.findings
@@ -275,8 +340,19 @@ class Supervisor {
       env["DIVFUZZ_TARGETS"] = *t;
     }
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
-    if (mps_.running()) env["DIVFUZZ_ON_MPS"] = "1";
-    s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true});
+    std::vector<std::string> unset;
+    const MpsServer& mps = mps_[MpsIndexOf(i)];
+    if (mps.running()) {
+      env["DIVFUZZ_ON_MPS"] = "1";
+      env["CUDA_MPS_PIPE_DIRECTORY"] = mps.pipe_dir();
+      // A GPU's own server sees that GPU alone; its clients name none
+      // (NVIDIA's MPS guide).
+      if (per_gpu_mps_) {
+        env.erase("CUDA_VISIBLE_DEVICES");
+        unset.push_back("CUDA_VISIBLE_DEVICES");
+      }
+    }
+    s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true, unset});
     s.sequence = 0;
     s.since = Clock::now();
     s.wedged = false;
@@ -324,18 +400,22 @@ class Supervisor {
         continue;
       }
       ++state_.restarts;
-      if (mps_.running() && WIFEXITED(status) && WEXITSTATUS(status) == kExitMpsFault) {
+      ++restarts_by_slot_[i];
+      const size_t m = MpsIndexOf(i);
+      if (mps_[m].running() && WIFEXITED(status) && WEXITSTATUS(status) == kExitMpsFault) {
         std::cout << "divfuzz campaign: worker " << i
-                  << " met a CUDA fault on the MPS server (log: " << s.log << ")\n";
+                  << " met a CUDA fault on the MPS server"
+                  << (per_gpu_mps_ ? " of GPU " + groups_[m].gpu : "") << " (log: " << s.log
+                  << ")\n";
         SaveInflight(i, kMpsFaultPrefix);
-        mps_fault_ = true;
+        mps_faults_[m] = true;
         WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
         triage_.Request();
         continue;
       }
       // After a fault the server takes no new client until all have gone.
-      if (mps_.running() && WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) {
-        mps_fault_ = true;
+      if (mps_[m].running() && WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) {
+        mps_faults_[m] = true;
       }
       if (WIFEXITED(status) && WEXITSTATUS(status) == kExitCannotRun) ++startup_failures_;
       std::cout << "divfuzz campaign: worker " << i << " died: " << DeathReason(status)
@@ -355,11 +435,22 @@ class Supervisor {
   // start again. Replays and reducers run away from it.
   // Three restarts in a row that did not last 15 s: the campaign goes on
   // without MPS.
-  void RestartMpsClients() {
-    mps_fault_ = false;
-    for (size_t i = 0; i < slots_.size(); ++i) {
+  void RestartMpsClients(size_t m) {
+    mps_faults_[m] = false;
+    // Only this server's clients: with one server a GPU, the other GPUs'
+    // workers go on (fuzz/campaign/gpu_groups.h).
+    std::vector<bool> alive(slots_.size());
+    for (size_t i = 0; i < slots_.size(); ++i) alive[i] = slots_[i].pid > 0;
+    std::vector<size_t> victims;
+    if (per_gpu_mps_) {
+      victims = SlotsToRestart(groups_, m, alive);
+    } else {
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (alive[i]) victims.push_back(i);
+      }
+    }
+    for (size_t i : victims) {
       Slot& s = slots_[i];
-      if (s.pid <= 0) continue;
       kill(s.pid, SIGKILL);
       waitpid(s.pid, nullptr, 0);
       s.pid = -1;
@@ -372,26 +463,48 @@ class Supervisor {
     }
     WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
     triage_.Request();
-    mps_.Stop();
+    mps_[m].Stop();
     const auto now = Clock::now();
-    short_lived_mps_ = now - last_mps_restart_ < std::chrono::seconds(15) ? short_lived_mps_ + 1 : 0;
-    last_mps_restart_ = now;
-    ++mps_restarts_;
-    unsetenv("CUDA_MPS_PIPE_DIRECTORY");  // else Start sees it as the user's server
+    short_lived_mps_[m] =
+        now - last_mps_restart_[m] < std::chrono::seconds(15) ? short_lived_mps_[m] + 1 : 0;
+    last_mps_restart_[m] = now;
+    ++mps_restarts_[m];
+    const std::string gpu = per_gpu_mps_ ? groups_[m].gpu : "";
+    if (!per_gpu_mps_) unsetenv("CUDA_MPS_PIPE_DIRECTORY");  // else Start sees it as the user's
     absl::StatusOr<MpsServer> again =
-        short_lived_mps_ >= 3 ? absl::UnavailableError("it failed again within 15 s three times")
-                              : MpsServer::Start("on", work_, /*uses_cuda=*/true);
+        short_lived_mps_[m] >= 3 ? absl::UnavailableError("it failed again within 15 s three times")
+                                 : MpsServer::Start("on", work_, /*uses_cuda=*/true, gpu);
+    const std::string which = gpu.empty() ? "the MPS server" : "GPU " + gpu + "'s MPS server";
     if (again.ok()) {
-      mps_ = *std::move(again);
-      setenv("CUDA_MPS_PIPE_DIRECTORY", mps_.pipe_dir().c_str(), 1);
-      std::cout << "divfuzz campaign: a CUDA fault reached the MPS server's clients: restarted "
-                   "the server and its workers ("
-                << mps_restarts_ << " so far)\n";
+      mps_[m] = *std::move(again);
+      if (!per_gpu_mps_) setenv("CUDA_MPS_PIPE_DIRECTORY", mps_[m].pipe_dir().c_str(), 1);
+      std::cout << "divfuzz campaign: a CUDA fault reached the clients of " << which
+                << ": restarted it and its " << victims.size() << " worker(s) ("
+                << mps_restarts_[m] << " so far)\n";
     } else {
-      std::cout << "divfuzz campaign: the MPS server cannot be restarted ("
+      std::cout << "divfuzz campaign: " << which << " cannot be restarted ("
                 << again.status().message()
-                << "); going on without it, the workers time-sliced on the GPU\n";
+                << "); going on without it, its workers time-sliced on the GPU\n";
     }
+  }
+
+  // One line a GPU: its workers' exec/s, restarts and MPS restarts (what
+  // scripts/gpu/multi_gpu.sh reads).
+  void PrintPerGpu(const std::vector<int64_t>& per_worker) const {
+    if (groups_.size() < 2 || state_.elapsed_seconds <= 0) return;
+    std::cout << "divfuzz campaign: per GPU:";
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      int64_t executions = 0;
+      int restarts = 0;
+      for (size_t i : groups_[g].slots) {
+        if (i < per_worker.size()) executions += per_worker[i];
+        restarts += restarts_by_slot_[i];
+      }
+      std::cout << absl::StrFormat(" gpu%s=%.1f/s,%d restarts,%d mps restarts;", groups_[g].gpu,
+                                   executions / state_.elapsed_seconds, restarts,
+                                   per_gpu_mps_ ? mps_restarts_[g] : mps_restarts_[0]);
+    }
+    std::cout << "\n";
   }
 
   // What the background triage learned since last time: the ops to
@@ -501,15 +614,23 @@ class Supervisor {
       return kExitCannotRun;
     }
     if (fail_on_.max_order < 0) return kExitClean;
+    std::vector<nlohmann::json> known;
     const std::vector<nlohmann::json> hit =
-        BucketsHitAtOrAbove(fail_on_, buckets_before_, config_.findings);
+        BucketsHitAtOrAbove(fail_on_, buckets_before_, config_.findings, &baseline_, &known);
+    // Known ones are named, but do not fail the run.
+    const std::string known_text =
+        known.empty() ? ""
+                      : absl::StrCat(" (", known.size(), " known bucket(s) of --baseline hit too, "
+                                     "not counted)");
+    const std::string what = baseline_.empty() ? "" : "new ";
     if (hit.empty()) {
-      std::cout << "fail_on=" << fail_on_.name << ": no bucket at or above " << fail_on_.name
-                << " was hit in this run (exit 0)\n";
+      std::cout << "fail_on=" << fail_on_.name << ": no " << what << "bucket at or above "
+                << fail_on_.name << " was hit in this run" << known_text << " (exit 0)\n";
       return kExitClean;
     }
-    std::cout << "fail_on=" << fail_on_.name << ": " << hit.size() << " bucket(s) at or above "
-              << fail_on_.name << " hit in this run (exit 1):";
+    std::cout << "fail_on=" << fail_on_.name << ": " << hit.size() << " " << what
+              << "bucket(s) at or above " << fail_on_.name << " hit in this run" << known_text
+              << " (exit 1):";
     for (const nlohmann::json& e : hit) {
       std::cout << " " << e.value("id", "") << " [" << e.value("severity", "") << "]";
     }
@@ -533,19 +654,27 @@ class Supervisor {
     return found.empty() ? "it could not record a finding in the findings store" : found;
   }
 
-  MpsServer mps_;  // first: it outlives every process that uses it
+  // First: they outlive every process that uses them. One a GPU group, or
+  // one (perhaps not running) for all.
+  std::vector<MpsServer> mps_;
   std::string work_;
   CampaignConfig config_;
   CampaignState state_;
   FailOn fail_on_;
   std::map<std::string, int64_t> buckets_before_;
+  store::Baseline baseline_;  // --baseline; empty without
   int restarts_before_ = 0;
   int64_t corrupt_lines_before_ = 0;
   std::string store_failure_;  // set when a worker could not record a finding
   int startup_failures_ = 0;   // workers of this run that exited 2 (could not start)
-  bool mps_fault_ = false;     // a worker met a CUDA fault on the MPS server
-  int mps_restarts_ = 0, short_lived_mps_ = 0;
-  Clock::time_point last_mps_restart_{};
+  // Per server (mps_): a worker met a CUDA fault on it; its restarts.
+  std::vector<bool> mps_faults_;
+  std::vector<int> mps_restarts_, short_lived_mps_;
+  std::vector<Clock::time_point> last_mps_restart_;
+  std::vector<GpuGroup> groups_;  // the slots of each GPU
+  std::vector<int> slot_group_;   // slot -> group
+  bool per_gpu_mps_ = false;      // mps_[g] serves groups_[g]
+  std::vector<int> restarts_by_slot_;
   std::vector<Slot> slots_;
   StatusReporter status_;
   ReproQueue repros_;
@@ -556,7 +685,7 @@ class Supervisor {
 }  // namespace
 
 int SuperviseCampaign(std::string work, CampaignConfig config, CampaignState state,
-                      FailOn fail_on, MpsServer mps) {
+                      FailOn fail_on, std::vector<MpsServer> mps) {
   return Supervisor(std::move(work), std::move(config), std::move(state), std::move(fail_on),
                     std::move(mps))
       .Run();

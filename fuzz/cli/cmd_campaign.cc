@@ -15,6 +15,7 @@
 #include "exec/cuda_variants.h"
 #include "exec/executor.h"
 #include "fuzz/campaign/fail_on.h"
+#include "fuzz/campaign/gpu_groups.h"
 #include "fuzz/campaign/mps_server.h"
 #include "fuzz/campaign/preflight.h"
 #include "fuzz/campaign/state.h"
@@ -25,6 +26,7 @@
 #include "fuzz/exit_codes.h"
 #include "fuzz/flags.h"
 #include "oracles/policy.h"
+#include "store/baseline.h"
 
 namespace divfuzz::fuzz {
 namespace {
@@ -128,6 +130,13 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
       return p.status();
     }
     c.policy = fs::absolute(c.policy, ec).string();
+  }
+  if (!c.baseline.empty()) {
+    // A bad id file fails here, with its file:line, before anything runs.
+    if (absl::StatusOr<store::Baseline> b = store::LoadBaseline(c.baseline); !b.ok()) {
+      return b.status();
+    }
+    c.baseline = fs::absolute(c.baseline, ec).string();
   }
   if (c.timeout < 1 || c.rss_limit_mb < 0 || c.memory_budget_mb < 1) {
     return absl::InvalidArgumentError(
@@ -306,17 +315,37 @@ int RunCampaign(const std::vector<std::string>& args) {
                                     : absl::StrCat(" on GPU(s) ", absl::StrJoin(config.gpus, ",")))
             << ", findings " << config.findings << "/, work " << work << "/"
             << (fail_on->max_order >= 0 ? ", fail_on=" + fail_on->name : "") << "\n";
-  absl::StatusOr<MpsServer> mps =
-      MpsServer::Start(absl::GetFlag(FLAGS_mps), work, absl::StrContains(config.targets, "cuda"));
-  if (!mps.ok()) {
-    std::cerr << "divfuzz campaign: " << mps.status().message() << "\n";
-    return kExitCannotRun;
+  const bool uses_cuda = absl::StrContains(config.targets, "cuda");
+  std::vector<MpsServer> servers;
+  const std::vector<GpuGroup> groups = GroupSlotsByGpu(config.gpus);
+  const char* theirs = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  if (uses_cuda && groups.size() > 1 && absl::GetFlag(FLAGS_mps) != "off" &&
+      (theirs == nullptr || *theirs == '\0')) {
+    // One server a GPU: a fault on one stops only that GPU's workers.
+    for (const GpuGroup& g : groups) {
+      absl::StatusOr<MpsServer> mps = MpsServer::Start(absl::GetFlag(FLAGS_mps), work, true, g.gpu);
+      if (!mps.ok()) {
+        std::cerr << "divfuzz campaign: " << mps.status().message() << "\n";
+        return kExitCannotRun;
+      }
+      if (!mps->description().empty()) {
+        std::cout << "divfuzz campaign: " << mps->description() << "\n";
+      }
+      servers.push_back(*std::move(mps));
+    }
+  } else {
+    absl::StatusOr<MpsServer> mps = MpsServer::Start(absl::GetFlag(FLAGS_mps), work, uses_cuda);
+    if (!mps.ok()) {
+      std::cerr << "divfuzz campaign: " << mps.status().message() << "\n";
+      return kExitCannotRun;
+    }
+    if (!mps->description().empty()) std::cout << "divfuzz campaign: " << mps->description() << "\n";
+    // Workers, reducers and replays inherit it, as OMP_NUM_THREADS.
+    if (mps->running()) setenv("CUDA_MPS_PIPE_DIRECTORY", mps->pipe_dir().c_str(), 1);
+    servers.push_back(*std::move(mps));
   }
-  if (!mps->description().empty()) std::cout << "divfuzz campaign: " << mps->description() << "\n";
-  // Workers, reducers and replays inherit it, as OMP_NUM_THREADS.
-  if (mps->running()) setenv("CUDA_MPS_PIPE_DIRECTORY", mps->pipe_dir().c_str(), 1);
   return SuperviseCampaign(work, std::move(config), std::move(state), *std::move(fail_on),
-                           *std::move(mps));
+                           std::move(servers));
 }
 
 }  // namespace divfuzz::fuzz

@@ -12,7 +12,10 @@
 #include "fuzz/cli/commands.h"
 #include "fuzz/flags.h"
 #include "nlohmann/json.hpp"
+#include "fuzz/campaign/baseline_replay.h"
 #include "report/report.h"
+#include "store/baseline.h"
+#include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
 namespace {
@@ -50,7 +53,35 @@ int RunReport(const std::vector<std::string>& args) {
     options.findings_dir = absl::GetFlag(FLAGS_findings);
   }
   options.out = absl::GetFlag(FLAGS_out);
-  ReportCorruptIndexLines(FindingsOfWorkFolder(options.work_dir, options.findings_dir), "report");
+  const std::string findings_dir = FindingsOfWorkFolder(options.work_dir, options.findings_dir);
+  ReportCorruptIndexLines(findings_dir, "report");
+  if (const std::string path = absl::GetFlag(FLAGS_baseline); !path.empty()) {
+    // The explicit step: mark new or known, replay the known bugs.
+    absl::StatusOr<store::Baseline> baseline = store::LoadBaseline(path);
+    if (!baseline.ok()) {
+      std::cerr << "divfuzz report: " << baseline.status().message() << "\n";
+      return 2;
+    }
+    std::vector<nlohmann::json> index;
+    if (auto store = store::FindingsStore::Open(findings_dir); store.ok()) {
+      if (auto loaded = (*store)->Load(); loaded.ok()) index = *std::move(loaded);
+      std::map<std::string, std::string> marks;
+      for (const nlohmann::json& e : index) marks[e.value("id", "")] = baseline->StatusOf(e);
+      if (absl::Status s = (*store)->Annotate("baseline", marks); !s.ok()) {
+        std::cerr << "divfuzz report: marking buckets new or known failed: " << s.message() << "\n";
+      }
+    }
+    const std::vector<KnownBugCheck> checks = ReplayKnownBugs(
+        *baseline, index, ResolveTargets(absl::GetFlag(FLAGS_targets)),
+        absl::GetFlag(FLAGS_timeout), options.work_dir + "/logs", std::cerr);
+    if (absl::Status s =
+            WriteKnownBugChecks(options.work_dir + "/baseline_check.json", baseline->path, checks);
+        !s.ok()) {
+      std::cerr << "divfuzz report: " << s.message() << "\n";
+      return 2;
+    }
+    std::cout << KnownBugChecksText(checks);
+  }
   absl::StatusOr<std::string> written = report::WriteReport(options);
   if (!written.ok()) {
     std::cerr << "divfuzz report: " << written.status().message() << "\n";

@@ -2,10 +2,40 @@
 // into the divfuzz tool (LLVMFuzzerRunDriver), which find them by name.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "fuzz/harness/harness.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
+namespace {
+
+// OSS-Fuzz and ClusterFuzz run a fuzz target with no environment of ours:
+// `<binary>.env` beside it (.clusterfuzzlite/build.sh writes one) sets
+// DIVFUZZ_* variables not already set, one NAME=VALUE a line; a relative
+// DIVFUZZ_BASELINE is relative to the binary's folder.
+void LoadEnvBesideBinary(const char* argv0) {
+  if (argv0 == nullptr) return;
+  const std::string binary = argv0;
+  std::ifstream in(binary + ".env");
+  const size_t slash = binary.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : binary.substr(0, slash);
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (line.rfind("DIVFUZZ_", 0) != 0 || eq == std::string::npos) continue;
+    const std::string name = line.substr(0, eq);
+    std::string value = line.substr(eq + 1);
+    if (name == "DIVFUZZ_BASELINE" && !value.empty() && value[0] != '/') {
+      value = folder + "/" + value;
+    }
+    setenv(name.c_str(), value.c_str(), /*overwrite=*/0);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  if (argc != nullptr && *argc > 0 && argv != nullptr) LoadEnvBesideBinary((*argv)[0]);
   divfuzz::fuzz::GlobalHarness();
   return 0;
 }

@@ -42,6 +42,7 @@
 #include "oracles/nan_rule.h"
 #include "oracles/triage.h"
 #include "store/findings_store.h"
+#include "store/root_cause_group.h"
 
 namespace divfuzz::fuzz {
 namespace {
@@ -170,6 +171,13 @@ HarnessConfig ConfigFromEnvironment() {
       std::exit(2);
     }
     c.policy = *policy;
+  }
+  c.abort_on_bug = settings->abort_on_bug;
+  if (absl::StatusOr<store::Baseline> b = store::LoadBaseline(settings->baseline); b.ok()) {
+    c.baseline = *std::move(b);
+  } else {
+    std::cerr << "divfuzz: DIVFUZZ_BASELINE: " << b.status().message() << "\n";
+    std::exit(2);
   }
   c.policy.cuda_tf32 = settings->tf32;
   exec::SetDeferredTransfers(settings->deferred_transfers);
@@ -435,6 +443,20 @@ void Harness::CountRoot(const oracles::Divergence& d) {
 bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& verdict,
                          const oracles::Divergence& d, const std::string& text) {
   const std::string signature = oracles::Signature(d);
+  // Before the store is asked: ClusterFuzz reruns the input and it must abort
+  // again, whatever an earlier run recorded.
+  if (config_.abort_on_bug && d.tier == "bug") {
+    store::FindingHit bug;
+    bug.signature = signature;
+    bug.root_op = d.op;
+    bug.dtype = d.dtype;
+    bug.divergence_class = std::string(oracles::ClassName(d.cls));
+    bug.wrong_side = d.wrong_side;
+    bug.tier = d.tier;
+    bug.detail = {{"expected_rule", d.expected_rule}, {"witness", d.witness},
+                  {"trigger", d.trigger}};
+    AbortOnNewBug(bug, store::FindingsStore::MakeId(bug));
+  }
   if (IsKnown(signature)) {
     ++state_->pending_hits[signature];
     return false;
@@ -478,6 +500,23 @@ bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& 
   std::cerr << "divfuzz: NEW finding " << r->id << " [" << d.tier << ", wrong: " << d.wrong_side
             << "]: " << d.detail << "\n";
   return true;
+}
+
+void Harness::AbortOnNewBug(const store::FindingHit& hit, const std::string& id) {
+  nlohmann::json entry = {{"id", id},           {"root_op", hit.root_op},
+                          {"class", hit.divergence_class}, {"tier", hit.tier},
+                          {"wrong_side", hit.wrong_side},  {"detail", hit.detail}};
+  entry["group"] = store::RootCauseKeyOf(entry).Id();
+  if (config_.baseline.Knows(entry)) return;
+  // The bucket id is stable across hosts and builds; ClusterFuzz's stack
+  // analyzer reads glibc's assertion form into the crash state, so each
+  // bucket is a crash of its own there, not one "abort" for all.
+  std::cerr << "divfuzz: bug-tier divergence in bucket " << id << " (group "
+            << entry["group"].get<std::string>() << ")\n"
+            << "divfuzz: " << __FILE__ << ":" << __LINE__
+            << ": AbortOnNewBug: Assertion `no bug-tier divergence: " << id << "' failed.\n"
+            << std::flush;
+  std::abort();
 }
 
 void Harness::WriteReproPy(const graph::Program& program, const oracles::Verdict& verdict,

@@ -16,6 +16,8 @@
 #include "ops/infer.h"
 #include "oracles/policy.h"
 #include "oracles/verdict.h"
+#include "store/baseline.h"
+#include "store/findings_store.h"
 
 namespace divfuzz::fuzz {
 
@@ -61,6 +63,10 @@ struct HarnessConfig {
   // client, so a worker that meets one records nothing and exits
   // kExitMpsFault; the supervisor replays its input alone.
   bool on_mps = false;
+  // OSS-Fuzz mode (--abort_on_bug): a bug-tier root not in `baseline` is
+  // recorded, then aborts the process with a message naming its bucket.
+  bool abort_on_bug = false;
+  store::Baseline baseline;
   oracles::Policy policy = oracles::DefaultPolicy();
   // Where each input is recorded while it runs (fuzz/harness/inflight.h); the
   // campaign sets it per worker. Empty: not recorded.
@@ -140,6 +146,8 @@ class Harness {
   // `text` (the program) and its repro.py. True for a bucket new to the store.
   bool RecordRoot(const graph::Program& program, const oracles::Verdict& verdict,
                   const oracles::Divergence& d, const std::string& text);
+  // --abort_on_bug: aborts naming the bucket unless the baseline knows it.
+  void AbortOnNewBug(const store::FindingHit& hit, const std::string& id);
   void WriteReproPy(const graph::Program& program, const oracles::Verdict& verdict,
                     const oracles::Divergence& d, const std::string& id);
   // `bad` poisoned its CUDA context: files the crash bucket of the node that
