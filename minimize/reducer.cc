@@ -26,6 +26,17 @@
 namespace divfuzz::minimize {
 namespace {
 
+// Nodes that raised because their arguments do not fit the schema, on either side.
+int BadArgumentNodes(const Evaluation& e) {
+  int n = 0;
+  for (const exec::RunResult* r : {&e.a, &e.b}) {
+    for (const exec::NodeResult& node : r->nodes) {
+      if (node.error && node.error->kind == exec::NodeError::Kind::kBadArguments) ++n;
+    }
+  }
+  return n;
+}
+
 using Clock = std::chrono::steady_clock;
 
 exec::RunResult RunWith(const Runner& runner, const graph::Program& program,
@@ -222,6 +233,11 @@ class Reducer : public ReductionContext {
         options_.evaluate ? options_.evaluate(candidate)
                           : Evaluate(candidate, options_, signature_, tier_, required_hits_);
     if (!e.ok() || !e->found) return false;
+    // A candidate whose arguments no longer fit a schema (a required scalar
+    // dropped) raises on both sides, and a gradient statement over that
+    // node's missing result still diverges: it would leave a program no
+    // repro can run (run G's add.Scalar(%v) without `other`).
+    if (BadArgumentNodes(*e) > BadArgumentNodes(eval_)) return false;
     program_ = candidate;
     eval_ = std::move(*e);
     ++current_->accepted;

@@ -1,5 +1,7 @@
 #include <ATen/ops/isinf.h>
 
+#include <cmath>
+
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -29,6 +31,25 @@ output %d
   EXPECT_EQ(ref.nodes[1].outputs[0].item<float>(), 1.0f);
   EXPECT_EQ(ref.nodes[1].exact[0].scalar_type(), at::kDouble);
   EXPECT_EQ(ref.nodes[1].exact[0].item<double>(), 1.0);
+}
+
+// rms_norm's eps=None is the epsilon of its input's opmath dtype: the float64
+// reference keeps the program's (1.19e-7 for f32), not float64's 2.2e-16,
+// which would normalize 1e-5 to 1 where the f32 call gives 0.029.
+TEST(Executor, ReferenceKeepsRmsNormsDefaultEpsilon) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[1,2] = fill(0.00001)
+%y = aten::rms_norm(%x, [2])
+output %y
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult cpu = exec::Run(p, types, Target::kCpu);
+  RunResult ref = exec::Run(p, types, Target::kCpuF64);
+  ASSERT_FALSE(cpu.nodes[0].error) << cpu.nodes[0].error->message;
+  ASSERT_FALSE(ref.nodes[0].error) << ref.nodes[0].error->message;
+  const double want = 1e-5 / std::sqrt(1e-10 + 1.1920928955078125e-07);
+  EXPECT_NEAR(cpu.nodes[0].outputs[0].view(-1)[0].item<float>(), want, 1e-6);
+  EXPECT_NEAR(ref.nodes[0].exact[0].view(-1)[0].item<double>(), want, 1e-9);
 }
 
 TEST(Executor, ErrorsAreCapturedAndDependentsSkipped) {

@@ -233,6 +233,36 @@ TEST(GradientReducer, ShrinksAPaddedGradientProgramAndKeepsItValid) {
   EXPECT_THAT(graph::PrintProgram(m), Not(HasSubstr("aten::mul")));
 }
 
+// A side branch whose node raises on both sides leaves the gradient's
+// divergence as it was: the attributes pass must not drop a required scalar
+// (add.Scalar's `other`), or min.dfz holds a call no repro can make.
+TEST(GradientReducer, KeepsRequiredScalarsOfNodesBesideTheFinding) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[4] = values(90.0, 1.0, 2.0, -3.0)
+input %v: f32[4] = values(0.01, 0.5, 0.25, 0.125)
+%y = aten::sinh(%x)
+%b = aten::add.Scalar(%x, 2.0)
+%c = aten::atan(%b)
+%gx = autograd::grad(%y, [%x], grad_outputs=%v)
+output %gx, %c
+)");
+  ReduceOptions o;
+  o.target_a = exec::Target::kCpu;
+  o.target_b = exec::Target::kCpuF64;
+  o.max_seconds = 60;
+  o.passes = {"attributes"};
+  absl::StatusOr<ReduceResult> r = Reduce(p, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string text = graph::PrintProgram(r->program);
+  EXPECT_THAT(text, HasSubstr("aten::add.Scalar(%x, ")) << text;
+  const exec::RunResult run =
+      exec::Run(r->program, MustInfer(r->program), exec::Target::kCpu);
+  for (const exec::NodeResult& n : run.nodes) {
+    EXPECT_FALSE(n.error && n.error->kind == exec::NodeError::Kind::kBadArguments)
+        << n.error->message << "\n" << text;
+  }
+}
+
 // A divergence planted at the gradient statement itself (no backward kernel
 // singles it out): the pass drops the extra input and output and turns the
 // computed cotangent into ones.

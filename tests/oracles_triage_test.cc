@@ -379,6 +379,24 @@ TEST(ExpectedRules, FloatToIntCastsOutOfRange) {
   EXPECT_NE(real.tier, "expected");
 }
 
+// to.other and type_as take the integer dtype from another tensor (run G's
+// inf to int64 through to.other: CPU INT64_MIN, CUDA INT64_MAX, pytorch#180159).
+TEST(ExpectedRules, FloatToIntCastsThroughAnotherTensorsDtype) {
+  auto bump = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1); };
+  for (const char* op : {"aten::to.other", "aten::type_as"}) {
+    Divergence ub = Planted(absl::StrCat("divfuzz v1\ninput %x: f32[2] = values(inf, 1.5)\n"
+                                         "input %i: i64[2] = values(1, 2)\n%y = ",
+                                         op, "(%x, %i)\noutput %y\n"),
+                            bump);
+    EXPECT_EQ(ub.expected_rule, "float_to_int_casts") << op << ": " << ub.reason;
+    Divergence real = Planted(absl::StrCat("divfuzz v1\ninput %x: f32[2] = values(7.0, 1.5)\n"
+                                           "input %i: i64[2] = values(1, 2)\n%y = ",
+                                           op, "(%x, %i)\noutput %y\n"),
+                              bump);
+    EXPECT_NE(real.tier, "expected") << op;
+  }
+}
+
 TEST(ExpectedRules, IllConditionedLinearAlgebra) {
   auto nudge = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(0.5); };
   // Pivot 3: its reciprocal rounds, so elimination rounds (a power-of-two

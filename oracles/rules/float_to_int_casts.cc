@@ -21,14 +21,27 @@ using graph::Literal;
 
 namespace {
 
-std::optional<RuleMatch> FloatToIntCast(const Context& c) {
-  if (c.spec.rule != ops::Rule::kCast) return std::nullopt;
-  const at::Tensor x = c.Input(0);
-  const Literal* to = ops::FindArg(c.node, 1, "dtype");
-  if (!x.defined() || to == nullptr || to->kind != Literal::Kind::kDType ||
-      !graph::IsIntegral(to->dtype)) {
-    return std::nullopt;
+// The integer dtype a cast converts to: its dtype= argument, or, for the
+// casts that take it from another tensor (to.other, type_as), its result's.
+std::optional<graph::DType> CastTarget(const Context& c) {
+  if (const Literal* to = ops::FindArg(c.node, 1, "dtype");
+      to != nullptr && to->kind == Literal::Kind::kDType && c.spec.rule == ops::Rule::kCast) {
+    return to->dtype;
   }
+  const std::string op = c.node.QualifiedName();
+  const bool from_other = op == "aten::to.other" || op == "aten::type_as";
+  if (!from_other || c.node.results.empty()) return std::nullopt;
+  auto it = c.types.find(c.node.results[0]);
+  if (it == c.types.end()) return std::nullopt;
+  return it->second.dtype;
+}
+
+std::optional<RuleMatch> FloatToIntCast(const Context& c) {
+  const std::optional<graph::DType> target = CastTarget(c);
+  const at::Tensor x = c.Input(0);
+  if (!x.defined() || !target || !graph::IsIntegral(*target)) return std::nullopt;
+  const Literal to_literal = Literal::OfDType(*target);
+  const Literal* to = &to_literal;
   auto it = c.types.find(c.node.args[0].value.s);
   if (it == c.types.end() || !graph::IsFloating(it->second.dtype)) return std::nullopt;
   const at::Tensor bad = at::logical_or(
