@@ -1,0 +1,44 @@
+// A deliberately hanging plugin for the isolated lane's tests (loaded with
+// --plugins): aten::linalg_matrix_exp's CPU kernel, on a float32 matrix whose
+// 1-norm is not finite, loops forever, as CUDA's matrix_exp does when the
+// number of squarings is an undefined cast of an infinite norm. divfuzz
+// declines such a node (exec/index_precheck.h, kFiniteMatrixNorm), so only
+// the campaign's isolated lane ever runs it: there it must become a hang
+// finding within --isolated_timeout while the workers go on.
+// Every other call computes exp(A) by a truncated Taylor series after
+// scaling (the same code for every dtype, so cpu and cpu-f64 agree).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/eye.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/matmul.h>
+#include <torch/library.h>
+#include <unistd.h>
+
+#include <cmath>
+
+namespace {
+
+at::Tensor MatrixExpHangsOnAnInfiniteNorm(const at::Tensor& self) {
+  const at::Tensor norm = at::abs(self).sum(-2).amax(-1);
+  if (self.scalar_type() == at::kFloat && !at::isfinite(norm).all().item<bool>()) {
+    for (;;) sleep(1);
+  }
+  const double largest = self.numel() == 0 ? 0 : norm.max().item<double>();
+  const int squarings =
+      std::isfinite(largest) && largest > 0.5 ? static_cast<int>(std::ceil(std::log2(largest))) + 1 : 0;
+  const at::Tensor a = self / std::ldexp(1.0, std::min(squarings, 1000));
+  at::Tensor term = at::eye(self.size(-1), self.options()).expand_as(self).clone();
+  at::Tensor sum = term.clone();
+  for (int k = 1; k <= 18; ++k) {
+    term = at::matmul(term, a) / static_cast<double>(k);
+    sum = sum + term;
+  }
+  for (int i = 0; i < std::min(squarings, 1000); ++i) sum = at::matmul(sum, sum);
+  return sum;
+}
+
+}  // namespace
+
+// Replaces the kernel ATen registered (torch warns that it overrides it).
+TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("linalg_matrix_exp", &MatrixExpHangsOnAnInfiniteNorm); }
