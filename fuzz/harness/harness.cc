@@ -595,6 +595,14 @@ void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::
     const auto& e = bad.nodes[i].error;
     if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
   }
+  // The isolated lane files it once its confirming replay has localized it
+  // (fuzz/campaign/isolated_lane.h): this line names the node, as locate's does.
+  if (config_.isolated) {
+    std::printf("CUDA_FATAL %s %d %s\n", std::string(exec::TargetName(bad.target)).c_str(), node,
+                node >= 0 ? program.nodes[node].QualifiedName().c_str() : "<unknown>");
+    std::fflush(stdout);
+    std::abort();
+  }
   // On the campaign's MPS server this worker may be innocent.
   if (config_.on_mps) {
     FlushHits();

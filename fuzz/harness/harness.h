@@ -79,7 +79,8 @@ struct HarnessConfig {
   // --isolated_share).
   std::string lane_dir;
   double isolated_share = 0;
-  // This process is the lane (`divfuzz isolated`): what it records says so.
+  // This process is the lane (`divfuzz isolated`): what it records says so,
+  // and a CUDA fault is printed (CUDA_FATAL) for the lane to confirm and file.
   bool isolated = false;
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
