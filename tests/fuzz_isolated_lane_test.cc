@@ -47,6 +47,15 @@ input %a: f32[2,2] = values(inf, 1.0, 2.0, 3.0)
 output %e
 )";
 
+// A NaN cotangent into matrix_exp's backward (which iterates on it): declined.
+constexpr char kNanCotangent[] = R"(divfuzz v1
+input %x: f32[2,2] = values(0.5, 0.25, 0.125, 1.0)
+input %v: f32[2,2] = values(nan, 1.0, 1.0, 1.0)
+%e = aten::linalg_matrix_exp(%x)
+%g = autograd::grad(%e, [%x], grad_outputs=%v)
+output %g
+)";
+
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
@@ -90,6 +99,16 @@ TEST(IsolatedLane, DeclinesSayWhetherTheLaneRunsThem) {
   EXPECT_FALSE(r.nodes[0].error->isolable);
   EXPECT_TRUE(Contains(r.nodes[0].error->message, "not even in its isolated lane"))
       << r.nodes[0].error->message;
+  // So is a non-finite cotangent into an iterative backward.
+  graph::Program grad = testing::MustParse(kNanCotangent);
+  r = exec::Run(grad, testing::MustInfer(grad), exec::Target::kCpu);
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_FALSE(r.nodes[0].error);
+  ASSERT_TRUE(r.nodes[1].error);
+  EXPECT_TRUE(r.nodes[1].error->declined);
+  EXPECT_TRUE(r.nodes[1].error->isolable);
+  EXPECT_TRUE(Contains(r.nodes[1].error->message, "only in a campaign's isolated lane"))
+      << r.nodes[1].error->message;
   // The cpu-scalar helper process says the same.
   r = exec::Run(svd, testing::MustInfer(svd), exec::Target::kCpuScalar);
   ASSERT_TRUE(r.nodes[0].error);
@@ -164,6 +183,13 @@ TEST(IsolatedLane, ADeclinedProgramRunsThereAndItsVerdictIsRecorded) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(Contains(run.output, "RUN cpu-f64 0 aten::linalg_svdvals\n")) << run.output;
   EXPECT_TRUE(Contains(run.output, "VERDICT agree 0")) << run.output;
+  // The backward declined on a NaN cotangent runs there too.
+  testing::WriteTextFile(dir + "/grad.dfz", kNanCotangent);
+  run = testing::RunShell(kTool + " isolated --targets=cpu,cpu-f64 --findings=" + dir +
+                          "/findings " + dir + "/grad.dfz");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(Contains(run.output, "RUN cpu-f64 1 autograd::grad\n")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "DONE\n")) << run.output;
 }
 
 // A campaign in `dir` on the CPU pair under the hanging plugin, seeded with
