@@ -241,6 +241,31 @@ TEST(IsolatedLane, AHangThereIsAHangFindingWithinTheShortTimeoutAndTheWorkerGoes
   EXPECT_LT(seconds, 45) << run.output;
 }
 
+TEST(IsolatedLane, WhatStaysQueuedWhenACampaignStopsRunsWhenItResumes) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("lane-resume");
+  fs::create_directories(dir + "/seeds");
+  testing::WriteTextFile(dir + "/seeds/abs.dfz",
+                         "divfuzz v1\ninput %a: f32[2] = values(1.0, 2.0)\n%b = aten::abs(%a)\n"
+                         "output %b\n");
+  const std::string flags = " --targets=cpu,cpu-f64 --workers=1 --repro_seconds=0 --corpus=" +
+                            dir + "/seeds --isolated_share=1 --seconds=3";
+  testing::CommandRun run = testing::RunShell("cd " + dir + " && " + kTool + " campaign" + flags);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // As a worker would have left it when the campaign was killed.
+  ASSERT_TRUE(fs::is_directory(dir + "/campaign/lane"));
+  testing::WriteTextFile(dir + "/campaign/lane/0123456789abcdef.dfz", kOverflowingExp);
+  run = testing::RunShell("cd " + dir + " && " + kTool + " campaign --resume=campaign --seconds=3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(fs::exists(dir + "/campaign/lane/0123456789abcdef.dfz")) << run.output;
+  bool found = false;
+  for (const nlohmann::json& e : ReadIndex(dir + "/findings")) {
+    found = found || (e.value("root_op", "") == "aten::linalg_matrix_exp" &&
+                      e["detail"].value("isolated_lane", false));
+  }
+  EXPECT_TRUE(found) << run.output;
+}
+
 TEST(IsolatedLane, ShareZeroKeepsTheDecline) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("lane-off");
