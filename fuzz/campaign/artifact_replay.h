@@ -32,12 +32,16 @@ struct WatchedRun {
   std::string input_trigger;  // what the child saw in that node's inputs ("" ordinary)
   bool batched = false;       // it failed in the batched run of the value variants
   bool cut = false;           // stopped because out_of_time() said so: tells nothing
+  // The last line was "JUDGE" (`divfuzz isolated`: both sides ran, the
+  // verdict is being worked out): what hung or crashed is no kernel under test.
+  bool judging = false;
 };
 
 // Runs this binary with `args` (stdout and stderr into `log`), `env` set;
 // `outside_mps`: without CUDA_MPS_PIPE_DIRECTORY (a CUDA context of its own).
 // Process start-up gets 60 s; from the first RUN line on, each node gets
-// `timeout_seconds` before the child counts as hung and is killed.
+// `timeout_seconds` before the child counts as hung and is killed (after a
+// JUDGE line, the judging gets four times that, at least 60 s).
 WatchedRun RunAnnouncingNodes(const std::vector<std::string>& args, const std::string& log,
                               bool outside_mps, int timeout_seconds,
                               const std::function<bool()>& out_of_time,

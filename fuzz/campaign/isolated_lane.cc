@@ -140,6 +140,15 @@ void IsolatedLane::Handle(const std::string& path) {
        absl::StrCat("--findings=", context_.findings_dir), path},
       log, /*outside_mps=*/true, context_.timeout_seconds, out_of_time, env);
   if (first.cut) return;  // left queued: a resumed campaign runs it
+  if (first.judging) {
+    // Both sides ran; the verdict's own work failed: no kernel under test did.
+    std::cout << "divfuzz campaign: isolated lane: " << path << " ran on both sides, then its "
+              << "judging " << (first.hung ? "ran too long" : "crashed") << " (log: " << log
+              << "); not a finding\n";
+    count(&LaneCounts::failed);
+    fs::remove(path, ec);
+    return;
+  }
   if (!first.hung && !first.crashed) {
     if (first.exit_code == 0) {
       count(&LaneCounts::run);
