@@ -12,6 +12,7 @@ set -euo pipefail
 ROOT=$PWD
 OUT=${OUT:-$ROOT/gpu-out}/lane
 D=${DIVFUZZ:-$ROOT/build-gpu/bin/fuzz/divfuzz}
+T=${TARGETS:-cpu,cuda}  # cpu,cpu-f64: a dry run without a GPU
 mkdir -p "$OUT/seeds"
 prog() {  # NAME OP ARGS-LINE: one f32 4x4 matrix with a NaN (or inf) into OP
   printf 'divfuzz v1\ninput %%a: f32[4,4] = values(%s)\n%s\noutput %%r\n' "$2" "$3" > "$OUT/seeds/$1.dfz"
@@ -29,14 +30,14 @@ case "${1:-}" in
     for f in "$OUT"/seeds/*.dfz; do
       n=$(basename "$f" .dfz)
       # What a worker does (declined, exit 3), then the lane's run with a 20 s cap.
-      "$D" replay --targets=cpu,cuda "$f" > "$OUT/$n.replay.log" 2>&1 || echo "$n replay exit $?"
-      start=$(date +%s.%N)
+      "$D" replay --targets="$T" "$f" > "$OUT/$n.replay.log" 2>&1 || echo "$n replay exit $?"
+      start=$SECONDS
       set +e
-      timeout -s KILL 20 "$D" isolated --targets=cpu,cuda --findings="$OUT/findings-direct" "$f" \
+      timeout -s KILL 20 "$D" isolated --targets="$T" --findings="$OUT/findings-direct" "$f" \
         > "$OUT/$n.isolated.log" 2>&1
       rc=$?
       set -e
-      echo "$n: isolated exit $rc ($(echo "$(date +%s.%N) - $start" | bc) s; 137: hung past 20 s)" \
+      echo "$n: isolated exit $rc ($((SECONDS - start)) s; 137: hung past 20 s)" \
         "$(grep -E '^(VERDICT|RUN)' "$OUT/$n.isolated.log" | tail -1)"
     done
     cat "$OUT/findings-direct/index.jsonl" 2>/dev/null | cut -c1-300 || true
@@ -44,7 +45,7 @@ case "${1:-}" in
   campaign)
     S=${2:-120}
     rm -rf "$OUT/work" "$OUT/findings"
-    "$D" campaign --seconds="$S" --workers=8 --targets=cpu,cuda --isolated_share=1 \
+    "$D" campaign --seconds="$S" --workers=8 --targets="$T" --isolated_share=1 \
       --isolated_timeout=5 --corpus="$OUT/seeds,corpus/seed,corpus/families" \
       --work="$OUT/work" --findings="$OUT/findings" 2>&1 | tee "$OUT/campaign.log" | grep -E \
       'isolated lane|restarts|== divfuzz|declined' | tail -40
