@@ -193,15 +193,16 @@ TEST(IsolatedLane, ADeclinedProgramRunsThereAndItsVerdictIsRecorded) {
 }
 
 // A campaign in `dir` on the CPU pair under the hanging plugin, seeded with
-// the program it hangs on.
+// the program it hangs on (and a NaN SVD). Forward programs only: no worker
+// death of the gradient oracle's own can blur "the worker goes on".
 testing::CommandRun LaneCampaign(const std::string& dir, const std::string& flags) {
   fs::create_directories(dir + "/seeds");
   testing::WriteTextFile(dir + "/seeds/exp.dfz", kInfiniteExp);
   testing::WriteTextFile(dir + "/seeds/svd.dfz", kNanSvd);
   return testing::RunShell("cd " + dir + " && " + kTool + " campaign --plugins=" +
                            DIVFUZZ_FAULTY_LANE_PLUGIN +
-                           " --targets=cpu,cpu-f64 --workers=1 --repro_seconds=0 --corpus=" + dir +
-                           "/seeds " + flags);
+                           " --targets=cpu,cpu-f64 --workers=1 --repro_seconds=0 --grad_share=0"
+                           " --corpus=" + dir + "/seeds " + flags);
 }
 
 TEST(IsolatedLane, AHangThereIsAHangFindingWithinTheShortTimeoutAndTheWorkerGoesOn) {

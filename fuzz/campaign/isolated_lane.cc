@@ -140,7 +140,7 @@ void IsolatedLane::Handle(const std::string& path) {
        absl::StrCat("--findings=", context_.findings_dir), path},
       log, /*outside_mps=*/true, context_.timeout_seconds, out_of_time, env);
   if (first.cut) return;  // left queued: a resumed campaign runs it
-  if (first.judging) {
+  if (first.judging && (first.hung || first.crashed)) {
     // Both sides ran; the verdict's own work failed: no kernel under test did.
     std::cout << "divfuzz campaign: isolated lane: " << path << " ran on both sides, then its "
               << "judging " << (first.hung ? "ran too long" : "crashed") << " (log: " << log
