@@ -18,6 +18,7 @@
 #include "fuzz/cli/given_flags.h"
 #include "fuzz/flags.h"
 #include "fuzz/harness/harness.h"
+#include "graph/parser.h"
 #include "ops/infer.h"
 #include "oracles/trigger.h"
 
@@ -39,8 +40,18 @@ int RunIsolated(const std::vector<std::string>& args) {
   std::stringstream bytes;
   bytes << in.rdbuf();
   const std::string data = bytes.str();
-  const graph::Program program =
-      ProgramFromBytes(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  // A program as the lane's queue holds it: one that does not parse is an
+  // error here, never a program generated from its bytes.
+  absl::StatusOr<graph::Program> parsed = graph::ParseProgram(data, args[0]);
+  if (!parsed.ok()) {
+    std::cerr << parsed.status().message() << "\n";
+    return 2;
+  }
+  if (absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(*parsed); !types.ok()) {
+    std::cerr << args[0] << ": " << types.status().message() << "\n";
+    return 2;
+  }
+  const graph::Program program = *std::move(parsed);
   // The campaign's settings as its workers get them; the flags, where given,
   // win (a run by hand).
   HarnessConfig config = ConfigFromEnvironment();

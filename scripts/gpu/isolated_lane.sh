@@ -20,10 +20,10 @@ prog() {  # NAME OP ARGS-LINE: one f32 4x4 matrix with a NaN (or inf) into OP
 V_NAN="nan, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0"
 V_INF="inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0"
 prog svdvals_nan "$V_NAN" '%r = aten::linalg_svdvals(%a)'
-prog pinv_nan "$V_NAN" '%r = aten::linalg_pinv(%a)'
+prog pinv_nan "$V_NAN" '%r = aten::linalg_pinv.atol_rtol_float(%a)'
 prog qr_inf "$V_INF" '%q, %r = aten::linalg_qr(%a)'
 prog eigvals_nan "$V_NAN" '%r = aten::linalg_eigvals(%a)'
-prog matrix_rank_nan "$V_NAN" '%r = aten::linalg_matrix_rank(%a)'
+prog matrix_rank_nan "$V_NAN" '%r = aten::linalg_matrix_rank.atol_rtol_float(%a)'
 prog matrix_exp_inf "$V_INF" '%r = aten::linalg_matrix_exp(%a)'
 case "${1:-}" in
   direct)
