@@ -255,7 +255,11 @@ TEST(IsolatedLane, WhatStaysQueuedWhenACampaignStopsRunsWhenItResumes) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // As a worker would have left it when the campaign was killed.
   ASSERT_TRUE(fs::is_directory(dir + "/campaign/lane"));
-  testing::WriteTextFile(dir + "/campaign/lane/0123456789abcdef.dfz", kOverflowingExp);
+  // The oldest in the queue (first come, first run), ahead of what the
+  // first run left there.
+  const std::string left = dir + "/campaign/lane/0123456789abcdef.dfz";
+  testing::WriteTextFile(left, kOverflowingExp);
+  fs::last_write_time(left, fs::last_write_time(left) - std::chrono::hours(1));
   run = testing::RunShell("cd " + dir + " && " + kTool + " campaign --resume=campaign --seconds=3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_FALSE(fs::exists(dir + "/campaign/lane/0123456789abcdef.dfz")) << run.output;

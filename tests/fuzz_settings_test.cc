@@ -86,7 +86,9 @@ TEST(Settings, CampaignJsonKeepsTheKeysEarlierVersionsWrote) {
       // Issue 34's known bugs and OSS-Fuzz mode, read as their defaults where missing.
       "baseline", "abort_on_bug",
       // Issue 32's isolated lane, read as its defaults where missing.
-      "isolated_share", "isolated_timeout"};
+      "isolated_share", "isolated_timeout",
+      // The CUDA backend variants, read as its default where missing.
+      "cuda_variants"};
   const nlohmann::json written = CampaignConfig().ToJson();
   std::set<std::string> now;
   for (const auto& [key, value] : written.items()) now.insert(key);
@@ -128,6 +130,7 @@ TEST(Settings, AnEarlierCampaignJsonReadsAsItWasWritten) {
   again["abort_on_bug"] = false;
   again["isolated_share"] = 0.02;
   again["isolated_timeout"] = 5;
+  again["cuda_variants"] = "";
   EXPECT_EQ(c->ToJson(), again);
 }
 
