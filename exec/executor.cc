@@ -357,13 +357,17 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
     // squarings by the norm, the SVD's sweeps) iterates on the incoming
     // gradient too: a non-finite cotangent never ends it (a campaign on an
     // H200 hung in matrix_exp's backward). Declined, as its forward is.
-    if (!iterative.empty()) {
+    // The isolated lane runs it (a hang there is a finding).
+    if (!iterative.empty() && !InIsolatedLane()) {
       for (const at::Tensor& v : cots) {
         if ((v.is_floating_point() || v.is_complex()) && !at::isfinite(v).all().item<bool>()) {
           nr.error = NodeError{NodeError::Kind::kRaised,
                                absl::StrCat("a non-finite cotangent into the backward of ",
-                                            iterative, ", whose iterations its values bound"),
-                               /*declined=*/true};
+                                            iterative,
+                                            ", whose iterations its values bound (divfuzz runs "
+                                            "it only in a campaign's isolated lane, "
+                                            "--isolated_share)"),
+                               /*declined=*/true, /*isolable=*/true};
           return nr;
         }
       }
@@ -480,8 +484,11 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     }
   }
   if (std::optional<std::string> why = UncheckedRead(*handle, *stack, &node, &types)) {
-    nr.error = NodeError{NodeError::Kind::kRaised, *why, /*declined=*/true};
-    return nr;
+    const bool isolable = IsolatedLaneRuns(*handle);
+    if (!isolable || !InIsolatedLane()) {
+      nr.error = NodeError{NodeError::Kind::kRaised, *why, /*declined=*/true, isolable};
+      return nr;
+    }
   }
   if (target == Target::kCuda || target == Target::kCudaF64) {
     if (std::optional<std::string> why = IndexRejectedOnCpu(*handle, *stack)) {

@@ -1,6 +1,7 @@
 #include "exec/index_precheck.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -77,6 +78,14 @@ std::optional<std::string> IndexRejectedOnCpu(const c10::OperatorHandle& op,
 
 namespace {
 
+// What a decline says of the isolated lane (fuzz/campaign/isolated_lane.h).
+constexpr char kOnlyInTheLane[] =
+    "divfuzz runs it only in a campaign's isolated lane, a process of its own with a short "
+    "timeout (--isolated_share), where a hang or crash is a finding";
+constexpr char kNotEvenInTheLane[] =
+    "divfuzz does not run it, not even in its isolated lane: what it reads is undefined and "
+    "differs from run to run, so no verdict or repro can rest on it";
+
 std::optional<std::string> CtcLabelsOutsideTheClasses(const std::string& name,
                                                       const torch::jit::Stack& stack) {
   // (log_probs, targets, input_lengths, target_lengths, blank, ...) in every overload.
@@ -93,8 +102,8 @@ std::optional<std::string> CtcLabelsOutsideTheClasses(const std::string& name,
   if (lo >= 0 && hi < static_cast<double>(classes)) return std::nullopt;
   return absl::StrCat(name, ": target labels span [", lo, ", ", hi,
                       "], outside the classes of log_probs [0, ", classes,
-                      "); PyTorch does not check them and reads memory out of bounds (divfuzz "
-                      "does not run it)");
+                      "); PyTorch does not check them and reads memory out of bounds (",
+                      kNotEvenInTheLane, ")");
 }
 
 // (self, weight, kernel_size, ...) in every overload.
@@ -120,7 +129,7 @@ std::optional<std::string> WeightSmallerThanKernel(const std::string& name,
                       smaller ? "smaller than" : "larger than", " kernel_size [",
                       absl::StrJoin(kernel, ", "),
                       "]; PyTorch does not check it and reads or writes memory out of bounds "
-                      "(divfuzz does not run it)");
+                      "(", kNotEvenInTheLane, ")");
 }
 
 // The dtype the program declares for positional argument `pos` of `node`
@@ -155,7 +164,7 @@ std::optional<std::string> SourceOfAnotherDType(const std::string& name,
   return absl::StrCat(name, ": source is ", c10::toString(source_dtype), ", self ",
                       c10::toString(self_dtype),
                       "; PyTorch does not check it, reads the source's storage as the other "
-                      "dtype and past its end (divfuzz does not run it)");
+                      "dtype and past its end (", kNotEvenInTheLane, ")");
 }
 
 // Degrees past this make a node run for minutes on some device (the CPU's
@@ -178,7 +187,7 @@ std::optional<std::string> DegreeBeyondBound(const std::string& name,
   if (!n || *n <= kMaxDegree) return std::nullopt;
   return absl::StrCat(name, ": a degree n of magnitude ", *n, " (inf: NaN or inf) beyond ",
                       kMaxDegree, ": the kernel loops n times for each element, 2^63 times on "
-                      "CUDA where the int64 cast of n is undefined (divfuzz does not run it)");
+                      "CUDA where the int64 cast of n is undefined (", kOnlyInTheLane, ")");
 }
 
 // The 1-norm of each matrix, computed in the input's declared dtype as
@@ -194,8 +203,8 @@ std::optional<std::string> MatrixNormNotFinite(const std::string& name,
   const at::Tensor in_dtype = a.detach().cpu().to(DeclaredDType(node, types, 0, a));
   if (in_dtype.abs().sum(-2).isfinite().all().item<bool>()) return std::nullopt;
   return absl::StrCat(name, ": a matrix whose 1-norm is not finite in its dtype: the number of "
-                      "squarings is an undefined cast of it, and CUDA loops for minutes (divfuzz "
-                      "does not run it)");
+                      "squarings is an undefined cast of it, and CUDA loops for minutes (",
+                      kOnlyInTheLane, ")");
 }
 
 std::optional<std::string> NonFiniteInput(const std::string& name,
@@ -207,10 +216,39 @@ std::optional<std::string> NonFiniteInput(const std::string& name,
   }
   return absl::StrCat(name, ": a NaN or inf input, which the kernel does not survive (cuSOLVER's "
                       "SVD and QR iterate without end, LAPACK's geev segfaults; PyTorch gives no "
-                      "guarantee for non-finite linear-algebra inputs; divfuzz does not run it)");
+                      "guarantee for non-finite linear-algebra inputs; ", kOnlyInTheLane, ")");
 }
 
 }  // namespace
+
+bool IsolatedLaneRuns(const c10::OperatorHandle& op) {
+  switch (ops::UncheckedPreconditionOf(op.schema().name())) {
+    case ops::UncheckedPrecondition::kBoundedDegree:
+    case ops::UncheckedPrecondition::kFiniteMatrixNorm:
+    case ops::UncheckedPrecondition::kFiniteInput:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+bool& InLaneFlag() {
+  static bool on = [] {
+    const char* v = std::getenv(kIsolatedLaneVariable);
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+}  // namespace
+
+bool InIsolatedLane() { return InLaneFlag(); }
+
+void EnterIsolatedLane() {
+  InLaneFlag() = true;
+  // The cpu-scalar target's helper process inherits it.
+  setenv(kIsolatedLaneVariable, "1", 1);
+}
 
 std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
                                          const torch::jit::Stack& stack, const graph::Node* node,

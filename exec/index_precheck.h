@@ -44,4 +44,22 @@ std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
                                          const graph::Node* node = nullptr,
                                          const ops::TypeEnv* types = nullptr);
 
+// Whether what UncheckedRead declines for `op` is a hang or a crash the lane
+// survives (a loop bounded only by a value: the degree, matrix_exp's norm,
+// the SVD's, QR's and eig's iterations on NaN/inf, LAPACK's geev segfault),
+// so a campaign runs it in its isolated lane (fuzz/campaign/isolated_lane.h),
+// where a hang or crash is a finding. The unchecked reads (ctc labels, the
+// conv weight, set_'s dtype) stay declined everywhere: what they read is
+// undefined, so no run can be judged or reproduced.
+bool IsolatedLaneRuns(const c10::OperatorHandle& op);
+
+// Whether this process is the isolated lane: the executor then runs what
+// IsolatedLaneRuns allows (and a non-finite cotangent into an iterative
+// backward) instead of declining it. Set by EnterIsolatedLane or by
+// DIVFUZZ_ISOLATED_LANE=1 in the environment (which EnterIsolatedLane sets,
+// so helper processes, the cpu-scalar target's, are in the lane too).
+inline constexpr char kIsolatedLaneVariable[] = "DIVFUZZ_ISOLATED_LANE";
+bool InIsolatedLane();
+void EnterIsolatedLane();
+
 }  // namespace divfuzz::exec

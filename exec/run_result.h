@@ -26,6 +26,11 @@ struct NodeError {
   // Not run: its inputs break a precondition PyTorch does not check
   // (exec/index_precheck.h), on every target alike; `message` says which.
   bool declined = false;
+  // Declined for a hang or crash the kernel may have (a loop bounded only by
+  // a value, LAPACK's geev on NaN), not for undefined reads: a campaign runs
+  // such a node in its isolated lane (fuzz/campaign/isolated_lane.h), where
+  // a hang or crash is a finding. Implies `declined`.
+  bool isolable = false;
 };
 
 struct NodeResult {

@@ -146,7 +146,7 @@ std::string Serialize(const RunResult& r) {
     if (n.error) {
       w.Put<uint8_t>(static_cast<uint8_t>(n.error->kind));
       w.Str(n.error->message);
-      w.Put<uint8_t>(n.error->declined);
+      w.Put<uint8_t>((n.error->declined ? 1 : 0) | (n.error->isolable ? 2 : 0));
     }
     w.Put<uint32_t>(static_cast<uint32_t>(n.outputs.size()));
     for (const at::Tensor& t : n.outputs) w.Tensor(t);
@@ -172,7 +172,8 @@ bool Deserialize(const std::string& bytes, RunResult* r) {
       NodeError e;
       if (!in.Get(&kind) || !in.Str(&e.message) || !in.Get(&declined)) return false;
       e.kind = static_cast<NodeError::Kind>(kind);
-      e.declined = declined != 0;
+      e.declined = (declined & 1) != 0;
+      e.isolable = (declined & 2) != 0;
       n.error = e;
     }
     uint32_t outputs = 0;

@@ -37,7 +37,7 @@ bool Contains(const std::string& text, const std::string& part) {
 TEST(Commands, EveryCommandInTheTableHasItsHelpWithEveryFlagItLists) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::vector<Command> commands = TableCommands();
-  ASSERT_EQ(commands.size(), 12u);
+  ASSERT_EQ(commands.size(), 13u);
   const testing::CommandRun global = testing::RunShell(kTool + " help");
   EXPECT_EQ(global.exit_code, 0) << global.output;
   for (const Command& c : commands) {

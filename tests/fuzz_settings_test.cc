@@ -84,7 +84,11 @@ TEST(Settings, CampaignJsonKeepsTheKeysEarlierVersionsWrote) {
       // Issue 31's share of gradient programs, read as its default where missing.
       "grad_share",
       // Issue 34's known bugs and OSS-Fuzz mode, read as their defaults where missing.
-      "baseline", "abort_on_bug"};
+      "baseline", "abort_on_bug",
+      // Issue 32's isolated lane, read as its defaults where missing.
+      "isolated_share", "isolated_timeout",
+      // The CUDA backend variants, read as its default where missing.
+      "cuda_variants"};
   const nlohmann::json written = CampaignConfig().ToJson();
   std::set<std::string> now;
   for (const auto& [key, value] : written.items()) now.insert(key);
@@ -124,6 +128,9 @@ TEST(Settings, AnEarlierCampaignJsonReadsAsItWasWritten) {
   again["grad_share"] = 0.25;
   again["baseline"] = "";
   again["abort_on_bug"] = false;
+  again["isolated_share"] = 0.02;
+  again["isolated_timeout"] = 5;
+  again["cuda_variants"] = "";
   EXPECT_EQ(c->ToJson(), again);
 }
 
@@ -163,7 +170,9 @@ TEST(Settings, WorkersGetTheVariablesTheyGotBefore) {
       // Issue 31's share of gradient programs.
       "DIVFUZZ_GRAD_SHARE",
       // Issue 34's known bugs and OSS-Fuzz mode.
-      "DIVFUZZ_BASELINE", "DIVFUZZ_ABORT_ON_BUG"};
+      "DIVFUZZ_BASELINE", "DIVFUZZ_ABORT_ON_BUG",
+      // Issue 32's share of declined programs queued for the isolated lane.
+      "DIVFUZZ_ISOLATED_SHARE"};
   const std::map<std::string, std::string> written = WorkerEnvironment(CampaignConfig());
   std::set<std::string> now;
   for (const auto& [var, value] : written) now.insert(var);
@@ -200,7 +209,7 @@ TEST(Settings, EveryWorkerSettingRoundTripsThroughTheEnvironment) {
     ++carried;                                                                      \
   }
 #include "fuzz/settings.def"
-  EXPECT_EQ(carried, 13);
+  EXPECT_EQ(carried, 14);
 }
 
 TEST(Settings, AWorkerWithoutItsVariablesRunsWithTheCliDefaults) {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -32,19 +33,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Replay {
-  bool hung = false;        // still running at the deadline
-  bool crashed = false;     // died from a signal, or from a CUDA fault
-  bool cuda_fault = false;  // a device-side assert or illegal access (signal 0)
-  int signal = 0;
-  std::string target;  // the target and node running last
-  int node = -1;
-  std::string op;
-  std::string input_trigger;  // what locate saw in that node's inputs ("" ordinary)
+struct Replay : WatchedRun {
   std::string other_failed;   // target "both": how the other side failed on its own run
   bool slow = false;          // hung once, then finished within four times the timeout
-  bool batched = false;       // it failed in the batched run of the value variants
-  bool cut = false;           // stopped at the context's deadline: tells nothing
 };
 
 // libFuzzer names an artifact after the SHA-1 of its input. An empty file
@@ -73,71 +64,10 @@ std::optional<std::string> ReadBytes(const std::string& path) {
 Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std::string& targets,
                 const std::string& out, int timeout_seconds) {
   Replay r;
-  const pid_t pid =
-      SpawnSelf({"divfuzz", "locate", absl::StrCat("--targets=", targets),
-                 absl::StrCat("--variants=", c.variants), artifact},
-                {{}, out, /*append_log=*/false,
-                 c.outside_mps ? std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY"}
-                               : std::vector<std::string>{}});
-  // A hang is one node running past the timeout: the clock restarts at every
-  // "RUN" line locate prints, and process start-up (loading libtorch, which
-  // takes seconds on a loaded machine) gets a minute of its own.
-  using Clock = std::chrono::steady_clock;
-  auto since = Clock::now();
-  auto allowed = std::chrono::seconds(60);
-  std::uintmax_t seen_size = 0;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    std::error_code ec;
-    const std::uintmax_t size = fs::file_size(out, ec);
-    if (!ec && size != seen_size) {
-      seen_size = size;
-      if (absl::StrContains(ReadBytes(out).value_or(""), "RUN ")) {
-        since = Clock::now();
-        allowed = std::chrono::seconds(timeout_seconds);
-      }
-    }
-    if (c.out_of_time()) {
-      r.cut = true;
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return r;
-    }
-    if (Clock::now() - since > allowed) {
-      r.hung = true;
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!r.hung && WIFSIGNALED(status)) {
-    r.crashed = true;
-    r.signal = WTERMSIG(status);
-  }
-  std::ifstream log(out);
-  std::map<std::pair<std::string, int>, std::string> triggers;  // INPUTS lines
-  for (std::string line; std::getline(log, line);) {
-    std::vector<std::string> parts = absl::StrSplit(line, ' ');
-    if (parts.size() == 2 && parts[0] == "BATCH") {
-      r.batched = true;  // node numbers from here on are the batched program's
-      triggers.clear();
-      continue;
-    }
-    if (parts.size() == 4 && parts[0] == "INPUTS") {
-      triggers[{parts[1], std::atoi(parts[2].c_str())}] = parts[3];
-      continue;
-    }
-    if (parts.size() != 4 || (parts[0] != "RUN" && parts[0] != "CUDA_FATAL")) continue;
-    r.target = parts[1];
-    r.node = std::atoi(parts[2].c_str());
-    r.op = parts[3];
-    if (parts[0] == "CUDA_FATAL") {
-      r.crashed = r.cuda_fault = true;
-      break;
-    }
-  }
-  if (auto it = triggers.find({r.target, r.node}); it != triggers.end()) r.input_trigger = it->second;
+  static_cast<WatchedRun&>(r) = RunAnnouncingNodes(
+      {"divfuzz", "locate", absl::StrCat("--targets=", targets),
+       absl::StrCat("--variants=", c.variants), artifact},
+      out, c.outside_mps, timeout_seconds, c.out_of_time);
   return r;
 }
 
@@ -203,6 +133,111 @@ std::vector<std::string> Unhandled(const std::string& crashes_dir,
 }
 
 }  // namespace
+
+WatchedRun RunAnnouncingNodes(const std::vector<std::string>& args, const std::string& out,
+                              bool outside_mps, int timeout_seconds,
+                              const std::function<bool()>& out_of_time,
+                              const std::map<std::string, std::string>& env) {
+  WatchedRun r;
+  SpawnOptions options{env, out, /*append_log=*/false, {}};
+  // Away from the campaign's MPS server: a fault there reaches every worker,
+  // and a kernel that hangs there stalls them all.
+  if (outside_mps) options.unset = {"CUDA_MPS_PIPE_DIRECTORY", "DIVFUZZ_ON_MPS"};
+  const pid_t pid = SpawnSelf(args, options);
+  if (pid < 0) {
+    r.exit_code = 127;
+    return r;
+  }
+  // A hang is one node running past the timeout: the clock restarts at every
+  // "RUN" line the child prints, and process start-up (loading libtorch, which
+  // takes seconds on a loaded machine) gets a minute of its own.
+  using Clock = std::chrono::steady_clock;
+  auto since = Clock::now();
+  auto allowed = std::chrono::seconds(60);
+  std::uintmax_t seen_size = 0;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(out, ec);
+    if (!ec && size != seen_size) {
+      seen_size = size;
+      const std::string text = ReadBytes(out).value_or("");
+      const size_t run = text.rfind("RUN "), judge = text.rfind("JUDGE\n");
+      if (run != std::string::npos || judge != std::string::npos) {
+        since = Clock::now();
+        // Judging (witnesses, exact references) is no kernel under test.
+        const bool judging = judge != std::string::npos && (run == std::string::npos || judge > run);
+        allowed = std::chrono::seconds(judging ? std::max(60, 4 * timeout_seconds) : timeout_seconds);
+      }
+    }
+    if (out_of_time && out_of_time()) {
+      r.cut = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return r;
+    }
+    if (Clock::now() - since > allowed) {
+      r.hung = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!r.hung && WIFSIGNALED(status)) {
+    r.crashed = true;
+    r.signal = WTERMSIG(status);
+  }
+  if (!r.hung && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  std::ifstream log(out);
+  std::map<std::pair<std::string, int>, std::string> triggers;  // INPUTS lines
+  for (std::string line; std::getline(log, line);) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    if (parts.size() == 2 && parts[0] == "BATCH") {
+      r.batched = true;  // node numbers from here on are the batched program's
+      triggers.clear();
+      continue;
+    }
+    if (parts.size() == 4 && parts[0] == "INPUTS") {
+      triggers[{parts[1], std::atoi(parts[2].c_str())}] = parts[3];
+      continue;
+    }
+    if (parts.size() == 1 && parts[0] == "JUDGE") {
+      r.judging = true;
+      continue;
+    }
+    if (parts.size() != 4 || (parts[0] != "RUN" && parts[0] != "CUDA_FATAL")) continue;
+    r.judging = false;
+    r.target = parts[1];
+    r.node = std::atoi(parts[2].c_str());
+    r.op = parts[3];
+    if (parts[0] == "CUDA_FATAL") {
+      r.crashed = r.cuda_fault = true;
+      break;
+    }
+  }
+  if (auto it = triggers.find({r.target, r.node}); it != triggers.end()) r.input_trigger = it->second;
+  return r;
+}
+
+void WriteFailureReproPy(store::FindingsStore& store, const std::string& id,
+                         const graph::Program& program, const store::FindingHit& hit,
+                         const std::string& targets, int node, const std::string& failed_target,
+                         int timeout_seconds) {
+  minimize::ReproSpec spec;
+  std::vector<std::string> pair = absl::StrSplit(targets, ',');
+  if (pair.size() == 2) spec.target_a = pair[0], spec.target_b = pair[1];
+  spec.node_index = node;
+  spec.title = absl::StrCat(hit.root_op, ": ", hit.divergence_class, " on ", hit.wrong_side);
+  // Runs the failing side in a child process, so the script itself
+  // neither hangs nor dies (divfuzz repro replaces it with a minimal one).
+  if (!failed_target.empty()) {
+    spec.failure = hit.divergence_class;
+    spec.failure_target = failed_target == "both" && pair.size() == 2 ? pair[0] : failed_target;
+    spec.hang_seconds = timeout_seconds;
+  }
+  (void)store.WriteArtifact(id, "repro.py", minimize::EmitPython(program, spec), "repro_py");
+}
 
 int UnhandledArtifacts(const std::string& crashes_dir, const std::set<std::string>& seen) {
   return static_cast<int>(Unhandled(crashes_dir, seen).size());
@@ -287,20 +322,8 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
               << hit.wrong_side << (reproduced ? "" : " (did not recur)") << " -> " << rec->id
               << "\n";
     if (rec->is_new && r.node >= 0) {
-      minimize::ReproSpec spec;
-      std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
-      if (pair.size() == 2) spec.target_a = pair[0], spec.target_b = pair[1];
-      spec.node_index = r.node;
-      spec.title = absl::StrCat(hit.root_op, ": ", hit.divergence_class, " on ", hit.wrong_side);
-      // Runs the failing side in a child process, so the script itself
-      // neither hangs nor dies (divfuzz repro replaces it with a minimal one).
-      if (!r.target.empty()) {
-        spec.failure = hit.divergence_class;
-        spec.failure_target = r.target == "both" && pair.size() == 2 ? pair[0] : r.target;
-        spec.hang_seconds = c.timeout_seconds;
-      }
-      (void)(*store)->WriteArtifact(rec->id, "repro.py", minimize::EmitPython(program, spec),
-                                    "repro_py");
+      WriteFailureReproPy(**store, rec->id, program, hit, c.targets, r.node, r.target,
+                          c.timeout_seconds);
     }
   }
   return recorded;

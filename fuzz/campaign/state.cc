@@ -77,11 +77,13 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"gradient_programs", 0},
                           {"batches", 0},
                           {"variant_cases", 0},
+                          {"isolated_queued", 0},
+                          {"isolated_dropped", 0},
                           {"declined_by_op", nlohmann::json::object()}};
   ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key :
          {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "gradient_programs", "batches",
-          "variant_cases"}) {
+          "variant_cases", "isolated_queued", "isolated_dropped"}) {
       if (j.contains(key) && j[key].is_number_integer()) {
         total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();
       }

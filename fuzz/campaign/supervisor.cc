@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -28,12 +29,14 @@
 #include "fuzz/campaign/artifact_triage.h"
 #include "fuzz/campaign/baseline_replay.h"
 #include "fuzz/campaign/gpu_groups.h"
+#include "fuzz/campaign/isolated_lane.h"
 #include "fuzz/campaign/reduction_queue.h"
 #include "fuzz/campaign/restart_corpus.h"
 #include "fuzz/campaign/spawn.h"
 #include "fuzz/campaign/status.h"
 #include "fuzz/exit_codes.h"
 #include "fuzz/flags.h"
+#include "fuzz/harness/harness.h"
 #include "fuzz/harness/inflight.h"
 #include "report/report.h"
 
@@ -100,6 +103,13 @@ class Supervisor {
     short_lived_mps_.assign(mps_.size(), 0);
     last_mps_restart_.assign(mps_.size(), Clock::time_point{});
     restarts_by_slot_.assign(slots_.size(), 0);
+    if (config_.isolated_share > 0) {
+      std::error_code ec;
+      fs::create_directories(LaneDir(), ec);
+      lane_ = std::make_unique<IsolatedLane>(LaneContext{
+          LaneDir(), config_.findings, config_.targets, config_.isolated_timeout,
+          work_ + "/logs", config_.gpus, WorkerEnvironment(config_)});
+    }
   }
 
   bool AnyMps() const {
@@ -147,6 +157,8 @@ class Supervisor {
     }
     return KnownBugChecksText(checks);
   }
+
+  std::string LaneDir() const { return work_ + "/lane"; }
 
   // Reducers share the cores with the workers: one per 8 cores by default.
   static int ReproJobs() {
@@ -231,6 +243,17 @@ class Supervisor {
         cut_short ? Clock::now() : std::max(Clock::now(), budget_end) + kClosingSeconds;
     repros_.Finish(static_cast<int>(std::max<int64_t>(
         0, std::chrono::duration_cast<std::chrono::seconds>(reducers_end - Clock::now()).count())));
+    // The lane runs what is queued until the reducers' end; the rest stays
+    // queued for a resumed campaign.
+    if (lane_) {
+      lane_->Finish(reducers_end);
+      const LaneCounts n = lane_->counts();
+      std::cout << "divfuzz campaign: isolated lane: " << n.run << " declined program(s) run ("
+                << n.clean << " to their end, " << n.hangs << " hang(s), " << n.crashes
+                << " crash(es), " << n.unconfirmed << " of them not recurring), " << n.dropped
+                << " dropped, " << n.failed << " could not run; " << lane_->Queued()
+                << " left queued in " << LaneDir() << "\n";
+    }
     // Programs the reducers hung in (repro --hang_artifacts) become hang
     // findings. The inputs that killed workers are replayed to the end: a
     // hang's evidence is its replays, and an unresumed campaign would lose
@@ -352,6 +375,7 @@ class Supervisor {
         unset.push_back("CUDA_VISIBLE_DEVICES");
       }
     }
+    if (lane_) env[kLaneDirVariable] = LaneDir();
     s.pid = SpawnSelf(argv, {env, s.log, /*append_log=*/true, unset});
     s.sequence = 0;
     s.since = Clock::now();
@@ -679,6 +703,8 @@ class Supervisor {
   StatusReporter status_;
   ReproQueue repros_;
   ArtifactTriage triage_;
+  // The isolated lane (--isolated_share > 0): declined programs run alone.
+  std::unique_ptr<IsolatedLane> lane_;
   uint64_t triage_passes_ = 0;  // triage_.passes() when TakeTriage last looked
 };
 

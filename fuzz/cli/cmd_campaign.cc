@@ -148,6 +148,10 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
   if (!(c.grad_share >= 0 && c.grad_share <= 1)) {
     return absl::InvalidArgumentError("--grad_share must be 0 to 1");
   }
+  if (!(c.isolated_share >= 0 && c.isolated_share <= 1)) {
+    return absl::InvalidArgumentError("--isolated_share must be 0 to 1");
+  }
+  if (c.isolated_timeout < 1) return absl::InvalidArgumentError("--isolated_timeout must be 1 or more");
   // --plugins was copied into DIVFUZZ_PLUGINS at start-up; the variable
   // alone may name them too.
   if (const char* p = std::getenv("DIVFUZZ_PLUGINS"); p != nullptr) c.plugins = p;

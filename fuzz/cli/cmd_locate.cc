@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
+#include "exec/index_precheck.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/flags.h"
@@ -29,6 +30,8 @@ int RunLocate(const std::vector<std::string>& args) {
   // Kernel launches are asynchronous: a CUDA fault surfaces at some later
   // call. Synchronous launches make it surface in the node that caused it.
   setenv("CUDA_LAUNCH_BLOCKING", "1", /*overwrite=*/0);
+  // The isolated lane's confirming replay runs what is declined elsewhere.
+  if (absl::GetFlag(FLAGS_isolated)) exec::EnterIsolatedLane();
   std::ifstream in(args[0], std::ios::binary);
   if (!in) {
     std::cerr << args[0] << ": cannot read the file\n";

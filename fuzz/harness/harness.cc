@@ -88,6 +88,9 @@ struct Harness::State {
   // Nodes not run, per op: inputs that break a precondition the kernel does
   // not survive (exec::NodeError::declined); nothing was compared there.
   std::map<std::string, int64_t> declined_by_op;
+  // Programs queued for the isolated lane, and those left out because its
+  // queue was full (kMaxLaneQueue).
+  int64_t isolated_queued = 0, isolated_dropped = 0;
   int64_t batches = 0;         // batched runs of value variants
   int64_t variant_cases = 0;   // the variants those checked (each a program of its own)
   // Signatures already in the store: their repeat hits are counted here and
@@ -110,7 +113,8 @@ struct Harness::State {
             {"over_budget", over_budget},       {"one_sided", one_sided},
             {"gradient_programs", gradient_programs},
             {"batches", batches},               {"variant_cases", variant_cases},
-            {"declined_by_op", declined_by_op}};
+            {"declined_by_op", declined_by_op},
+            {"isolated_queued", isolated_queued},   {"isolated_dropped", isolated_dropped}};
   }
   // Epoch: the first program flushes at once, so a worker that dies early
   // (a crash in its first second) still leaves its counts.
@@ -208,6 +212,13 @@ HarnessConfig ConfigFromEnvironment() {
               << Env("DIVFUZZ_GRAD_SHARE") << "'\n";
     std::exit(2);
   }
+  c.isolated_share = settings->isolated_share;
+  if (!(c.isolated_share >= 0 && c.isolated_share <= 1)) {
+    std::cerr << "divfuzz: DIVFUZZ_ISOLATED_SHARE: expected a share from 0 to 1, got '"
+              << Env("DIVFUZZ_ISOLATED_SHARE") << "'\n";
+    std::exit(2);
+  }
+  c.lane_dir = std::string(Env(kLaneDirVariable));
   c.memory_budget_mb = settings->memory_budget_mb;
   if (c.memory_budget_mb <= 0) {
     std::cerr << "divfuzz: DIVFUZZ_MEMORY_BUDGET_MB: expected a positive number of MiB, got '"
@@ -323,10 +334,14 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
   const BothSides run = RunBothSides(program, types);
   if (UsesOneSidedPair(program, types)) ++state_->one_sided;
   if (graph::HasGradients(program)) ++state_->gradient_programs;
+  bool isolable = false;
   for (size_t i = 0; i < run.a.nodes.size() && i < program.nodes.size(); ++i) {
     const std::optional<exec::NodeError>& e = run.a.nodes[i].error;
     if (e && e->declined) ++state_->declined_by_op[program.nodes[i].QualifiedName()];
+    isolable = isolable || (e && e->isolable);
   }
+  for (const exec::NodeResult& n : run.b.nodes) isolable = isolable || (n.error && n.error->isolable);
+  if (isolable) QueueForIsolatedLane(program);
   outcome.verdict = Judge(program, types, run);
 
   // The signal is the verdict alone (FeedBackRoot): a root divergence's (op,
@@ -358,6 +373,40 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
   }
   if (!outcome.verdict.divergences.empty()) ++state_->diverged;
   return outcome;
+}
+
+void Harness::QueueForIsolatedLane(const graph::Program& program) {
+  if (config_.lane_dir.empty() || !(config_.isolated_share > 0)) return;
+  const std::string text = graph::PrintProgram(program);
+  // By the text's hash: a program is always or never sampled, and its
+  // repeats share one queue file.
+  const uint64_t h = graph::Fnv1a64(reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+                                    graph::kFuzzHashBasis);
+  if (config_.isolated_share < 1 &&
+      static_cast<double>(h >> 11) * 0x1.0p-53 >= config_.isolated_share) {
+    return;
+  }
+  const std::string path =
+      absl::StrCat(config_.lane_dir, "/", absl::Hex(h, absl::kZeroPad16), kLaneSuffix);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return;
+  size_t queued = 0;
+  for (auto it = std::filesystem::directory_iterator(config_.lane_dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    queued += absl::EndsWith(it->path().filename().string(), kLaneSuffix);
+  }
+  if (queued >= kMaxLaneQueue) {
+    ++state_->isolated_dropped;
+    return;
+  }
+  // Atomic: the supervisor never reads half a program, and a worker that
+  // dies after this line has handed it over for good.
+  if (absl::Status st = store::WriteFileAtomically(path, text); !st.ok()) {
+    std::cerr << "divfuzz: queueing a program for the isolated lane failed: " << st.message()
+              << "\n";
+    return;
+  }
+  ++state_->isolated_queued;
 }
 
 void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& types,
@@ -491,6 +540,7 @@ bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& 
                 {"reason", d.reason},
                 {"backward_of", d.backward_of},
                 {"forward_op", d.forward_op}};
+  if (config_.isolated) hit.detail["isolated_lane"] = true;
   absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
   if (!r.ok()) StoreFailed(config_.findings_dir, "recording a new bucket failed", r.status());
   state_->known.insert(signature);
@@ -544,6 +594,14 @@ void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::
   for (size_t i = 0; i < bad.nodes.size() && node < 0; ++i) {
     const auto& e = bad.nodes[i].error;
     if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
+  }
+  // The isolated lane files it once its confirming replay has localized it
+  // (fuzz/campaign/isolated_lane.h): this line names the node, as locate's does.
+  if (config_.isolated) {
+    std::printf("CUDA_FATAL %s %d %s\n", std::string(exec::TargetName(bad.target)).c_str(), node,
+                node >= 0 ? program.nodes[node].QualifiedName().c_str() : "<unknown>");
+    std::fflush(stdout);
+    std::abort();
   }
   // On the campaign's MPS server this worker may be innocent.
   if (config_.on_mps) {

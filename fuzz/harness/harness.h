@@ -71,6 +71,17 @@ struct HarnessConfig {
   // Where each input is recorded while it runs (fuzz/harness/inflight.h); the
   // campaign sets it per worker. Empty: not recorded.
   std::string inflight_path;
+  // The campaign's isolated lane (fuzz/campaign/isolated_lane.h): a program
+  // with a node declined for a hang or crash (exec::NodeError::isolable) is
+  // queued into `lane_dir` at `isolated_share` (by a hash of its text), for
+  // the supervisor to run in a process of its own. Empty or 0: never (a
+  // harness built in code; a worker's from DIVFUZZ_LANE_DIR and
+  // --isolated_share).
+  std::string lane_dir;
+  double isolated_share = 0;
+  // This process is the lane (`divfuzz isolated`): what it records says so,
+  // and a CUDA fault is printed (CUDA_FATAL) for the lane to confirm and file.
+  bool isolated = false;
   Runner runner_a;  // empty: exec::Run
   Runner runner_b;
 };
@@ -84,7 +95,14 @@ struct HarnessConfig {
 // values in hex, one a line) and DIVFUZZ_INFLIGHT (the in-flight input record,
 // fuzz/harness/inflight.h). Without DIVFUZZ_TARGETS the pair is cpu vs cuda, or cpu
 // vs cpu-f64 where CUDA is absent (said once on stderr).
+// DIVFUZZ_LANE_DIR: the isolated lane's queue (HarnessConfig::lane_dir).
 HarnessConfig ConfigFromEnvironment();
+
+// The isolated lane's queue: the variable naming its folder, its files'
+// suffix, and how many may wait there (a worker queues no more beyond it).
+inline constexpr char kLaneDirVariable[] = "DIVFUZZ_LANE_DIR";
+inline constexpr char kLaneSuffix[] = ".dfz";
+inline constexpr size_t kMaxLaneQueue = 64;
 
 // A fixed hash of an input's bytes (the same in every process).
 uint64_t InputHash(const uint8_t* data, size_t size);
@@ -126,6 +144,9 @@ class Harness {
   // variant that shows it, run on its own with its own inputs, or as the
   // batched program where that variant alone does not show it.
   void RunVariants(const graph::Program& program, const ops::TypeEnv& types, Outcome& outcome);
+  // A program with a node declined for a hang or crash, at the lane's share:
+  // written to the lane's queue for the supervisor.
+  void QueueForIsolatedLane(const graph::Program& program);
   // RunOne's steps, in the order it takes them.
   struct BothSides {
     exec::RunResult a, b;
