@@ -154,9 +154,12 @@ bool AtGradient(const graph::Program& program, const Divergence& d) {
          graph::IsGradNode(program.nodes[d.node_index]);
 }
 
-void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
-                    const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
-                    Divergence& d, const exec::WitnessPlan* plan_override) {
+namespace {
+
+void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& types,
+                             const exec::RunResult& a, const exec::RunResult& b,
+                             const Policy& policy, Divergence& d,
+                             const exec::WitnessPlan* plan_override) {
   const int g = d.node_index;
   const exec::NodeResult& ga = a.nodes[g];
   const exec::NodeResult& gb = b.nodes[g];
@@ -407,6 +410,24 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
     return;
   }
   d.tier = d.wrong_side == "undecided" ? "divergence" : "bug";
+}
+
+}  // namespace
+
+void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
+                    const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
+                    Divergence& d, const exec::WitnessPlan* plan_override) {
+  // A witness or rule that libtorch rejects (shapes it cannot mask, a dtype
+  // it cannot take) leaves the finding undecided; it never kills the worker.
+  try {
+    TriageGradientUnguarded(program, types, a, b, policy, d, plan_override);
+  } catch (const std::exception& e) {
+    d.tier = d.cls == DivergenceClass::kDtypeGap ? "dtype_gap" : "divergence";
+    d.wrong_side = "undecided";
+    d.expected_rule.clear();
+    d.reason = absl::StrCat("the gradient oracle could not judge this backward (",
+                            std::string(e.what()).substr(0, 200), ")");
+  }
 }
 
 }  // namespace divfuzz::oracles
