@@ -3,8 +3,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "exec/cuda_variants.h"
 #include "exec/executor.h"
 #include "exec/target.h"
+#include "ops/catalogue.h"
 
 #include "oracles/attribution.h"
 #include "oracles/expected_rules.h"
@@ -36,6 +39,25 @@ std::string InputWriter(const exec::RunResult& a, const exec::RunResult& b, cons
 }
 
 }  // namespace
+
+// (oracles/triage.h) The blamed side without the CUDA switches that do not change the root op's
+// kernels (ops::OpSpec::cuda_kernels): a campaign rotating variants files one
+// bucket per root cause, not one per variant, and cuda+magma stays in the
+// name only where MAGMA computed the op.
+std::string RelevantVariantSide(const Divergence& d) {
+  const std::string& side = d.wrong_side;
+  const size_t plus = side.find('+');
+  if (plus == std::string::npos) return side;
+  const ops::OpSpec* spec = ops::FindOp(d.forward_op.empty() ? d.op : d.forward_op);
+  const uint32_t kernels = spec != nullptr ? spec->cuda_kernels : 0;
+  std::string out = side.substr(0, plus);
+  for (absl::string_view s : absl::StrSplit(absl::string_view(side).substr(plus + 1), '+')) {
+    const exec::CudaVariant* v = exec::FindCudaVariant(s);
+    if (v != nullptr && (v->kernels & kernels) != 0) absl::StrAppend(&out, "+", s);
+  }
+  return out;
+}
+
 
 void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
             const exec::RunResult& b, const Policy& policy, Verdict& verdict,
@@ -86,6 +108,9 @@ void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec
     } else {
       d.tier = "bug";
     }
+  }
+  for (Divergence& d : verdict.divergences) {
+    if (d.root) d.wrong_side = RelevantVariantSide(d);
   }
 }
 

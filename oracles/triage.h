@@ -3,6 +3,8 @@
 // (expected_rules.h), the tier and the severity.
 #pragma once
 
+#include <string>
+
 #include "exec/run_result.h"
 #include "exec/witnesses.h"
 #include "graph/program.h"
@@ -15,5 +17,11 @@ namespace divfuzz::oracles {
 void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
             const exec::RunResult& b, const Policy& policy, Verdict& verdict,
             const exec::WitnessPlan* plan = nullptr);
+
+// d.wrong_side without the CUDA switches that do not change the root op's
+// kernels ("cuda+cublaslt" blamed for embedding_renorm is "cuda"): Triage
+// files every root under it, so a campaign rotating --cuda_variants makes one
+// bucket per root cause and names a library only where it computed the op.
+std::string RelevantVariantSide(const Divergence& d);
 
 }  // namespace divfuzz::oracles

@@ -13,6 +13,7 @@
 #include "exec/executor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "oracles/triage.h"
 #include "minimize/ablation.h"
 #include "minimize/emit_common.h"
 #include "minimize/emit_cpp.h"
@@ -437,6 +438,26 @@ TEST(CudaVariantsCli, EveryVariantIsRefusedWithoutAGpu) {
   for (const exec::CudaVariant& v : exec::CudaVariants()) {
     EXPECT_THAT(run.output, HasSubstr(absl::StrCat("+", v.name, "  (")));
   }
+}
+
+// A switch that does not change the root op's kernels leaves the bucket's
+// side as plain cuda: campaign V filed embedding_renorm once per variant.
+TEST(CudaVariants, TheBlamedSideKeepsOnlySwitchesThatChangeTheOp) {
+  oracles::Divergence d;
+  d.op = "aten::embedding_renorm";
+  d.wrong_side = "cuda+cublaslt";
+  EXPECT_EQ(oracles::RelevantVariantSide(d), "cuda");
+  d.op = "aten::linalg_eigh";
+  d.wrong_side = "cuda+magma";
+  EXPECT_EQ(oracles::RelevantVariantSide(d), "cuda+magma");
+  d.wrong_side = "cuda+magma+cublaslt";
+  EXPECT_EQ(oracles::RelevantVariantSide(d), "cuda+magma");
+  // A backward node is judged by its forward op's kernels.
+  d.op = "LinalgEighBackward0";
+  d.forward_op = "aten::linalg_eigh";
+  EXPECT_EQ(oracles::RelevantVariantSide(d), "cuda+magma");
+  d.wrong_side = "cpu";
+  EXPECT_EQ(oracles::RelevantVariantSide(d), "cpu");
 }
 
 }  // namespace

@@ -350,5 +350,29 @@ output %s
                    .has_value());
 }
 
+TEST(GradientRules, ASortBreaksTiesEitherWayAndBothRoutingsAreSubgradients) {
+  // Run H's SortBackward0: msort of equal values routes the incoming
+  // gradient in index order on the CPU and in reverse on CUDA; both are valid
+  // ("If multiple values are possible, pick one arbitrarily").
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[3] = fill(0.0)
+%y = aten::msort(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x = at::zeros({3}, at::kDouble);
+  const at::Tensor v = at::tensor({0.1f, 0.2f, 0.3f});
+  const at::Tensor w = v.to(at::kDouble);
+  GradientContext ties = ContextOf(k, {{"x", x}}, {v}, v, at::tensor({0.3f, 0.2f, 0.1f}), w, false);
+  std::optional<RuleMatch> m = nondifferentiable_point(ties);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "nondifferentiable_point");
+  // Twice an incoming gradient is no routing of it.
+  GradientContext wrong =
+      ContextOf(k, {{"x", x}}, {v}, v, at::tensor({0.6f, 0.2f, 0.1f}), w, false);
+  EXPECT_FALSE(nondifferentiable_point(wrong).has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles::rules

@@ -11,7 +11,12 @@ at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) 
   at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
   at::Tensor sign = at::ones_like(x);
   if (dir == 1) sign = -sign;
-  if (dir >= 2) {
+  if (dir == 4 || dir == 5) {
+    // Along the flat index, up (4) or down (5): every tie breaks in index
+    // order or in reverse, as a sort's kernel may break it.
+    sign = at::linspace(-1.0, 1.0, x.numel(), at::TensorOptions().dtype(at::kDouble)).reshape(x.sizes());
+    if (dir == 5) sign = -sign;
+  } else if (dir >= 2) {
     at::Generator gen = at::detail::createCPUGenerator(seed + dir);
     sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
   }

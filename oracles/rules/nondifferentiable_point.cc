@@ -23,7 +23,7 @@ namespace {
 std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c, double scale) {
   if (!c.a.witness.defined() || c.a.witness.is_complex()) return std::nullopt;
   at::Tensor lo = c.a.witness.to(at::kDouble), hi = lo.clone();
-  for (int dir = 0; dir < 4; ++dir) {
+  for (int dir = 0; dir < 6; ++dir) {
     std::map<std::string, at::Tensor> moved;
     for (const auto& [name, t] : c.a.inputs) {
       if (!t.defined() || !t.is_floating_point()) {
