@@ -458,16 +458,16 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     nr.error = NodeError{NodeError::Kind::kBadArguments, std::string(stack.status().message())};
     return nr;
   }
-  // rms_norm's eps=None means the epsilon of the input's opmath dtype
-  // (float32 for f16/bf16/f32): the float64 targets pass the program's, or
-  // their upcast would change the call (eps 2.2e-16 instead of 1.19e-7).
-  if ((target == Target::kCpuF64 || target == Target::kCudaF64) &&
-      absl::StrContains(node.op, "rms_norm") && !node.args.empty() &&
+  // An eps whose None means the epsilon of the input's opmath dtype (the
+  // catalogue's opmath_eps_arg: rms_norm): the float64 targets pass the
+  // program's, or their upcast would change the call (2.2e-16 for 1.19e-7).
+  if ((target == Target::kCpuF64 || target == Target::kCudaF64) && spec != nullptr &&
+      !spec->opmath_eps_arg.empty() && !node.args.empty() &&
       node.args[0].value.kind == graph::Literal::Kind::kValue) {
     auto in = types.find(node.args[0].value.s);
     const auto& params = handle->schema().arguments();
     for (size_t i = 0; in != types.end() && i < params.size() && i < stack->size(); ++i) {
-      if (params[i].name() == "eps" && (*stack)[i].isNone()) {
+      if (params[i].name() == spec->opmath_eps_arg && (*stack)[i].isNone()) {
         (*stack)[i] = in->second.dtype == graph::DType::kF64
                           ? std::numeric_limits<double>::epsilon()
                           : static_cast<double>(std::numeric_limits<float>::epsilon());

@@ -266,9 +266,13 @@ struct DtypeDefaultFact {
   absl::string_view base;
   absl::string_view arg;
   absl::string_view why;
+  // None means the epsilon of the input's opmath dtype (float32 for
+  // f16/bf16/f32): the float64 targets pass that value explicitly, so the
+  // upcast makes the same call (OpSpec::opmath_eps_arg).
+  bool opmath_eps = false;
 };
 constexpr DtypeDefaultFact kDtypeDefaults[] = {
-    {"rms_norm", "eps", "eps=None means torch.finfo(input.dtype).eps"},
+    {"rms_norm", "eps", "eps=None means the epsilon of the input's opmath dtype", true},
     {"linalg_matrix_rank", "rtol", "rtol=None means eps(dtype)·max(m, n)"},
     {"linalg_pinv", "rtol", "rtol=None means eps(dtype)·max(m, n)"},
     {"linalg_lstsq", "rcond", "rcond=None means the machine precision of the dtype"},
@@ -726,7 +730,8 @@ void ApplyKernelClasses(OpSpec& spec) {
     if (plain == f.base) spec.documented_domain = f.domain;
   }
   for (const DtypeDefaultFact& f : kDtypeDefaults) {
-    if (plain == f.base) spec.dtype_default_arg = f.arg;
+    if (plain != f.base) continue;
+    (f.opmath_eps ? spec.opmath_eps_arg : spec.dtype_default_arg) = f.arg;
   }
   for (const PhaseFact& f : kPhases) {
     // Not the modified Bessel functions (i, k): they grow or decay, not oscillate.

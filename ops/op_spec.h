@@ -283,9 +283,12 @@ struct OpSpec {
     double scale = 0, offset = 0;
   } documented_domain;
   // An argument whose default (None) depends on the input's dtype
-  // (rms_norm's eps = finfo(dtype).eps, matrix_rank's and pinv's rtol =
+  // (matrix_rank's and pinv's rtol =
   // eps·max(m, n), lstsq's rcond): upcast, the call means another thing.
   absl::string_view dtype_default_arg;
+  // An argument whose None means the epsilon of the input's opmath dtype
+  // (rms_norm's eps): the float64 targets pass that value explicitly.
+  absl::string_view opmath_eps_arg;
   struct Phase {
     int arg = -1;
     double scale = 1, power = 1, amplitude = 0, amplitude_power = 0;

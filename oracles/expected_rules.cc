@@ -41,6 +41,7 @@ constexpr TriedRule kTried[] = {
     DIVFUZZ_TRIED(scan_carry),
     DIVFUZZ_TRIED(scalar_rounding),
     DIVFUZZ_TRIED(unspecified_strides),
+    DIVFUZZ_TRIED(integer_division_by_zero),
     DIVFUZZ_TRIED(device_argument),
     DIVFUZZ_TRIED(documented_domain),
     DIVFUZZ_TRIED(phase_rounding),

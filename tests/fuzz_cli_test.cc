@@ -250,6 +250,8 @@ TEST(MpsFaults, AnInputThatMetAFaultOnTheMpsServerIsAFindingOnlyIfItFailsAgainAl
   const std::string index = testing::ReadTextFile(dir + "/findings/index.jsonl");
   EXPECT_TRUE(Contains(index, "crash-00000000000000bb")) << index;
   EXPECT_FALSE(Contains(index, "mps-fault-inflight")) << index;
+  // It ran to its end alone: filed unlocated, not under its last node.
+  EXPECT_TRUE(Contains(index, "\"replay_ran_to\":\"aten::neg")) << index;
 }
 
 TEST(CorruptIndex, SetAsideLinesAreNamedOnStderr) {

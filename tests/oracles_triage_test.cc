@@ -248,6 +248,32 @@ Divergence Planted(const std::string& text, Plant plant, Policy policy = Default
   return v.Roots().empty() ? Divergence{} : *v.Roots()[0];
 }
 
+// The CPU raises ZeroDivisionError for an integer division by zero; CUDA
+// returns a value (planted here: side B computes instead of raising).
+TEST(ExpectedRules, IntegerDivisionByZeroIsUndefined) {
+  auto computes = [](exec::NodeResult& n) {
+    n.error.reset();
+    n.outputs = {at::tensor(std::vector<int64_t>{3, -1})};
+  };
+  for (const char* op : {"aten::floor_divide", "aten::fmod.Tensor", "aten::remainder.Tensor"}) {
+    Divergence zero = Planted(absl::StrCat("divfuzz v1\ninput %a: i64[2] = values(7, 3)\n"
+                                           "input %b: i64[2] = values(2, 0)\n%y = ",
+                                           op, "(%a, %b)\noutput %y\n"),
+                              computes);
+    EXPECT_EQ(zero.expected_rule, "integer_division_by_zero") << op << ": " << zero.reason;
+  }
+  // No zero divisor: a side that raises is a finding.
+  auto raises = [](exec::NodeResult& n) {
+    n.outputs.clear();
+    n.error = exec::NodeError{exec::NodeError::Kind::kRaised, "ZeroDivisionError"};
+  };
+  Divergence nonzero = Planted(
+      "divfuzz v1\ninput %a: i64[2] = values(7, 3)\ninput %b: i64[2] = values(2, 1)\n"
+      "%y = aten::floor_divide(%a, %b)\noutput %y\n",
+      raises);
+  EXPECT_NE(nonzero.expected_rule, "integer_division_by_zero") << nonzero.reason;
+}
+
 TEST(ExpectedRules, InfoGatedFactorizationOutputs) {
   auto scramble = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(1.0); };
   Divergence failed = Planted(

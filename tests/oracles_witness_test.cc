@@ -1164,18 +1164,21 @@ TEST(PhaseRounding, LargePhasesLeaveTheBugTierSmallOnesDoNot) {
   EXPECT_EQ(small.root.wrong_side, "cpu") << small.root.reason;
 }
 
-// rms_norm's eps=None is finfo(dtype).eps: 1.2e-7 in float32, 2.2e-16
-// upcast. With |x| near 1e-6 the two are different functions, so the float64
-// reference judges nothing; an explicit eps makes the same call, and a
-// planted 10% error is a bug.
-TEST(ReferenceUpcast, ADefaultThatDependsOnTheDtypeChangesTheCall) {
-  Judged none = Judge(
+// rms_norm's eps=None is the epsilon of the input's opmath dtype: 1.2e-7 for
+// float32, where float64's would be 2.2e-16, a different function for |x|
+// near 1e-6. The float64 targets pass the program's epsilon explicitly, so
+// the reference makes the same call: the sides agree, and a planted 10%
+// error is a bug with the default as with an explicit eps (before, the
+// reference judged nothing and reference_upcast excused any difference).
+TEST(ReferenceUpcast, ADefaultThatDependsOnTheDtypeIsPassedExplicitly) {
+  const std::string tiny =
       "divfuzz v1\ninput %x: f32[2,4] = values(1e-06, -2e-06, 3e-06, 1e-06, 2e-06, 1e-06, "
-      "-1e-06, 4e-06)\n%y = aten::rms_norm(%x, [4])\noutput %y\n",
-      exec::Target::kCpu, exec::Target::kCpuF64);
-  ASSERT_TRUE(none.diverged);
-  EXPECT_EQ(none.root.tier, "expected") << none.root.reason;
-  EXPECT_EQ(none.root.expected_rule, "reference_upcast") << none.root.reason;
+      "-1e-06, 4e-06)\n%y = aten::rms_norm(%x, [4])\noutput %y\n";
+  Judged none = Judge(tiny, exec::Target::kCpu, exec::Target::kCpuF64);
+  EXPECT_FALSE(none.diverged) << none.root.reason;
+  Judged planted = Judge(tiny, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 0.1));
+  ASSERT_TRUE(planted.diverged);
+  EXPECT_EQ(planted.root.tier, "bug") << planted.root.reason;
   Judged given = Judge(
       "divfuzz v1\ninput %x: f32[2,4] = values(1.0, -2.0, 3.0, 1.0, 2.0, 1.0, -1.0, 4.0)\n"
       "%y = aten::rms_norm(%x, [4], None, 1e-06)\noutput %y\n",

@@ -300,9 +300,19 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
         types = std::move(batch->types);
       }
     }
-    store::FindingHit hit = FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
-                                       hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced,
-                                       r.input_trigger);
+    // A replay that ran to its end says nothing about where the worker died:
+    // its last "RUN" line is merely the program's last node (run G filed
+    // three unrelated crashes under autograd::grad on cuda). Such a failure
+    // is filed unlocated, with what the replay last ran kept as a detail.
+    store::FindingHit hit =
+        reproduced ? FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
+                                hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced,
+                                r.input_trigger)
+                   : FailureHit(program, types.ok() ? &*types : nullptr, -1, "", hang ? "hang" : "crash",
+                                "", r.cuda_fault, reproduced, r.input_trigger);
+    if (!reproduced && !r.op.empty()) {
+      hit.detail["replay_ran_to"] = absl::StrCat(r.op, " (node ", r.node, ") on ", r.target);
+    }
     hit.targets = c.targets;
     hit.detail["artifact"] = path;
     hit.detail["reproduced"] = reproduced;
