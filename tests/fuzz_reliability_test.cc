@@ -164,12 +164,18 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
       // reach (scripts/test.sh quarantines it for the same reason); with
       // gradient statements in the mix, this campaign's mutations got there.
       const bool real_crash = e["class"] == "crash" && op == "aten::lcm";
+      // A gradient statement's backward may call a faulty kernel itself
+      // (derivative formulas use expm1, log1p and exp2): the plugin's crash
+      // then surfaces at the autograd::grad node (a fresh clone's CI run at
+      // 8699ea8: SIGABRT there, reproduced).
+      const bool through_backward = op == "autograd::grad";
       EXPECT_TRUE(op.find("expm1") != std::string::npos || op.find("log1p") != std::string::npos ||
                   op.find("exp2") != std::string::npos || op.find("log2") != std::string::npos ||
                   op.find("log10") != std::string::npos ||
                   // The plugin's erfc faults on any [7, *, *] input, batched
                   // or not, which a longer campaign's mutations reach.
-                  op.find("erfc") != std::string::npos || real_hang || real_crash)
+                  op.find("erfc") != std::string::npos || real_hang || real_crash ||
+                  through_backward)
           << e.dump();
     }
   }
