@@ -6,9 +6,7 @@
 // crashed; a run that ends is judged and recorded like a worker's.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/flags/flag.h"
 #include "exec/executor.h"
@@ -32,17 +30,9 @@ int RunIsolated(const std::vector<std::string>& args) {
   exec::EnterIsolatedLane();
   // A CUDA fault then surfaces in the node that caused it.
   setenv("CUDA_LAUNCH_BLOCKING", "1", /*overwrite=*/0);
-  std::ifstream in(args[0], std::ios::binary);
-  if (!in) {
-    std::cerr << args[0] << ": cannot read the file\n";
-    return 2;
-  }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  const std::string data = bytes.str();
   // A program as the lane's queue holds it: one that does not parse is an
   // error here, never a program generated from its bytes.
-  absl::StatusOr<graph::Program> parsed = graph::ParseProgram(data, args[0]);
+  absl::StatusOr<graph::Program> parsed = LoadProgramFile(args[0]);
   if (!parsed.ok()) {
     std::cerr << parsed.status().message() << "\n";
     return 2;
