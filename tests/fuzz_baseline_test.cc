@@ -322,5 +322,16 @@ TEST(GpuGroups, OneGroupAGpuAndAFaultRestartsOnlyItsOwnWorkers) {
   EXPECT_TRUE(fuzz::GroupSlotsByGpu({}).empty());
 }
 
+TEST(GpuGroups, WorkersOfAServerForOneGpuNameNoGpu) {
+  // Slurm's --gres=gpu:1 on GPU 1: the server sees GPU 1 as its device 0, and a worker
+  // asking for CUDA_VISIBLE_DEVICES=1 found no device (every start faulted, the campaign
+  // fell back to time slicing: a 4-GPU host with a campaign a GPU ran at a third of the rate).
+  const std::vector<fuzz::GpuGroup> one = fuzz::GroupSlotsByGpu({"1", "1", "1"});
+  EXPECT_TRUE(fuzz::MpsClientsNameNoGpu(one.size(), /*server_per_gpu=*/false));
+  EXPECT_TRUE(fuzz::MpsClientsNameNoGpu(2, /*server_per_gpu=*/true));
+  // The user's own server over several GPUs sees them all: host indices hold.
+  EXPECT_FALSE(fuzz::MpsClientsNameNoGpu(2, /*server_per_gpu=*/false));
+}
+
 }  // namespace
 }  // namespace divfuzz

@@ -35,4 +35,8 @@ std::vector<size_t> SlotsToRestart(const std::vector<GpuGroup>& groups, size_t g
   return out;
 }
 
+bool MpsClientsNameNoGpu(size_t gpu_groups, bool server_per_gpu) {
+  return server_per_gpu || gpu_groups == 1;
+}
+
 }  // namespace divfuzz::fuzz

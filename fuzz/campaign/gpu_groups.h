@@ -29,4 +29,12 @@ std::vector<int> GroupOfSlot(const std::vector<GpuGroup>& groups, size_t slots);
 std::vector<size_t> SlotsToRestart(const std::vector<GpuGroup>& groups, size_t group,
                                    const std::vector<bool>& alive);
 
+// Whether the workers of a running MPS server of ours leave CUDA_VISIBLE_DEVICES
+// unset. A server started for one GPU sees it as its device 0, so a client that
+// names the GPU by its host index (CUDA_VISIBLE_DEVICES=1 from Slurm, or a
+// campaign per GPU) finds no device and every start faults. True with one
+// server a GPU and with one GPU in all; false for one server over several GPUs
+// (the user's own: it sees them all and the host indices hold).
+bool MpsClientsNameNoGpu(size_t gpu_groups, bool server_per_gpu);
+
 }  // namespace divfuzz::fuzz

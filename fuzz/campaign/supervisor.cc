@@ -370,7 +370,7 @@ class Supervisor {
       env["CUDA_MPS_PIPE_DIRECTORY"] = mps.pipe_dir();
       // A GPU's own server sees that GPU alone; its clients name none
       // (NVIDIA's MPS guide).
-      if (per_gpu_mps_) {
+      if (MpsClientsNameNoGpu(groups_.size(), per_gpu_mps_)) {
         env.erase("CUDA_VISIBLE_DEVICES");
         unset.push_back("CUDA_VISIBLE_DEVICES");
       }
