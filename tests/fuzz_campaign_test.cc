@@ -7,6 +7,8 @@
 #include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "gtest/gtest.h"
 #include "store/findings_store.h"
 #include "tests/test_util.h"
@@ -34,6 +36,29 @@ TEST(Campaign, ShortCampaignWritesFindingsAndASummary) {
   EXPECT_TRUE(std::regex_search(out, std::regex("root divergence hits by tier:( [a-z_]+=[0-9]+)+")))
       << out;
   EXPECT_NE(out.find("programs with a pair only some device accepts"), std::string::npos) << out;
+  // Where the worker's time went (fuzz/harness/phase_clock.h): both runs and the oracle took
+  // some, and the phases add up to the worker's life (it ran for most of the 10 s).
+  EXPECT_TRUE(std::regex_search(out, std::regex("where the workers' time went: [0-9]+ worker-seconds")))
+      << out;
+  for (const char* phase : {"run_a", "run_b", "compare", "triage", "mutate", "libfuzzer"}) {
+    EXPECT_TRUE(std::regex_search(out, std::regex(std::string("\\n  ") + phase +
+                                                  " +[0-9.]+% +[0-9]+ +[0-9]+%")))
+        << phase << "\n" << out;
+  }
+  {
+    std::ifstream in(dir + "/campaign/logs/stats-0-0.json");
+    const nlohmann::json stats = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(stats.contains("phases")) << stats.dump();
+    double wall = 0;
+    for (const auto& [name, v] : stats["phases"].items()) {
+      if (!v.is_object()) continue;
+      EXPECT_LE(v["cpu"].get<double>(), v["wall"].get<double>() + 0.05) << name;
+      wall += v["wall"].get<double>();
+    }
+    EXPECT_GT(wall, 5.0) << stats["phases"].dump();
+    EXPECT_LT(wall, 30.0) << stats["phases"].dump();
+    EXPECT_GT(stats["phases"]["run_a"]["wall"].get<double>(), 0.0);
+  }
   auto store = store::FindingsStore::Open(dir + "/findings");
   ASSERT_TRUE(store.ok());
   auto index = (*store)->Load();

@@ -79,13 +79,30 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"variant_cases", 0},
                           {"isolated_queued", 0},
                           {"isolated_dropped", 0},
-                          {"declined_by_op", nlohmann::json::object()}};
+                          {"declined_by_op", nlohmann::json::object()},
+                          {"phases", nlohmann::json::object()}};
   ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key :
          {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "gradient_programs", "batches",
           "variant_cases", "isolated_queued", "isolated_dropped"}) {
       if (j.contains(key) && j[key].is_number_integer()) {
         total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();
+      }
+    }
+    // Seconds per phase (fuzz/harness/phase_clock.h), summed over workers.
+    if (j.contains("phases") && j["phases"].is_object()) {
+      nlohmann::json& into = total["phases"];
+      for (const auto& [phase, v] : j["phases"].items()) {
+        if (v.is_number()) {
+          into[phase] = into.value(phase, 0.0) + v.get<double>();
+        } else if (v.is_object()) {
+          if (!into.contains(phase) || !into[phase].is_object()) into[phase] = nlohmann::json::object();
+          for (const char* k : {"wall", "cpu"}) {
+            if (v.contains(k) && v[k].is_number()) {
+              into[phase][k] = into[phase].value(k, 0.0) + v[k].get<double>();
+            }
+          }
+        }
       }
     }
     for (const char* key : {"roots_by_tier", "declined_by_op"}) {

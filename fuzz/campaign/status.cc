@@ -87,6 +87,36 @@ void StatusReporter::Report(double elapsed, int64_t executions, int64_t checked,
                          tiers["dtype_gap"], workers_alive, restarts);
 }
 
+// Where the workers' time went (fuzz/harness/phase_clock.h), largest first.
+static void PrintPhases(const nlohmann::json& phases, int64_t executions, std::ostream& out) {
+  std::vector<std::pair<double, std::string>> rows;
+  std::map<std::string, double> cpu;
+  double total = 0;
+  for (const auto& [name, v] : phases.items()) {
+    if (!v.is_object()) continue;
+    const double wall = v.value("wall", 0.0);
+    rows.emplace_back(wall, name);
+    cpu[name] = v.value("cpu", 0.0);
+    total += wall;
+  }
+  if (total <= 0) return;
+  std::sort(rows.rbegin(), rows.rend());
+  out << absl::StrFormat(
+      "where the workers' time went: %.0f worker-seconds (off-CPU: waiting on the GPU, MPS's "
+      "time slice, a lock or the disk)\n  %-10s %7s %10s %8s\n",
+      total, "phase", "share", "us/exec", "off-CPU");
+  for (const auto& [wall, name] : rows) {
+    out << absl::StrFormat("  %-10s %6.1f%% %10.0f %7.0f%%\n", name, 100.0 * wall / total,
+                           executions > 0 ? 1e6 * wall / executions : 0.0,
+                           wall > 0 ? 100.0 * std::max(0.0, wall - cpu[name]) / wall : 0.0);
+  }
+  if (const double t = phases.value("transfers", 0.0); t > 0) {
+    out << absl::StrFormat("  (inputs to devices and snapshots back, within run_a, run_b and "
+                           "variants: %.1f%%, %.0f us/exec)\n",
+                           100.0 * t / total, executions > 0 ? 1e6 * t / executions : 0.0);
+  }
+}
+
 void PrintSummary(const std::string& findings_dir, const std::string& work_dir, int64_t executions,
                   double seconds, int restarts, const nlohmann::json& totals, std::ostream& out,
                   const store::Baseline* baseline, const std::string& known_bugs) {
@@ -171,6 +201,7 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
                          executions > 0 ? 100.0 * gradient_programs / executions : 0.0);
   for (const auto& [tier, n] : gradient_by_tier) out << " " << tier << "=" << n;
   out << "\n";
+  PrintPhases(totals.value("phases", nlohmann::json::object()), executions, out);
   // Root-cause groups first: one mechanism often files many buckets.
   std::vector<report::Bucket> buckets;
   for (const nlohmann::json& e : index) {

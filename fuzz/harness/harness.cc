@@ -1,4 +1,5 @@
 #include "fuzz/harness/harness.h"
+#include "fuzz/harness/phase_clock.h"
 
 #include "graph/gradient.h"
 
@@ -104,6 +105,7 @@ struct Harness::State {
   struct stat index_stamp {};  // the index as `known` last read it
   std::map<std::string, int64_t> pending_hits;
   std::unique_ptr<InflightRecord> inflight;
+  mutable PhaseClock phases;  // where this worker's time goes
 
   nlohmann::json Json() const {
     return {{"executions", executions},         {"parsed", parsed},
@@ -114,7 +116,8 @@ struct Harness::State {
             {"gradient_programs", gradient_programs},
             {"batches", batches},               {"variant_cases", variant_cases},
             {"declined_by_op", declined_by_op},
-            {"isolated_queued", isolated_queued},   {"isolated_dropped", isolated_dropped}};
+            {"isolated_queued", isolated_queued},   {"isolated_dropped", isolated_dropped},
+            {"phases", phases.Json()}};
   }
   // Epoch: the first program flushes at once, so a worker that dies early
   // (a crash in its first second) still leaves its counts.
@@ -297,6 +300,7 @@ void Harness::RefreshKnown() {
 }
 
 bool Harness::IsKnown(const std::string& signature) {
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_store);
   if (state_->known.count(signature)) return true;
   RefreshKnown();
   return state_->known.count(signature) > 0;
@@ -304,6 +308,7 @@ bool Harness::IsKnown(const std::string& signature) {
 
 void Harness::FlushHits() {
   if (state_->pending_hits.empty()) return;
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_store);
   if (absl::Status s = state_->store->AddHits(state_->pending_hits); !s.ok()) {
     StoreFailed(config_.findings_dir, "adding hits to known buckets failed", s);
   }
@@ -319,7 +324,11 @@ Harness::~Harness() {
 }
 
 Outcome Harness::RunProgram(const graph::Program& program) {
-  absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(program);
+  PhaseClock::Scope other(&state_->phases, PhaseClock::k_other);
+  absl::StatusOr<ops::TypeEnv> types = [&] {
+    PhaseClock::Scope parse(&state_->phases, PhaseClock::k_parse);
+    return ops::InferProgram(program);
+  }();
   if (!types.ok()) return Outcome{};
   Outcome outcome = RunOne(program, *types);
   if (config_.variants > 1) RunVariants(program, *types, outcome);
@@ -331,7 +340,7 @@ Outcome Harness::RunProgram(const graph::Program& program) {
 Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types) {
   Outcome outcome;
   if (!WithinMemoryBudget(program, types)) return outcome;
-  const BothSides run = RunBothSides(program, types);
+  BothSides run = RunBothSides(program, types);
   if (UsesOneSidedPair(program, types)) ++state_->one_sided;
   if (graph::HasGradients(program)) ++state_->gradient_programs;
   bool isolable = false;
@@ -351,7 +360,10 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
   // baseline, per-(op, dtype, outcome) counters found 227 buckets, per-op ones
   // 281, the verdict alone 367-412 (blind: 335-389). One fixed counter says
   // "it ran".
-  BumpCounter("<ran>", "", "");
+  {
+    PhaseClock::Scope phase(&state_->phases, PhaseClock::k_feedback);
+    BumpCounter("<ran>", "", "");
+  }
 
   // Printed only for programs that get recorded: most executions agree.
   const std::string text = outcome.verdict.Diverged() || run.a.cuda_fatal || run.b.cuda_fatal
@@ -372,11 +384,16 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
     if (RecordRoot(program, outcome.verdict, *d, text)) ++outcome.new_findings;
   }
   if (!outcome.verdict.divergences.empty()) ++state_->diverged;
+  {
+    PhaseClock::Scope phase(&state_->phases, PhaseClock::k_release);
+    BothSides gone = std::move(run);
+  }
   return outcome;
 }
 
 void Harness::QueueForIsolatedLane(const graph::Program& program) {
   if (config_.lane_dir.empty() || !(config_.isolated_share > 0)) return;
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_store);
   const std::string text = graph::PrintProgram(program);
   // By the text's hash: a program is always or never sampled, and its
   // repeats share one queue file.
@@ -418,8 +435,12 @@ void Harness::RunVariants(const graph::Program& program, const ops::TypeEnv& typ
     return;
   }
   BothSides run;
-  run.a = RunSide(batch->program, batch->types, 0);
-  run.b = RunSide(batch->program, batch->types, 1);
+  {
+    PhaseClock::Scope phase(&state_->phases, PhaseClock::k_variants);
+    run.a = RunSide(batch->program, batch->types, 0);
+    run.b = RunSide(batch->program, batch->types, 1);
+  }
+  state_->phases.AddTransfers(run.a.transfer_seconds + run.b.transfer_seconds);
   ++state_->batches;
   state_->variant_cases += batch->count;
   const oracles::Verdict verdict = Judge(batch->program, batch->types, run);
@@ -457,8 +478,15 @@ bool Harness::WithinMemoryBudget(const graph::Program& program, const ops::TypeE
 Harness::BothSides Harness::RunBothSides(const graph::Program& program, const ops::TypeEnv& types) {
   const auto start = std::chrono::steady_clock::now();
   BothSides run;
-  run.a = RunSide(program, types, 0);
-  run.b = RunSide(program, types, 1);
+  {
+    PhaseClock::Scope phase(&state_->phases, PhaseClock::k_run_a);
+    run.a = RunSide(program, types, 0);
+  }
+  {
+    PhaseClock::Scope phase(&state_->phases, PhaseClock::k_run_b);
+    run.b = RunSide(program, types, 1);
+  }
+  state_->phases.AddTransfers(run.a.transfer_seconds + run.b.transfer_seconds);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.costly = config_.feedback_cost > 0 && state_->mean_seconds > 0 &&
@@ -471,13 +499,18 @@ Harness::BothSides Harness::RunBothSides(const graph::Program& program, const op
 
 oracles::Verdict Harness::Judge(const graph::Program& program, const ops::TypeEnv& types,
                                 const BothSides& run) {
-  oracles::Verdict verdict = oracles::Compare(program, types, run.a, run.b, config_.policy);
+  oracles::Verdict verdict = [&] {
+    PhaseClock::Scope phase(&state_->phases, PhaseClock::k_compare);
+    return oracles::Compare(program, types, run.a, run.b, config_.policy);
+  }();
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_triage);
   oracles::Triage(program, types, run.a, run.b, config_.policy, verdict);
   CheckDeterminism(program, types, run.a, run.b, verdict);
   return verdict;
 }
 
 void Harness::FeedBackRoot(const oracles::Divergence& d) {
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_feedback);
   BumpCounter(d.op, d.dtype, oracles::ClassName(d.cls));
   // How far past the tolerance, on a log scale: libFuzzer keeps an input
   // that makes an op diverge by more than any input before it.
@@ -491,6 +524,7 @@ void Harness::CountRoot(const oracles::Divergence& d) {
 
 bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& verdict,
                          const oracles::Divergence& d, const std::string& text) {
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_store);
   const std::string signature = oracles::Signature(d);
   // Before the store is asked: ClusterFuzz reruns the input and it must abort
   // again, whatever an earlier run recorded.
@@ -628,6 +662,7 @@ void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::
 void Harness::FlushPeriodically() {
   auto now = std::chrono::steady_clock::now();
   if (now - state_->last_stats <= std::chrono::seconds(1)) return;
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_flush);
   state_->last_stats = now;
   // Each flush rewrites the whole index under the store's lock, which every
   // worker and reducer shares: hits go every 10 s (counts only; a new bucket
@@ -709,6 +744,7 @@ int Harness::TestOneInput(const uint8_t* data, size_t size) {
     BumpCounter("<skipped_input>", "", "quarantined");
     return 0;
   }
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_parse);
   bool parsed = false;
   graph::Program program = ProgramFromBytes(data, size, &parsed);
   ++(parsed ? state_->parsed : state_->generated);
@@ -735,6 +771,7 @@ size_t Emit(const graph::Program& p, uint8_t* out, size_t max_size) {
 }  // namespace
 
 size_t Harness::Mutate(uint8_t* data, size_t size, size_t max_size, unsigned seed) {
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_mutate);
   const graph::Program program = ProgramFromBytes(data, size);
   mutators::MutateOptions options;
   options.grad_share = config_.grad_share;
@@ -753,6 +790,7 @@ size_t Harness::Mutate(uint8_t* data, size_t size, size_t max_size, unsigned see
 
 size_t Harness::CrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,
                           uint8_t* out, size_t max_out_size, unsigned seed) {
+  PhaseClock::Scope phase(&state_->phases, PhaseClock::k_mutate);
   const graph::Program pa = ProgramFromBytes(a, a_size);
   const graph::Program pb = ProgramFromBytes(b, b_size);
   mutators::MutateOptions options;
