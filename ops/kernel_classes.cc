@@ -109,6 +109,20 @@ constexpr ClassFact kClasses[] = {
     // Ties and degrees.
     {Match::kBase, "mode", kValueTies, "returns any of the most frequent values"},
     {Match::kBase, "kthvalue", kReducesDim, "drops the dim it selects along"},
+    // Selections: the backward scatters each gradient to the position the
+    // forward picked, and at ties either position is right (autograd notes).
+    {Match::kBase, "sort", kSelectsInputs, "moves input elements into order"},
+    {Match::kBase, "msort", kSelectsInputs, "moves input elements into order"},
+    {Match::kBase, "topk", kSelectsInputs, "selects the k largest or smallest elements"},
+    {Match::kBase, "kthvalue", kSelectsInputs, "selects the k-th smallest element"},
+    {Match::kBase, "median", kSelectsInputs, "selects the middle element"},
+    {Match::kBase, "nanmedian", kSelectsInputs, "selects the middle element"},
+    {Match::kBase, "mode", kSelectsInputs, "selects a most frequent element"},
+    {Match::kBase, "max", kSelectsInputs, "selects the largest element"},
+    {Match::kBase, "min", kSelectsInputs, "selects the smallest element"},
+    {Match::kBase, "cummax", kSelectsInputs, "selects the running largest element"},
+    {Match::kBase, "cummin", kSelectsInputs, "selects the running smallest element"},
+    {Match::kContains, "max_pool", kSelectsInputs, "selects each window's largest element"},
     {Match::kContains, "_polynomial_", kNanOnlyFromDegreeOne,
      "P_0(x) = 1 for every x: NaN only from degree 1"},
     // Complex multiplication and division square their parts.

@@ -97,6 +97,9 @@ enum Hint : uint32_t {
                                 // dim_pos (cumulative_trapezoid)
   kMatrixFunction = 1 << 25,    // a matrix function by scaling and squaring (matrix_exp):
                                 // its error is normwise, about ||A|| eps ||f(A)|| (Higham)
+  kSelectsInputs = 1 << 26,     // its values are input elements it selects (sort, topk,
+                                // median, max.dim, max_pool): at ties its backward may
+                                // route each gradient to any tied position
   kPolesAtNonPositiveIntegers = 1 << 27,  // input `self` has poles at 0, -1, -2 ... (polygamma)
   kPointwise = 1 << 28,         // output element i depends only on input element i (after
                                 // broadcasting): value variants may stack along a new

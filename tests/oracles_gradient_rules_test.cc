@@ -374,5 +374,38 @@ output %y
   EXPECT_FALSE(nondifferentiable_point(wrong).has_value());
 }
 
+TEST(GradientRules, ASelectionRoutesGradientsAmongTiesInAnyOrderButOnlyAmongTies) {
+  // Session 33's SortBackward0: msort of four zeros; CUDA broke the tie as
+  // [1, 0, 2, 3], an order none of the hull's six moves takes. Any routing
+  // among tied inputs is a subgradient (ops::kSelectsInputs).
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[4] = values(0.0, 0.0, 0.0, 0.0)
+%y = aten::msort(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  auto ctx = [&](const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
+    const at::Tensor v = at::tensor({0.1f, -0.7f, 0.3f, 1.9f});
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, a, b, a.to(at::kDouble), false);
+    c.hints = ops::FindOp("aten::msort")->hints;
+    return c;
+  };
+  const at::Tensor zeros = at::zeros({4}, at::kDouble);
+  std::optional<RuleMatch> m = nondifferentiable_point(
+      ctx(zeros, at::tensor({0.1f, -0.7f, 0.3f, 1.9f}), at::tensor({-0.7f, 0.1f, 0.3f, 1.9f})));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("tied"), std::string::npos) << m->reason;
+  // Input 3 equals no other: a gradient moved there is a wrong index, not a tie.
+  const at::Tensor three_tied = at::tensor({0.0, 0.0, 0.0, 5.0}, at::kDouble);
+  EXPECT_FALSE(nondifferentiable_point(ctx(three_tied, at::tensor({0.1f, -0.7f, 0.3f, 1.9f}),
+                                           at::tensor({1.9f, -0.7f, 0.3f, 0.1f})))
+                   .has_value());
+  // A value no routing gives.
+  EXPECT_FALSE(nondifferentiable_point(ctx(zeros, at::tensor({0.1f, -0.7f, 0.3f, 1.9f}),
+                                           at::tensor({-0.7f, 0.1f, 0.3f, 2.9f})))
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles::rules

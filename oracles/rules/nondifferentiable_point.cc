@@ -16,6 +16,7 @@
 #include "exec/executor.h"
 #include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
+#include "ops/op_spec.h"
 
 namespace divfuzz::oracles::rules {
 namespace {
@@ -52,9 +53,61 @@ bool Within(const at::Tensor& x, const std::pair<at::Tensor, at::Tensor>& hull, 
       .item<bool>();
 }
 
+// Each tensor's values sorted within each group of equal `x` (NaNs one
+// group), in one order for both: a gradient routed to another tied position
+// becomes the same tensor.
+at::Tensor SortedWithinTies(const at::Tensor& g, const at::Tensor& x) {
+  at::Tensor key = at::where(at::isnan(x), at::full({}, INFINITY, x.options()), x);
+  // Ties first by value, then by gradient: a stable sort by gradient, then by key.
+  at::Tensor by_g = std::get<1>(at::sort(g, /*stable=*/true, 0, false));
+  at::Tensor by_key = std::get<1>(at::sort(key.index_select(0, by_g), /*stable=*/true, 0, false));
+  return g.index_select(0, by_g.index_select(0, by_key));
+}
+
+// A selecting op (ops::kSelectsInputs) at ties: the two sides' gradients are
+// the same values routed to different tied positions of the input.
+std::optional<RuleMatch> RoutedWithinTies(const GradientContext& c, const Tolerance& tol) {
+  if (!(c.hints & ops::kSelectsInputs)) return std::nullopt;
+  auto xa = c.a.inputs.find(c.wrt), xb = c.b.inputs.find(c.wrt);
+  if (xa == c.a.inputs.end() || xb == c.b.inputs.end() || !xa->second.defined() ||
+      !xb->second.defined() || !c.a.outgoing.defined() || !c.b.outgoing.defined() ||
+      xa->second.is_complex() || c.a.outgoing.is_complex()) {
+    return std::nullopt;
+  }
+  const at::Tensor x = xa->second.to(at::kDouble).reshape(-1);
+  const at::Tensor x_b = xb->second.to(at::kDouble).reshape(-1);
+  const at::Tensor ga = c.a.outgoing.to(at::kDouble).reshape(-1);
+  const at::Tensor gb = c.b.outgoing.to(at::kDouble).reshape(-1);
+  // The same input on both sides (the incoming gradients agree too: this
+  // backward kernel is the root), and one gradient element per input element.
+  if (x.numel() != ga.numel() || x.numel() != gb.numel() || x.numel() != x_b.numel() ||
+      !at::equal(at::nan_to_num(x, 0.5), at::nan_to_num(x_b, 0.5))) {
+    return std::nullopt;
+  }
+  // Where the sides differ, the input must be tied: elsewhere a different
+  // gradient is no routing choice.
+  const at::Tensor differing = DifferingElements(ga, gb, c.dtype, tol);
+  if (!differing.defined() || !differing.any().item<bool>()) return std::nullopt;
+  const at::Tensor key = at::where(at::isnan(x), at::full({}, INFINITY, x.options()), x);
+  const auto [values, inverse, counts] =
+      at::_unique2(key, /*sorted=*/true, /*return_inverse=*/true, /*return_counts=*/true);
+  const at::Tensor tied = counts.index_select(0, inverse.reshape(-1)) > 1;
+  if (!tied.index({differing}).all().item<bool>()) return std::nullopt;
+  const at::Tensor sa = SortedWithinTies(ga, x), sb = SortedWithinTies(gb, x);
+  const at::Tensor still = DifferingElements(sa, sb, c.dtype, tol);
+  if (!still.defined() || still.any().item<bool>()) return std::nullopt;
+  return RuleMatch{"nondifferentiable_point",
+                   absl::StrCat(c.node.QualifiedName(), " selects among tied inputs (",
+                                tied.sum().item<int64_t>(), " of ", x.numel(),
+                                " elements equal another): the two sides route the same gradient "
+                                "values to different tied positions, each a valid choice")};
+}
+
 }  // namespace
 
 std::optional<RuleMatch> nondifferentiable_point(const GradientContext& c) {
+  const Tolerance tie_tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  if (std::optional<RuleMatch> m = RoutedWithinTies(c, tie_tol)) return m;
   std::optional<std::pair<at::Tensor, at::Tensor>> hull = Hull(c, 1.0);
   if (!hull) return std::nullopt;
   std::optional<std::pair<at::Tensor, at::Tensor>> near = Hull(c, 1.0 / 64);
