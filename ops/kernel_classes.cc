@@ -105,6 +105,8 @@ constexpr ClassFact kClasses[] = {
     {Match::kBase, "linalg_matrix_exp", kMatrixFunction, "scaling and squaring (Higham)"},
     {Match::kBase, "svdvals", kNormwiseSpectrum, "singular values (Weyl)"},
     {Match::kBase, "linalg_eigvalsh", kNormwiseSpectrum, "symmetric eigenvalues (Weyl)"},
+    // Its gradient U V^T is the SVD's: as ill-conditioned as the matrix.
+    {Match::kBase, "nuclear_norm", kNormwiseSpectrum, "sums singular values (Weyl)"},
     {Match::kBase, "cumulative_trapezoid", kPrefixSums, "sums trapezoids up to each point"},
     // Ties and degrees.
     {Match::kBase, "mode", kValueTies, "returns any of the most frequent values"},

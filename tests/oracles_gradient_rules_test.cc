@@ -5,6 +5,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <functional>
+#include <limits>
 
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
@@ -80,6 +81,21 @@ output %l
   GradientContext well = ContextOf(k, {{"a", eye}}, {at::ones({})}, (eye * (1 + 1e-4)).to(at::kFloat),
                                    eye.to(at::kFloat), eye, false);
   EXPECT_FALSE(gradient_conditioning(well).has_value());
+  // nuclear_norm's gradient is its SVD's U V^T (session 33: cond 2.6e16 in f32, CPU 3.993
+  // against the exact 4): conditioned like the matrix, as a catalogue fact.
+  Case n{MustParse(R"(divfuzz v1
+input %a: f32[2,2] = values(1.0, 1.0, 1.0, 1.0001)
+%l = aten::nuclear_norm(%a)
+output %l
+)"), {}, {}};
+  n.types = MustInfer(n.program);
+  n.d.cls = DivergenceClass::kTolerance;
+  GradientContext nuc = ContextOf(n, {{"a", a}}, {at::ones({})}, off, w.to(at::kFloat), w, false);
+  ASSERT_TRUE(gradient_conditioning(nuc).has_value());
+  GradientContext nuc_well = ContextOf(n, {{"a", eye}}, {at::ones({})},
+                                       (eye * (1 + 1e-4)).to(at::kFloat), eye.to(at::kFloat), eye,
+                                       false);
+  EXPECT_FALSE(gradient_conditioning(nuc_well).has_value());
 }
 
 TEST(GradientRules, SummationBoundsAnElementwiseBackwardByItsOwnTermsOnly) {
@@ -232,6 +248,45 @@ output %y
                                     w1.to(at::kFloat), w1, false);
   small.out = 1;
   EXPECT_FALSE(gradient_extremal_values(small).has_value());
+}
+
+TEST(GradientRules, APointwiseBackwardSumsOverBroadcastDimsAndMayOverflowThere) {
+  // Session 33's CopysignBackward0: a scalar broadcast to [3]; its gradient
+  // sums -FLT_MAX, FLT_MAX/2, FLT_MAX (exactly FLT_MAX/2), and CUDA's tree
+  // reduction adds the last two first: inf.
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[] = values(2.0)
+input %y: f32[3] = values(1.0, 1.0, 1.0)
+%z = aten::copysign.Tensor(%x, %y)
+output %z
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kClassSplit;
+  k.d.element = 0;
+  const float max = std::numeric_limits<float>::max();
+  const at::Tensor v = at::tensor({-max, max / 2, max});
+  const at::Tensor x = at::full({}, 2.0, at::kDouble), y = at::ones({3}, at::kDouble);
+  const at::Tensor w = v.to(at::kDouble).sum();
+  GradientContext c = ContextOf(k, {{"x", x}, {"y", y}}, {v}, w.to(at::kFloat),
+                                at::full({}, INFINITY), w, true);
+  std::optional<RuleMatch> m = gradient_extremal_values(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("accumulates"), std::string::npos) << m->reason;
+  // The same incoming gradient into an input of the output's shape sums
+  // nothing: an inf there is no accumulation.
+  Case e{MustParse(R"(divfuzz v1
+input %x: f32[3] = values(2.0, 2.0, 2.0)
+input %y: f32[3] = values(1.0, 1.0, 1.0)
+%z = aten::copysign.Tensor(%x, %y)
+output %z
+)"), {}, {}};
+  e.types = MustInfer(e.program);
+  e.d.cls = DivergenceClass::kClassSplit;
+  e.d.element = 0;
+  const at::Tensor x3 = at::full({3}, 2.0, at::kDouble);
+  GradientContext same = ContextOf(e, {{"x", x3}, {"y", y}}, {v}, v,
+                                   at::tensor({INFINITY, max / 2, max}), v.to(at::kDouble), true);
+  EXPECT_FALSE(gradient_extremal_values(same).has_value());
 }
 
 TEST(GradientRules, AnFftBackwardIsJudgedNormwise) {

@@ -59,7 +59,15 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                   " overflows ", std::string(graph::DTypeName(c.dtype)),
                                   " there: the notes leave such a result's non-finite class open")};
   }
-  if (!c.pointwise) {
+  // A pointwise op sums too where the input was broadcast: its backward
+  // reduces the incoming gradient over the broadcast dims (session 33's
+  // copysign of a scalar broadcast to [9]: CUDA's tree added FLT_MAX to
+  // FLT_MAX/2 first).
+  bool broadcast = false;
+  for (const at::Tensor& t : c.a.incoming) {
+    broadcast |= t.defined() && c.a.outgoing.defined() && c.a.outgoing.numel() < t.numel();
+  }
+  if (!c.pointwise || broadcast) {
     const graph::DType acc = c.dtype == graph::DType::kF64 || c.dtype == graph::DType::kC128
                                  ? graph::DType::kF64
                                  : graph::DType::kF32;
