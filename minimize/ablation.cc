@@ -107,10 +107,18 @@ std::string AblationConclusion(const std::vector<AblationRow>& rows) {
                         absl::StrJoin(wrong, ", "), ", not in ", absl::StrJoin(match, ", "));
   }
   if (!match.empty()) {
+    // A switch is a preference PyTorch may overrule per op: torch 2.11 runs
+    // cuSOLVER's SVD under the MAGMA preference (its Vh then comes back
+    // transposed, session 33), so the table proves the switch, not the vendor.
+    const std::string caveat =
+        rows[0].library == "default libraries"
+            ? ""
+            : " (the switch sets PyTorch's preference; PyTorch may still run another library for "
+              "this op under it)";
     return absl::StrCat(absl::StrJoin(match, ", "), " ", match.size() == 1 ? "matches" : "match",
                         " the witness: the defect is in the path ", rows[0].library,
                         " take", rows[0].library == "default libraries" ? "" : "s",
-                        " for this op, not in ", absl::StrJoin(match, ", "));
+                        " for this op, not in ", absl::StrJoin(match, ", "), caveat);
   }
   if (!wrong.empty() && wrong.size() == static_cast<size_t>(run)) {
     return absl::StrCat("every library tried (", rows[0].library, ", ", absl::StrJoin(wrong, ", "),

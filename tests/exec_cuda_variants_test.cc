@@ -284,6 +284,15 @@ TEST(Ablation, ConclusionAndReportSectionFromGivenRows) {
   EXPECT_THAT(minimize::AblationConclusion(a.rows), HasSubstr("not in one library's path"));
   a.rows[1].outcome = a.rows[2].outcome = O::kNotRun;
   EXPECT_THAT(minimize::AblationConclusion(a.rows), HasSubstr("rerun on a GPU host"));
+  // A finding under a switch: the switch is established, not the vendor (torch 2.11 runs
+  // cuSOLVER's SVD under the MAGMA preference).
+  const std::vector<minimize::AblationRow> svd = {
+      {"cuda+magma", "MAGMA", O::kWrong, "tolerance: -0.318 vs -0.409"},
+      {"cuda", "default libraries", O::kMatches, "agrees with cpu"}};
+  EXPECT_THAT(minimize::AblationConclusion(svd),
+              HasSubstr("the defect is in the path MAGMA takes for this op, not in default "
+                        "libraries (the switch sets PyTorch's preference; PyTorch may still run "
+                        "another library for this op under it)"));
 }
 
 // The whole path on the CPU: a fake CUDA side whose cuBLASLt variant is right
