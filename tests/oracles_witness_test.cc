@@ -920,6 +920,32 @@ TEST(FailureBuckets, AHangOfAPolynomialWithAnInfiniteDegreeIsAnUndefinedCast) {
             "divergence");
 }
 
+TEST(FailureBuckets, AGradientHangOnANonFiniteCotangentIsJudgedByTheOpsItDifferentiates) {
+  // Session 33: matrix_exp's backward exponentiates a block matrix holding the
+  // cotangent; an inf there hangs CUDA (undefined by the notes: expected), a
+  // finite one whose norm overflows hangs it too (matrix_exp's own unchecked
+  // cast: a bug).
+  auto program = [](const std::string& op, const std::string& fill) {
+    return MustParse("divfuzz v1\ninput %a: f32[2,2] = fill(1.0)\ninput %v: f32[2,2] = fill(" +
+                     fill + ")\n%e = " + op +
+                     "(%a)\n%g = autograd::grad([%e], [%a], grad_outputs=[%v])\noutput %g\n");
+  };
+  graph::Program p = program("aten::matrix_exp", "inf");
+  ops::TypeEnv t = MustInfer(p);
+  store::FindingHit hang = fuzz::FailureHit(p, &t, 1, "autograd::grad", "hang", "cuda", false, true);
+  EXPECT_EQ(hang.tier, "expected");
+  EXPECT_EQ(hang.detail["expected_rule"], "nonfinite_inputs");
+  EXPECT_EQ(hang.detail["trigger"], "inf");
+  graph::Program finite = program("aten::matrix_exp", "3.0e38");
+  EXPECT_EQ(fuzz::FailureHit(finite, &t, 1, "autograd::grad", "hang", "cuda", false, true).tier,
+            "bug");
+  // sin's backward carries no such clause: a hang there is a bug whatever the cotangent.
+  graph::Program sine = program("aten::sin", "inf");
+  ops::TypeEnv ts = MustInfer(sine);
+  EXPECT_EQ(fuzz::FailureHit(sine, &ts, 1, "autograd::grad", "hang", "cuda", false, true).tier,
+            "bug");
+}
+
 TEST(KernelClasses, AHalfNormalizerRoundedToTheDtypeIsABugBeyondOpInfosTolerance) {
   // log_softmax([120, 110]) = [-4.54e-5, -10]: a Half sum rounds 1 + 4.5e-5
   // to 1 and gives 0 (torch 2.11's CPU last-dim path). PyTorch's OpInfo

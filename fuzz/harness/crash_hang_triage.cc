@@ -1,19 +1,31 @@
 #include "fuzz/harness/crash_hang_triage.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "graph/gradient.h"
 #include "graph/materialize.h"
 #include "ops/catalogue.h"
 
 namespace divfuzz::fuzz {
 namespace {
 
-// The values of a program input that argument `l` names directly (none for
-// a computed value or a number).
+// The values of a program input that argument `l` names directly, or of
+// those a list names (a gradient statement's cotangents); none for a
+// computed value or a number.
 std::vector<double> DirectInputValues(const graph::Program& program, const graph::Literal& l) {
+  if (l.kind == graph::Literal::Kind::kList) {
+    std::vector<double> all;
+    for (const graph::Literal& item : l.list) {
+      std::vector<double> v = DirectInputValues(program, item);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  }
   if (l.kind != graph::Literal::Kind::kValue) return {};
   for (const graph::Input& in : program.inputs) {
     if (in.name == l.s) return graph::MaterializePayload(in);
@@ -49,6 +61,37 @@ bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
   return false;
 }
 
+// A gradient statement runs the backward kernels of the ops its outputs
+// come from: the first of those (in program order) whose catalogue entry
+// has `hint`, or null.
+const ops::OpSpec* DifferentiatedOpWith(const graph::Program& program, int node, uint64_t hint) {
+  const graph::Node& grad = program.nodes[node];
+  if (grad.args.empty()) return nullptr;
+  std::set<std::string> wanted;
+  std::vector<const graph::Literal*> todo = {&grad.args[0].value};
+  while (!todo.empty()) {
+    const graph::Literal* l = todo.back();
+    todo.pop_back();
+    if (l->kind == graph::Literal::Kind::kList) {
+      for (const graph::Literal& item : l->list) todo.push_back(&item);
+    } else if (l->kind == graph::Literal::Kind::kValue && wanted.insert(l->s).second) {
+      for (int i = 0; i < node; ++i) {
+        const graph::Node& n = program.nodes[i];
+        if (std::find(n.results.begin(), n.results.end(), l->s) == n.results.end()) continue;
+        for (const graph::Argument& a : n.args) todo.push_back(&a.value);
+      }
+    }
+  }
+  for (int i = 0; i < node; ++i) {
+    const graph::Node& n = program.nodes[i];
+    bool feeds = false;
+    for (const std::string& r : n.results) feeds = feeds || wanted.count(r) > 0;
+    const ops::OpSpec* spec = feeds ? ops::FindOp(n.QualifiedName()) : nullptr;
+    if (spec != nullptr && (spec->hints & hint)) return spec;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* types, int node,
@@ -77,6 +120,14 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
   if (trigger.empty()) trigger = "ordinary";
   const bool nonfinite = trigger == "nan" || trigger == "inf";
   const ops::OpSpec* spec = ops::FindOp(hit.root_op);
+  // A hang or crash in a gradient statement fed non-finite values (a
+  // cotangent of inf, session 33's matrix_exp backward): judged by the ops it
+  // differentiates. Only then: a finite cotangent whose norm overflows is
+  // matrix_exp's own bug (an unchecked int64 cast), not the notes' exclusion.
+  if (spec == nullptr && nonfinite && node >= 0 &&
+      static_cast<size_t>(node) < program.nodes.size() && graph::IsGradNode(program.nodes[node])) {
+    spec = DifferentiatedOpWith(program, node, ops::kNoNonFiniteGuarantee);
+  }
   if (!reproduced) {
     hit.tier = "divergence";
   } else if (spec != nullptr && (spec->hints & ops::kNoNonFiniteGuarantee) &&
