@@ -2,6 +2,7 @@
 
 #include "graph/gradient.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/view_as_real.h>
 
 #include <cmath>
@@ -141,14 +142,29 @@ at::Tensor DifferingElements(const at::Tensor& a, const at::Tensor& b, graph::DT
   };
   const at::Tensor x = flat(a), y = flat(b);
   if (!graph::IsFloating(dtype) && !graph::IsComplex(dtype)) return x.ne(y);
-  const at::Tensor nan_x = x.isnan(), nan_y = y.isnan();
-  const at::Tensor class_differs =
-      nan_x.ne(nan_y).logical_or(x.isinf().logical_and(x.ne(y))).logical_or(
-          y.isinf().logical_and(x.ne(y)));
-  const at::Tensor finite = x.isfinite().logical_and(y.isfinite());
-  const at::Tensor beyond =
-      finite.logical_and(x.sub(y).abs().gt(y.abs().mul(tol.rtol).add(tol.atol)));
-  return class_differs.logical_and(nan_x.logical_and(nan_y).logical_not()).logical_or(beyond);
+  // One pass over the elements: as a dozen ATen ops on small tensors this
+  // was a fifth of a campaign worker's CPU time (session 33's profile).
+  // Element i differs when its class differs (one NaN, or an infinity the
+  // other side does not share) or, both finite, |x - y| > |y| rtol + atol.
+  at::Tensor out = at::empty({x.numel()}, x.options().dtype(at::kBool));
+  const double* px = x.const_data_ptr<double>();
+  const double* py = y.const_data_ptr<double>();
+  bool* po = out.mutable_data_ptr<bool>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    const double xi = px[i], yi = py[i];
+    const bool nan_x = std::isnan(xi), nan_y = std::isnan(yi);
+    if (nan_x || nan_y) {
+      po[i] = nan_x != nan_y;
+    } else if (std::isinf(xi) || std::isinf(yi)) {
+      po[i] = xi != yi;
+    } else {
+      // Separate statements: no fused multiply-add, as ATen's mul then add.
+      const double scaled = std::fabs(yi) * tol.rtol;
+      const double allowed = scaled + tol.atol;
+      po[i] = std::fabs(xi - yi) > allowed;
+    }
+  }
+  return out;
 }
 
 std::optional<Divergence> BitwiseDifference(const at::Tensor& first, const at::Tensor& again) {

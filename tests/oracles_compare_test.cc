@@ -1,3 +1,4 @@
+#include <ATen/ATen.h>
 #include <ATen/ops/tensor.h>
 
 #include <limits>
@@ -143,6 +144,47 @@ TEST(Compare, OneSidedErrorIsAnErrorSplitAndDtypeGapWhenNotImplemented) {
   // Both sides raising is agreement.
   a.nodes[0].error = b.nodes[0].error;
   EXPECT_FALSE(Compare(p, types, a, b).Diverged());
+}
+
+TEST(DifferingElements, OnePassEqualsTheElementwiseFormula) {
+  // The formula as ATen ops (what DifferingElements computed before its one
+  // pass): the class differs, or both finite and |x - y| > |y| rtol + atol.
+  auto formula = [](const at::Tensor& x, const at::Tensor& y, oracles::Tolerance tol) {
+    const at::Tensor nan_x = x.isnan(), nan_y = y.isnan();
+    const at::Tensor class_differs =
+        nan_x.ne(nan_y).logical_or(x.isinf().logical_and(x.ne(y))).logical_or(
+            y.isinf().logical_and(x.ne(y)));
+    const at::Tensor finite = x.isfinite().logical_and(y.isfinite());
+    const at::Tensor beyond =
+        finite.logical_and(x.sub(y).abs().gt(y.abs().mul(tol.rtol).add(tol.atol)));
+    return class_differs.logical_and(nan_x.logical_and(nan_y).logical_not()).logical_or(beyond);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double max = std::numeric_limits<double>::max();
+  const std::vector<double> special = {0.0, -0.0, 1.0, -1.0, 1e-300, 5e-324, max, -max,
+                                       inf, -inf, nan, 1.0 + 1e-6, 1.0 - 1e-5, 3.0e38};
+  std::vector<double> xs, ys;
+  for (double a : special) {
+    for (double b : special) xs.push_back(a), ys.push_back(b);
+  }
+  at::Tensor x = at::tensor(xs, at::kDouble), y = at::tensor(ys, at::kDouble);
+  // And random pairs near each other, at several scales.
+  at::manual_seed(7);
+  const at::Tensor r = at::randn({4000}, at::kDouble) * at::pow(10.0, at::randint(-30, 30, {4000}).to(at::kDouble));
+  const at::Tensor s = r * (1 + at::randn({4000}, at::kDouble) * 1e-5);
+  x = at::cat({x, r});
+  y = at::cat({y, s});
+  for (oracles::Tolerance tol : {oracles::Tolerance{1.3e-6, 1e-5}, oracles::Tolerance{0, 0},
+                                 oracles::Tolerance{1.6e-2, 1e-5}}) {
+    const at::Tensor got = oracles::DifferingElements(x, y, graph::DType::kF64, tol);
+    ASSERT_TRUE(at::equal(got, formula(x, y, tol))) << tol.rtol;
+    EXPECT_TRUE(got.any().item<bool>());
+    // float32 inputs go through float64 the same way.
+    const at::Tensor xf = x.to(at::kFloat), yf = y.to(at::kFloat);
+    EXPECT_TRUE(at::equal(oracles::DifferingElements(xf, yf, graph::DType::kF32, tol),
+                          formula(xf.to(at::kDouble), yf.to(at::kDouble), tol)));
+  }
 }
 
 }  // namespace
