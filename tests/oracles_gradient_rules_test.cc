@@ -4,6 +4,7 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -190,6 +191,32 @@ output %y
   GradientContext wrong = ContextOf(k, {{"x", x}}, {v}, (w * 1.01).to(at::kFloat),
                                     w.to(at::kFloat), w, true);
   EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
+}
+
+TEST(GradientRules, BackwardStableMovesStayInsideTheDomain) {
+  // Session 33's ErfinvBackward0 at x = 1 - 2^-24, one ulp below erfinv's pole: x moved up by
+  // 4 eps crosses 1 (NaN there), and the hull had collapsed onto the unmoved point, so CPU's
+  // 2120849.25 (exact 2120848.008, CUDA 2120841.25) fell outside it. Smaller moves stay inside
+  // and span the gradient's steep rise.
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[1] = values(0.99999994039535522)
+%y = aten::erfinv(%x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x = at::tensor({1.0 - std::ldexp(1.0, -24)}, at::kDouble);
+  const at::Tensor v = at::ones({1});
+  const at::Tensor w = GradOf([](const at::Tensor& t) { return at::erfinv(t); }, x, v);
+  ASSERT_NEAR(w.item<double>(), 2120848.008, 0.01);
+  auto ctx = [&](float a, float b) {
+    return ContextOf(k, {{"x", x}}, {v}, at::tensor({a}), at::tensor({b}), w, true);
+  };
+  std::optional<RuleMatch> m = gradient_backward_stable(ctx(2120849.25f, 2120841.25f));
+  ASSERT_TRUE(m.has_value());
+  // Far below what any point of the ball gives, or of the wrong sign: a finding.
+  EXPECT_FALSE(gradient_backward_stable(ctx(2120849.25f, 1000.0f)).has_value());
+  EXPECT_FALSE(gradient_backward_stable(ctx(-2120849.25f, 2120841.25f)).has_value());
 }
 
 TEST(GradientRules, NonFiniteIncomingIsUndefinedOnlyWhereTheGradientIsNotFinite) {

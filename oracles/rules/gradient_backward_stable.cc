@@ -29,39 +29,59 @@ namespace {
 // its output works from the rounded one). nullopt: a point could not run.
 std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
                                                       const GradientSide& s) {
-  at::Tensor lo = s.witness.to(at::kDouble), hi = lo.clone();
+  const at::Tensor at_witness = s.witness.to(at::kDouble);
+  at::Tensor lo = at_witness, hi = lo.clone();
+  // The float64 gradient at one point: moved in direction `dir` (-1: not
+  // moved) by `scale` times 4 eps.
+  auto point = [&](int round, int dir, double scale) -> std::optional<at::Tensor> {
+    std::map<std::string, at::Tensor> inputs;
+    for (const auto& [name, t] : s.inputs) {
+      auto it = c.types.find(name);
+      const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
+      inputs[name] = floating && dir >= 0
+                         ? MovedBy4Eps(t, scale * graph::Epsilon(it->second.dtype), dir, 2000)
+                         : t;
+    }
+    std::vector<at::Tensor> incoming;
+    for (const at::Tensor& v : s.incoming) {
+      incoming.push_back(v.defined() && v.is_floating_point() && dir >= 0
+                             ? MovedBy4Eps(v, scale * graph::Epsilon(c.dtype), dir + 1, 2000)
+                             : v);
+    }
+    // Saved outputs rounded, and moved by 4 eps of their dtype like the
+    // inputs: a kernel's own forward is not always correctly rounded, and
+    // a formula that cancels it (log_ndtr's result + x²/2) amplifies that.
+    auto move = [&](size_t i, const at::Tensor& t) {
+      if (dir < 0 || i >= c.node.results.size() || !t.is_floating_point()) return t;
+      auto it = c.types.find(c.node.results[i]);
+      if (it == c.types.end()) return t;
+      return MovedBy4Eps(t, scale * graph::Epsilon(it->second.dtype), dir + 2, 2000);
+    };
+    exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types,
+                                         exec::Target::kCpuF64, round == 1, move);
+    if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
+    const at::Tensor& g = w.result.exact[c.out];
+    if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
+    return g;
+  };
   for (int round = 0; round < 2; ++round) {
     for (int dir = round ? -1 : 0; dir < 6; ++dir) {
-      std::map<std::string, at::Tensor> inputs;
-      for (const auto& [name, t] : s.inputs) {
-        auto it = c.types.find(name);
-        const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
-        inputs[name] = floating && dir >= 0
-                           ? MovedBy4Eps(t, graph::Epsilon(it->second.dtype), dir, 2000)
-                           : t;
+      std::optional<at::Tensor> g = point(round, dir, 1.0);
+      if (!g) return std::nullopt;
+      // A move past the edge of the domain (erfinv at 1 - 2^-24 moved by 4
+      // eps crosses 1) gives no gradient there, and the hull would collapse
+      // onto the unmoved point: such elements move by half as much, down to
+      // 1/64, staying inside the rounding ball (session 33's ErfinvBackward0).
+      at::Tensor out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
+      for (double scale = 0.5; dir >= 0 && scale >= 1.0 / 64 && out.any().item<bool>();
+           scale /= 2) {
+        std::optional<at::Tensor> nearer = point(round, dir, scale);
+        if (!nearer) break;
+        *g = at::where(out, *nearer, *g);
+        out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
       }
-      std::vector<at::Tensor> incoming;
-      for (const at::Tensor& v : s.incoming) {
-        incoming.push_back(v.defined() && v.is_floating_point() && dir >= 0
-                               ? MovedBy4Eps(v, graph::Epsilon(c.dtype), dir + 1, 2000)
-                               : v);
-      }
-      // Saved outputs rounded, and moved by 4 eps of their dtype like the
-      // inputs: a kernel's own forward is not always correctly rounded, and
-      // a formula that cancels it (log_ndtr's result + x²/2) amplifies that.
-      auto move = [&](size_t i, const at::Tensor& t) {
-        if (dir < 0 || i >= c.node.results.size() || !t.is_floating_point()) return t;
-        auto it = c.types.find(c.node.results[i]);
-        if (it == c.types.end()) return t;
-        return MovedBy4Eps(t, graph::Epsilon(it->second.dtype), dir + 2, 2000);
-      };
-      exec::VjpResult w = exec::RunNodeVjp(c.node, inputs, incoming, c.types,
-                                           exec::Target::kCpuF64, round == 1, move);
-      if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
-      const at::Tensor& g = w.result.exact[c.out];
-      if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
-      lo = at::fmin(lo, g);
-      hi = at::fmax(hi, g);
+      lo = at::fmin(lo, *g);
+      hi = at::fmax(hi, *g);
     }
   }
   return std::make_pair(lo, hi);
