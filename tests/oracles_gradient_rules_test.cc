@@ -26,6 +26,15 @@ struct Case {
   Divergence d;
 };
 
+// A one-node program's case, its divergence of class `cls` (at `element`).
+Case CaseOf(const char* text, DivergenceClass cls, long long element = -1) {
+  Case k{MustParse(text), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = cls;
+  k.d.element = element;
+  return k;
+}
+
 GradientContext ContextOf(const Case& k, const std::map<std::string, at::Tensor>& inputs,
                           const std::vector<at::Tensor>& incoming, const at::Tensor& a,
                           const at::Tensor& b, const at::Tensor& witness, bool pointwise) {
@@ -62,13 +71,11 @@ output %y
 }
 
 TEST(GradientRules, ConditioningExcusesAnIllConditionedSolveNotAWellConditionedOne) {
-  Case k{MustParse(R"(divfuzz v1
+  const Case k = CaseOf(R"(divfuzz v1
 input %a: f32[2,2] = values(1.0, 1.0, 1.0, 1.0001)
 %l = aten::logdet(%a)
 output %l
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
+)", DivergenceClass::kTolerance);
   // logdet's gradient is A^-T: cond(A) about 4e4 amplifies f32 rounding.
   const at::Tensor a = at::tensor({1.0, 1.0, 1.0, 1.0001}, at::kDouble).reshape({2, 2});
   const at::Tensor w = at::linalg_inv(a).transpose(0, 1).contiguous();
@@ -84,13 +91,11 @@ output %l
   EXPECT_FALSE(gradient_conditioning(well).has_value());
   // nuclear_norm's gradient is its SVD's U V^T (session 33: cond 2.6e16 in f32, CPU 3.993
   // against the exact 4): conditioned like the matrix, as a catalogue fact.
-  Case n{MustParse(R"(divfuzz v1
+  const Case n = CaseOf(R"(divfuzz v1
 input %a: f32[2,2] = values(1.0, 1.0, 1.0, 1.0001)
 %l = aten::nuclear_norm(%a)
 output %l
-)"), {}, {}};
-  n.types = MustInfer(n.program);
-  n.d.cls = DivergenceClass::kTolerance;
+)", DivergenceClass::kTolerance);
   GradientContext nuc = ContextOf(n, {{"a", a}}, {at::ones({})}, off, w.to(at::kFloat), w, false);
   ASSERT_TRUE(gradient_conditioning(nuc).has_value());
   GradientContext nuc_well = ContextOf(n, {{"a", eye}}, {at::ones({})},
@@ -198,13 +203,11 @@ TEST(GradientRules, BackwardStableMovesStayInsideTheDomain) {
   // 4 eps crosses 1 (NaN there), and the hull had collapsed onto the unmoved point, so CPU's
   // 2120849.25 (exact 2120848.008, CUDA 2120841.25) fell outside it. Smaller moves stay inside
   // and span the gradient's steep rise.
-  Case k{MustParse(R"(divfuzz v1
+  const Case k = CaseOf(R"(divfuzz v1
 input %x: f32[1] = values(0.99999994039535522)
 %y = aten::erfinv(%x)
 output %y
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
+)", DivergenceClass::kTolerance);
   const at::Tensor x = at::tensor({1.0 - std::ldexp(1.0, -24)}, at::kDouble);
   const at::Tensor v = at::ones({1});
   const at::Tensor w = GradOf([](const at::Tensor& t) { return at::erfinv(t); }, x, v);
@@ -281,15 +284,12 @@ TEST(GradientRules, APointwiseBackwardSumsOverBroadcastDimsAndMayOverflowThere) 
   // Session 33's CopysignBackward0: a scalar broadcast to [3]; its gradient
   // sums -FLT_MAX, FLT_MAX/2, FLT_MAX (exactly FLT_MAX/2), and CUDA's tree
   // reduction adds the last two first: inf.
-  Case k{MustParse(R"(divfuzz v1
+  const Case k = CaseOf(R"(divfuzz v1
 input %x: f32[] = values(2.0)
 input %y: f32[3] = values(1.0, 1.0, 1.0)
 %z = aten::copysign.Tensor(%x, %y)
 output %z
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kClassSplit;
-  k.d.element = 0;
+)", DivergenceClass::kClassSplit, 0);
   const float max = std::numeric_limits<float>::max();
   const at::Tensor v = at::tensor({-max, max / 2, max});
   const at::Tensor x = at::full({}, 2.0, at::kDouble), y = at::ones({3}, at::kDouble);
@@ -301,15 +301,12 @@ output %z
   EXPECT_NE(m->reason.find("accumulates"), std::string::npos) << m->reason;
   // The same incoming gradient into an input of the output's shape sums
   // nothing: an inf there is no accumulation.
-  Case e{MustParse(R"(divfuzz v1
+  const Case e = CaseOf(R"(divfuzz v1
 input %x: f32[3] = values(2.0, 2.0, 2.0)
 input %y: f32[3] = values(1.0, 1.0, 1.0)
 %z = aten::copysign.Tensor(%x, %y)
 output %z
-)"), {}, {}};
-  e.types = MustInfer(e.program);
-  e.d.cls = DivergenceClass::kClassSplit;
-  e.d.element = 0;
+)", DivergenceClass::kClassSplit, 0);
   const at::Tensor x3 = at::full({3}, 2.0, at::kDouble);
   GradientContext same = ContextOf(e, {{"x", x3}, {"y", y}}, {v}, v,
                                    at::tensor({INFINITY, max / 2, max}), v.to(at::kDouble), true);
@@ -460,13 +457,11 @@ TEST(GradientRules, ASelectionRoutesGradientsAmongTiesInAnyOrderButOnlyAmongTies
   // Session 33's SortBackward0: msort of four zeros; CUDA broke the tie as
   // [1, 0, 2, 3], an order none of the hull's six moves takes. Any routing
   // among tied inputs is a subgradient (ops::kSelectsInputs).
-  Case k{MustParse(R"(divfuzz v1
+  const Case k = CaseOf(R"(divfuzz v1
 input %x: f32[4] = values(0.0, 0.0, 0.0, 0.0)
 %y = aten::msort(%x)
 output %y
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
+)", DivergenceClass::kTolerance);
   auto ctx = [&](const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
     const at::Tensor v = at::tensor({0.1f, -0.7f, 0.3f, 1.9f});
     GradientContext c = ContextOf(k, {{"x", x}}, {v}, a, b, a.to(at::kDouble), false);

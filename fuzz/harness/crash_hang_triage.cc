@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/gradient.h"
 #include "graph/materialize.h"
+#include "minimize/program_edit.h"
 #include "ops/catalogue.h"
 
 namespace divfuzz::fuzz {
@@ -65,28 +66,22 @@ bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
 // come from: the first of those (in program order) whose catalogue entry
 // has `hint`, or null.
 const ops::OpSpec* DifferentiatedOpWith(const graph::Program& program, int node, uint64_t hint) {
-  const graph::Node& grad = program.nodes[node];
-  if (grad.args.empty()) return nullptr;
-  std::set<std::string> wanted;
-  std::vector<const graph::Literal*> todo = {&grad.args[0].value};
-  while (!todo.empty()) {
-    const graph::Literal* l = todo.back();
-    todo.pop_back();
-    if (l->kind == graph::Literal::Kind::kList) {
-      for (const graph::Literal& item : l->list) todo.push_back(&item);
-    } else if (l->kind == graph::Literal::Kind::kValue && wanted.insert(l->s).second) {
-      for (int i = 0; i < node; ++i) {
-        const graph::Node& n = program.nodes[i];
-        if (std::find(n.results.begin(), n.results.end(), l->s) == n.results.end()) continue;
-        for (const graph::Argument& a : n.args) todo.push_back(&a.value);
+  const graph::GradCallOrError grad = graph::ParseGradCall(program.nodes[node]);
+  if (!grad.call) return nullptr;
+  std::set<int> differentiated;
+  for (int i = 0; i < node; ++i) {
+    for (const std::string& r : program.nodes[i].results) {
+      if (std::find(grad.call->outputs.begin(), grad.call->outputs.end(), r) ==
+          grad.call->outputs.end()) {
+        continue;
       }
+      differentiated.insert(i);
+      const std::set<int> up = minimize::Ancestors(program, i);
+      differentiated.insert(up.begin(), up.end());
     }
   }
-  for (int i = 0; i < node; ++i) {
-    const graph::Node& n = program.nodes[i];
-    bool feeds = false;
-    for (const std::string& r : n.results) feeds = feeds || wanted.count(r) > 0;
-    const ops::OpSpec* spec = feeds ? ops::FindOp(n.QualifiedName()) : nullptr;
+  for (int i : differentiated) {  // ascending: program order
+    const ops::OpSpec* spec = ops::FindOp(program.nodes[i].QualifiedName());
     if (spec != nullptr && (spec->hints & hint)) return spec;
   }
   return nullptr;

@@ -106,13 +106,12 @@ std::optional<RuleMatch> RoutedWithinTies(const GradientContext& c, const Tolera
 }  // namespace
 
 std::optional<RuleMatch> nondifferentiable_point(const GradientContext& c) {
-  const Tolerance tie_tol = c.policy.For(c.node.QualifiedName(), c.dtype);
-  if (std::optional<RuleMatch> m = RoutedWithinTies(c, tie_tol)) return m;
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  if (std::optional<RuleMatch> m = RoutedWithinTies(c, tol)) return m;
   std::optional<std::pair<at::Tensor, at::Tensor>> hull = Hull(c, 1.0);
   if (!hull) return std::nullopt;
   std::optional<std::pair<at::Tensor, at::Tensor>> near = Hull(c, 1.0 / 64);
   if (!near) return std::nullopt;
-  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   const at::Tensor width = hull->second - hull->first;
   const at::Tensor near_width = near->second - near->first;
   at::Tensor jump = (width > tol.atol + tol.rtol * hull->second.abs()) & (near_width > width / 4);
