@@ -37,10 +37,11 @@ Case CaseOf(const char* text, DivergenceClass cls, long long element = -1) {
 
 GradientContext ContextOf(const Case& k, const std::map<std::string, at::Tensor>& inputs,
                           const std::vector<at::Tensor>& incoming, const at::Tensor& a,
-                          const at::Tensor& b, const at::Tensor& witness, bool pointwise) {
+                          const at::Tensor& b, const at::Tensor& witness, bool pointwise,
+                          graph::DType dtype = graph::DType::kF32) {
   static const Policy policy = DefaultPolicy();  // the context holds a reference
   return GradientContext{k.program.nodes[0], k.types, policy, k.d, 0,
-                         k.program.nodes[0].Uses()[0], graph::DType::kF32, pointwise,
+                         k.program.nodes[0].Uses()[0], dtype, pointwise,
                          {inputs, incoming, a, witness}, {inputs, incoming, b, witness}};
 }
 
@@ -196,6 +197,77 @@ output %y
   GradientContext wrong = ContextOf(k, {{"x", x}}, {v}, (w * 1.01).to(at::kFloat),
                                     w.to(at::kFloat), w, true);
   EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
+}
+
+TEST(GradientRules, BackwardStableTakesASoftmaxRowFromEitherRoundingOfItsSavedOutput) {
+  // Session 33's LogSoftmaxBackward0 f16 (judged expected): the forward's f16
+  // output at x = 0 is -4.5156 on the CPU and -4.5117 (correctly rounded) on
+  // CUDA; g - exp(out)·sum(g) with sum(g) = -7950 turns that ulp into 86.94
+  // against 87.31 (exact 87.13), each side exact from its own saved output.
+  // Ten copies of the row: four independent random moves left some of its
+  // elements moved up only, and the CPU's rounding down fell outside.
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f16[10,75] = fill(0.0)
+%c = aten::special_log_softmax(%x, -1)
+output %c
+)", DivergenceClass::kTolerance, 0);
+  std::vector<double> xv(75, 0.0), gv(75, 0.0);
+  const double mid[] = {-0.444091796875, 0.4599609375, -0.966796875, -0.7939453125};
+  for (int i = 0; i < 4; ++i) xv[33 + i] = mid[i];
+  for (int i = 37; i < 45; ++i) xv[i] = 1.0;
+  xv[73] = xv[74] = 1.0;
+  gv[33] = 50.0, gv[34] = 0.01000213623046875, gv[35] = -8000.0, gv[36] = 0.00010001659393310547;
+  const at::Tensor x = at::tensor(xv, at::kDouble).reshape({1, 75}).repeat({10, 1});
+  const at::Tensor g = at::tensor(gv, at::kDouble).reshape({1, 75}).repeat({10, 1});
+  const at::Tensor h = x.to(at::kHalf), gh = g.to(at::kHalf);
+  const at::Tensor out64 = at::log_softmax(x, -1);
+  const at::Tensor cpu = at::_log_softmax_backward_data(gh, at::log_softmax(h, -1), -1, at::kHalf);
+  const at::Tensor cuda = at::_log_softmax_backward_data(gh, out64.to(at::kHalf), -1, at::kHalf);
+  const at::Tensor w = g - out64.exp() * g.sum(-1, true);
+  ASSERT_GT((cpu - cuda).abs().max().item<double>(), 0.3);
+  GradientContext c = ContextOf(k, {{"x", x}}, {g}, cpu, cuda, w, false, graph::DType::kF16);
+  std::optional<RuleMatch> m = gradient_backward_stable(c);
+  ASSERT_TRUE(m.has_value());
+  // A gradient 5% off is no rounding of the saved output.
+  GradientContext wrong = ContextOf(k, {{"x", x}}, {g}, cpu, (w * 1.05).to(at::kHalf), w, false,
+                                    graph::DType::kF16);
+  EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
+}
+
+TEST(GradientRules, AVarianceBackwardRecomputesItsMeanInTheDtype) {
+  // Session 33's VarBackward0 bf16 (judged expected): var_backward forms
+  // (2/dof)·g·(x - x.mean()) in bf16; the mean of bf16(log k), k = 1..31, is
+  // 2.5156 in bf16 against 2.5188, and x - mean cancels.
+  Case k{MustParse(R"(divfuzz v1
+input %x: bf16[31] = fill(0.0)
+%v = aten::var(%x)
+output %v
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x =
+      at::arange(1, 32, at::kDouble).log().to(at::kBFloat16).to(at::kDouble);
+  const at::Tensor g = at::ones({}, at::kDouble);
+  at::Tensor cpu;
+  {
+    at::AutoGradMode on(true);
+    at::Tensor xb = x.to(at::kBFloat16).detach().requires_grad_(true);
+    cpu = torch::autograd::grad({at::var(xb)}, {xb}, {g.to(at::kBFloat16)})[0].detach();
+  }
+  // A kernel whose mean is correctly rounded, the rest in bf16 as well.
+  const at::Tensor xb = x.to(at::kBFloat16);
+  const at::Tensor other =
+      (xb - x.mean().to(at::kBFloat16)) * at::full({}, 2.0 / 30, at::kBFloat16);
+  const at::Tensor w = (x - x.mean()) * (2.0 / 30);
+  ASSERT_GT((cpu.to(at::kDouble) - w).abs().max().item<double>(), 1e-4);
+  GradientContext c = ContextOf(k, {{"x", x}}, {g}, cpu, other, w, false, graph::DType::kBF16);
+  std::optional<RuleMatch> m = gradient_variance_mean(c);
+  ASSERT_TRUE(m.has_value()) << "cpu " << cpu << " other " << other;
+  EXPECT_EQ(m->rule, "gradient_variance_mean");
+  // A backward 10% off (a wrong dof) is not the mean's rounding.
+  GradientContext wrong = ContextOf(k, {{"x", x}}, {g}, cpu, (w * 1.1).to(at::kBFloat16), w, false,
+                                    graph::DType::kBF16);
+  EXPECT_FALSE(gradient_variance_mean(wrong).has_value());
 }
 
 TEST(GradientRules, BackwardStableMovesStayInsideTheDomain) {
@@ -483,6 +555,7 @@ output %y
                                            at::tensor({-0.7f, 0.1f, 0.3f, 2.9f})))
                    .has_value());
 }
+
 
 }  // namespace
 }  // namespace divfuzz::oracles::rules

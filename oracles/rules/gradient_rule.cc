@@ -17,8 +17,13 @@ at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) 
     sign = at::linspace(-1.0, 1.0, x.numel(), at::TensorOptions().dtype(at::kDouble)).reshape(x.sizes());
     if (dir == 5) sign = -sign;
   } else if (dir >= 2) {
-    at::Generator gen = at::detail::createCPUGenerator(seed + dir);
+    // Pairs (2, 3), (6, 7), ... draw one pattern and its mirror: every
+    // element moves both ways somewhere (session 33's LogSoftmaxBackward0
+    // f16: four independent draws left elements moved up only, and a side
+    // whose saved output rounded down fell outside a one-sided hull).
+    at::Generator gen = at::detail::createCPUGenerator(seed + (dir & ~1));
     sign = at::bernoulli(at::full_like(x, 0.5), gen) * 2 - 1;
+    if (dir & 1) sign = -sign;
   }
   return at::where(at::isfinite(x), x + sign * step, x);
 }

@@ -48,8 +48,8 @@ double ElementAt(const at::Tensor& t, long long element);
 // `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
 // float, so a kink at 0 moves too): direction 0 up, 1 down, 4 and 5 by a
 // factor from -1 to 1 along the flat index (up, down: ties break in index
-// order or its reverse), others a random sign per element drawn from `seed` +
-// dir. Non-finite elements stay.
+// order or its reverse), others a random sign per element drawn from `seed`,
+// 2k+1 the mirror of 2k. Non-finite elements stay.
 at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed);
 
 #define DIVFUZZ_RULE(name, meaning)
