@@ -1,5 +1,7 @@
 #include "ops/kernel_classes.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -774,6 +776,46 @@ void ApplyKernelClasses(OpSpec& spec) {
   for (const DeviceDefinedFact& f : kDeviceDefined) {
     if (qualified == f.qualified || spec.name == f.qualified) spec.device_defined_outputs |= f.outputs;
   }
+}
+
+// Where each normalization's schema puts eps (native_functions.yaml), by
+// base name; the default where the schema has one.
+struct NormalizationEpsFact {
+  absl::string_view base;
+  size_t position;
+  double otherwise;  // NaN: None means the opmath dtype's epsilon
+};
+constexpr NormalizationEpsFact kNormalizationEps[] = {
+    {"batch_norm", 7, 1e-5},        {"native_batch_norm", 7, 1e-5},
+    {"_native_batch_norm_legit", 7, 1e-5}, {"instance_norm", 7, 1e-5},
+    {"layer_norm", 4, 1e-5},        {"native_layer_norm", 4, 1e-5},
+    {"group_norm", 4, 1e-5},        {"native_group_norm", 7, 1e-5},
+    {"rms_norm", 3, std::numeric_limits<double>::quiet_NaN()},
+    {"_fused_rms_norm", 3, std::numeric_limits<double>::quiet_NaN()},
+};
+
+std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType dtype) {
+  std::string base = node.op;
+  if (absl::StartsWith(base, "aten::")) base = base.substr(6);
+  for (const NormalizationEpsFact& f : kNormalizationEps) {
+    if (base != f.base) continue;
+    double eps = f.otherwise;
+    const graph::Literal* l = nullptr;
+    for (const graph::Argument& a : node.args) {
+      if (a.name == "eps") l = &a.value;
+    }
+    if (l == nullptr && f.position < node.args.size() && node.args[f.position].name.empty()) {
+      l = &node.args[f.position].value;
+    }
+    if (l != nullptr && l->kind == graph::Literal::Kind::kFloat) eps = l->f;
+    if (l != nullptr && l->kind == graph::Literal::Kind::kInt) eps = static_cast<double>(l->i);
+    if (std::isnan(eps)) {
+      eps = dtype == graph::DType::kF64 ? std::numeric_limits<double>::epsilon()
+                                        : std::numeric_limits<float>::epsilon();
+    }
+    return eps;
+  }
+  return std::nullopt;
 }
 
 }  // namespace divfuzz::ops

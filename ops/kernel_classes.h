@@ -6,7 +6,10 @@
 // line per fact, with its reason.
 #pragma once
 
+#include <optional>
+
 #include "absl/strings/string_view.h"
+#include "graph/program.h"
 #include "ops/op_spec.h"
 
 namespace divfuzz::ops {
@@ -22,5 +25,11 @@ UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name);
 // The argument of `qualified` ("aten::linalg_lstsq") whose values PyTorch
 // documents per device, or null.
 const DeviceArgument* DeviceArgumentOf(absl::string_view qualified);
+
+// The eps a normalization adds to its variance, as `node` gives it (by
+// keyword or at its position in the op's schema) or by the schema's default
+// (rms_norm's None: the epsilon of `dtype`'s opmath type); nullopt for an op
+// that is not a normalization.
+std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType dtype);
 
 }  // namespace divfuzz::ops

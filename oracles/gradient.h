@@ -13,6 +13,7 @@
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
+#include "oracles/rules/gradient_rule.h"
 #include "oracles/verdict.h"
 
 namespace divfuzz::oracles {
@@ -24,5 +25,15 @@ bool AtGradient(const graph::Program& program, const Divergence& d);
 void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
                     const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
                     Divergence& d, const exec::WitnessPlan* plan);
+
+// The first gradient rule of oracles/rules.def, in its order, that explains
+// the divergence in `c`.
+std::optional<RuleMatch> FirstGradientRule(const rules::GradientContext& c, const Policy& policy);
+
+// Whether a rule explains side `s`'s distance from its own float64 backward
+// (`s` against the witness rounded to the dtype): such a side is not the
+// wrong one of a pair blamed on both.
+bool SideExcused(const rules::GradientContext& c, const rules::GradientSide& s,
+                 const Policy& policy);
 
 }  // namespace divfuzz::oracles

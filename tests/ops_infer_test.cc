@@ -1,6 +1,9 @@
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "ops/infer.h"
+#include "ops/kernel_classes.h"
+
+#include <limits>
 #include "tests/test_util.h"
 
 namespace divfuzz::ops {
@@ -84,6 +87,31 @@ TEST(InferProgram, UnknownOpAndBadShapesNameTheLine) {
   EXPECT_NE(t.status().message().find("sq.dfz:3:1: aten::logdet: expected a (batch of) square"),
             std::string::npos)
       << t.status();
+}
+
+}  // namespace
+}  // namespace divfuzz::ops
+
+namespace divfuzz::ops {
+namespace {
+
+TEST(NormalizationEps, ReadsTheKeywordThePositionOrTheSchemasDefault) {
+  auto eps = [](const char* statement, graph::DType dt = graph::DType::kF32) {
+    const std::string text = std::string("divfuzz v1\ninput %x: f32[2,3] = fill(1.0)\n") +
+                             statement + "\noutput %y\n";
+    const graph::Program p = testing::MustParse(text.c_str());
+    return NormalizationEpsOf(p.nodes[0], dt);
+  };
+  // Positional eps (session 33's batch_norm f16 gave 1.0; it had been read as 1e-5).
+  EXPECT_EQ(eps("%y = aten::batch_norm(%x, None, None, None, None, True, 0.0, 1.0, True)"), 1.0);
+  EXPECT_EQ(eps("%y = aten::batch_norm(%x, None, None, None, None, True, 0.0)"), 1e-5);
+  EXPECT_EQ(eps("%y = aten::layer_norm(%x, [3], eps=0.5)"), 0.5);
+  EXPECT_EQ(eps("%y = aten::group_norm(%x, 1, None, None, 0.25)"), 0.25);
+  // rms_norm's None: the opmath dtype's epsilon.
+  EXPECT_EQ(eps("%y = aten::rms_norm(%x, [3])"), std::numeric_limits<float>::epsilon());
+  EXPECT_EQ(eps("%y = aten::rms_norm(%x, [3])", graph::DType::kF64),
+            std::numeric_limits<double>::epsilon());
+  EXPECT_FALSE(eps("%y = aten::relu(%x)").has_value());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/printer.h"
+#include "ops/kernel_classes.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
@@ -35,43 +36,44 @@ at::Tensor Finite(const at::Tensor& t) {
   return at::where(at::isfinite(t), t, at::zeros_like(t));
 }
 
+// The bound's largest term over the op's groups: rstd, max|g| and
+// max|xhat| of one group together (a group of zeros has rstd 1/sqrt(eps)
+// and no gradient: the maxima of different groups had made the bound
+// hundreds of times too wide). nullopt: groups not modelled here.
 struct Stats {
-  double rstd;   // the largest over the op's groups
-  double xhat;   // max |xhat|
+  double term;   // max over groups of rstd·max|g|·(1 + max|xhat|)
   int64_t n;     // a group's size
 };
 
-// The op's groups' statistics, or nullopt for an op whose groups are not
-// modelled here.
-std::optional<Stats> Rstd(const GradientContext& c, const at::Tensor& x0) {
+std::optional<Stats> Rstd(const GradientContext& c, const at::Tensor& x0, const at::Tensor& g0) {
   const std::string op = c.node.QualifiedName();
   at::Tensor x = Finite(x0.to(at::kDouble));
+  at::Tensor g = Finite(g0.to(at::kDouble)).abs();
   const int64_t nd = x.dim();
-  if (nd < 1 || x.numel() == 0) return std::nullopt;
+  if (nd < 1 || x.numel() == 0 || g.sizes() != x.sizes()) return std::nullopt;
+  const std::optional<double> eps_arg = ops::NormalizationEpsOf(c.node, c.dtype);
+  if (!eps_arg) return std::nullopt;
+  const double eps = std::max(*eps_arg, 0.0);
   std::vector<int64_t> dims;
   bool rms = absl::StrContains(op, "rms_norm");
-  double eps = 1e-5;
   if (absl::StrContains(op, "layer_norm") || rms) {
     const Literal* shape = ops::FindArg(c.node, 1, "normalized_shape");
     const int64_t k = shape != nullptr && shape->kind == Literal::Kind::kList
                           ? static_cast<int64_t>(shape->list.size())
                           : 1;
     for (int64_t d = std::max<int64_t>(0, nd - k); d < nd; ++d) dims.push_back(d);
-    eps = FloatArg(c.node, 1000, "eps", rms ? 1e-6 : 1e-5);
   } else if (absl::StrContains(op, "instance_norm")) {
     for (int64_t d = 2; d < nd; ++d) dims.push_back(d);
-    eps = FloatArg(c.node, 1000, "eps", 1e-5);
   } else if (absl::StrContains(op, "group_norm")) {
-    const double groups = FloatArg(c.node, 1, "num_groups", FloatArg(c.node, 1000, "group", 1));
+    const double groups = FloatArg(c.node, 1, "num_groups", FloatArg(c.node, 6, "group", 1));
     if (nd < 2 || groups < 1 || x.size(1) % static_cast<int64_t>(groups) != 0) return std::nullopt;
     x = x.reshape({x.size(0), static_cast<int64_t>(groups), -1});
+    g = g.reshape({g.size(0), static_cast<int64_t>(groups), -1});
     dims = {2};
-    eps = FloatArg(c.node, 1000, "eps", 1e-5);
   } else if (absl::StrContains(op, "batch_norm")) {
     for (int64_t d = 0; d < nd; ++d) {
       if (d != 1) dims.push_back(d);
     }
-    eps = FloatArg(c.node, 1000, "eps", 1e-5);
   } else {
     return std::nullopt;
   }
@@ -80,9 +82,11 @@ std::optional<Stats> Rstd(const GradientContext& c, const at::Tensor& x0) {
   for (int64_t d : dims) n *= x.size(d);
   const at::Tensor centered = rms ? x : x - x.mean(dims, /*keepdim=*/true);
   const at::Tensor second = centered.pow(2).mean(dims, /*keepdim=*/true);
-  const at::Tensor rstd = (second + std::max(eps, 0.0)).rsqrt();
-  Stats s{rstd.max().item<double>(), (centered * rstd).abs().max().item<double>(), n};
-  if (!std::isfinite(s.rstd) || !std::isfinite(s.xhat)) return std::nullopt;
+  const at::Tensor rstd = (second + eps).rsqrt();
+  const at::Tensor xhat = (centered * rstd).abs().amax(dims, /*keepdim=*/true);
+  const at::Tensor term = rstd * g.amax(dims, /*keepdim=*/true) * (1 + xhat);
+  Stats s{term.max().item<double>(), n};
+  if (!std::isfinite(s.term)) return std::nullopt;
   return s;
 }
 
@@ -103,19 +107,20 @@ std::optional<RuleMatch> gradient_normalization_statistics(const GradientContext
     if (x == s->inputs.end() || !x->second.defined() || !x->second.is_floating_point()) {
       return std::nullopt;
     }
-    const std::optional<Stats> r = Rstd(c, x->second);
-    if (!r) return std::nullopt;
-    double g = 0, w = 1;
-    for (const at::Tensor& v : s->incoming) {
-      if (v.defined() && !v.is_complex()) g = std::max(g, Finite(v.to(at::kDouble).abs()).max().item<double>());
+    // The normalized output's incoming gradient (the first result's).
+    if (s->incoming.empty() || !s->incoming[0].defined() || s->incoming[0].is_complex()) {
+      return std::nullopt;
     }
+    const std::optional<Stats> r = Rstd(c, x->second, s->incoming[0]);
+    if (!r) return std::nullopt;
+    double w = 1;
     for (const auto& [name, t] : s->inputs) {
       if (name != first->s && t.defined() && t.is_floating_point() && t.numel() > 0) {
         w = std::max(w, Finite(t.to(at::kDouble).abs()).max().item<double>());
       }
     }
     bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * graph::Epsilon(c.dtype) *
-                                r->rstd * g * w * (1 + r->xhat));
+                                r->term * w);
     group = std::max(group, r->n);
   }
   bound += c.policy.For(c.node.QualifiedName(), c.dtype).atol;

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/printer.h"
+#include "ops/kernel_classes.h"
 
 namespace divfuzz::oracles::rules {
 
@@ -42,10 +43,10 @@ std::optional<RuleMatch> normalization_statistics(const Context& c) {
       w = std::max(w, FiniteAbsMax(t));
     }
   }
-  const Literal* eps_arg = ops::FindArg(c.node, 1000, "eps");
-  const double eps_value =
-      eps_arg != nullptr && eps_arg->kind == Literal::Kind::kFloat && eps_arg->f > 0 ? eps_arg->f
-                                                                                    : 1e-5;
+  // eps as the node gives it, by keyword or position (a positional eps of
+  // 1.0 had been read as the default 1e-5: a bound 316 times too wide).
+  const double eps_value = ops::NormalizationEpsOf(c.node, c.dtype).value_or(1e-5);
+  if (!(eps_value > 0)) return std::nullopt;
   const double big = FiniteAbsMax(x);
   const double bound = 4.0 * n * graph::Epsilon(c.dtype) * big * w / std::sqrt(eps_value) +
                        c.policy.For(c.node.QualifiedName(), c.dtype).atol;
