@@ -536,6 +536,13 @@ constexpr ExactFact kExact[] = {
     {"aten::group_norm", "group_norm"},
     {"aten::batch_norm", "batch_norm"},
     {"aten::instance_norm", "instance_norm"},
+    {"aten::rms_norm", "rms_norm"},
+    // Not generated yet (exec/generic_ops.cc excludes native_ ops): ready for
+    // when they are, and for programs that name them.
+    {"aten::native_layer_norm", "native_layer_norm"},
+    {"aten::native_group_norm", "native_group_norm"},
+    {"aten::native_batch_norm", "native_batch_norm"},
+    {"aten::_native_batch_norm_legit", "_native_batch_norm_legit"},
 };
 
 // Preconditions PyTorch does not check (exec/index_precheck.cc checks them).

@@ -9,6 +9,11 @@
 #include <ATen/ops/avg_pool2d.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/isclose.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_group_norm.h>
+#include <ATen/ops/native_layer_norm.h>
+#include <ATen/ops/_native_batch_norm_legit.h>
+#include <ATen/ops/rand.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/zeros.h>
 
@@ -20,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
+#include "exec/references/references.h"
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "oracles/attribution.h"
@@ -401,6 +407,237 @@ TEST(References, AFloat64LayerNormIsJudged) {
   const std::string text =
       "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=13, low=-3, high=5)\n"
       "%y = aten::layer_norm(%x, [4], None, None, 1e-05, True)\noutput %y\n";
+  ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
+}
+
+// --- f. the native_* normalizations and rms_norm ----------------------------
+
+// The native_* ops are not in the generated catalogue (exec/generic_ops.cc
+// excludes native_ ops), so a program cannot name them: their references are
+// called directly on a node built here, with the values they read.
+using graph::Literal;
+struct NativeCall {
+  graph::Node node;
+  std::map<std::string, at::Tensor> values;
+};
+
+graph::Argument Pos(Literal l) { return {"", std::move(l)}; }
+
+Literal Ints(std::vector<int64_t> v) {
+  std::vector<Literal> items;
+  for (int64_t i : v) items.push_back(Literal::Int(i));
+  return Literal::List(std::move(items));
+}
+
+std::optional<exec::ExactResult> Reference(const NativeCall& c, graph::DType dtype) {
+  return exec::exact_internal::RunStructured(c.node.op.substr(6), c.node, c.values, dtype,
+                                             at::Tensor());
+}
+
+NativeCall LayerNormCall(const at::Tensor& x, std::vector<int64_t> normalized,
+                         const at::Tensor& w, const at::Tensor& b, double eps) {
+  NativeCall c;
+  c.node.op = "aten::native_layer_norm";
+  c.node.results = {"y", "m", "r"};
+  c.values = {{"x", x}, {"w", w}, {"b", b}};
+  c.node.args = {Pos(Literal::Value("x")), Pos(Ints(normalized)), Pos(Literal::Value("w")),
+                 Pos(Literal::Value("b")), Pos(Literal::Float(eps))};
+  return c;
+}
+
+NativeCall GroupNormCall(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                         int64_t groups, double eps) {
+  NativeCall c;
+  c.node.op = "aten::native_group_norm";
+  c.node.results = {"y", "m", "r"};
+  c.values = {{"x", x}, {"w", w}, {"b", b}};
+  const int64_t n = x.size(0), ch = x.size(1), hw = x.numel() / (n * ch);
+  c.node.args = {Pos(Literal::Value("x")), Pos(Literal::Value("w")), Pos(Literal::Value("b")),
+                 Pos(Literal::Int(n)),     Pos(Literal::Int(ch)),    Pos(Literal::Int(hw)),
+                 Pos(Literal::Int(groups)), Pos(Literal::Float(eps))};
+  return c;
+}
+
+NativeCall BatchNormCall(const char* op, const at::Tensor& x, const at::Tensor& w,
+                         const at::Tensor& b, const at::Tensor& rm, const at::Tensor& rv,
+                         bool training, double eps) {
+  NativeCall c;
+  c.node.op = std::string("aten::") + op;
+  c.node.results = {"y", "m", "r"};
+  c.values = {{"x", x}, {"w", w}, {"b", b}, {"rm", rm}, {"rv", rv}};
+  c.node.args = {Pos(Literal::Value("x")),  Pos(Literal::Value("w")),  Pos(Literal::Value("b")),
+                 Pos(Literal::Value("rm")), Pos(Literal::Value("rv")), Pos(Literal::Bool(training)),
+                 Pos(Literal::Float(0.1)),  Pos(Literal::Float(eps))};
+  return c;
+}
+
+// Each output of the reference beside libtorch's: same shape, equal to rtol.
+void ExpectOutputs(const std::optional<exec::ExactResult>& ref,
+                   const std::vector<at::Tensor>& want, double rtol) {
+  ASSERT_TRUE(ref.has_value());
+  ASSERT_EQ(ref->result.outputs.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    const at::Tensor got = ref->result.outputs[o].to(at::kDouble);
+    ASSERT_EQ(got.sizes(), want[o].sizes()) << "output " << o;
+    EXPECT_EQ(ref->result.outputs[o].scalar_type(), want[o].scalar_type()) << "output " << o;
+    EXPECT_TRUE(at::isclose(got, want[o].to(at::kDouble), rtol, rtol).all().item<bool>())
+        << "output " << o << ": reference\n" << got << "\nlibtorch\n" << want[o];
+  }
+}
+
+at::Tensor Uniform(std::vector<int64_t> shape, double low, double high, at::ScalarType t) {
+  return at::rand(shape, at::TensorOptions().dtype(at::kDouble)).mul(high - low).add(low).to(t);
+}
+
+TEST(References, NativeNormalizationsAndTheirStatisticsAgreeWithLibtorch) {
+  at::manual_seed(7);
+  const auto f64 = at::kDouble;
+  for (int trial = 0; trial < 3; ++trial) {
+    const at::Tensor x = Uniform({2, 3, 4}, -3, 5, f64);
+    const at::Tensor w = Uniform({3, 4}, 0.5, 2, f64), b = Uniform({3, 4}, -1, 1, f64);
+    // mean and rstd in input.shape[:-k] + [1] * k.
+    auto [y, m, r] = at::native_layer_norm(x, {3, 4}, w, b, 1e-5);
+    ASSERT_EQ(m.sizes(), (std::vector<int64_t>{2, 1, 1}));
+    ExpectOutputs(Reference(LayerNormCall(x, {3, 4}, w, b, 1e-5), graph::DType::kF64), {y, m, r},
+                  1e-12);
+    auto [y1, m1, r1] = at::native_layer_norm(x, {4}, {}, {}, 1e-3);
+    ExpectOutputs(Reference(LayerNormCall(x, {4}, at::Tensor(), at::Tensor(), 1e-3),
+                            graph::DType::kF64),
+                  {y1, m1, r1}, 1e-12);
+
+    const at::Tensor xg = Uniform({2, 6, 5}, -3, 5, f64);
+    const at::Tensor wg = Uniform({6}, 0.5, 2, f64), bg = Uniform({6}, -1, 1, f64);
+    auto [yg, mg, rg] = at::native_group_norm(xg, wg, bg, 2, 6, 5, 3, 1e-5);
+    ASSERT_EQ(mg.sizes(), (std::vector<int64_t>{2, 3}));  // [N, group]
+    ExpectOutputs(Reference(GroupNormCall(xg, wg, bg, 3, 1e-5), graph::DType::kF64), {yg, mg, rg},
+                  1e-12);
+
+    const at::Tensor xb = Uniform({4, 3, 5}, -3, 5, f64);
+    const at::Tensor wb = Uniform({3}, 0.5, 2, f64), bb = Uniform({3}, -1, 1, f64);
+    const at::Tensor rm = Uniform({3}, -1, 1, f64), rv = Uniform({3}, 0.5, 2, f64);
+    for (const char* op : {"native_batch_norm", "_native_batch_norm_legit"}) {
+      for (bool training : {true, false}) {
+        SCOPED_TRACE(testing::Message() << op << " training=" << training);
+        at::Tensor m2 = rm.clone(), v2 = rv.clone();  // training updates them in place
+        auto out = std::string(op) == "native_batch_norm"
+                       ? at::native_batch_norm(xb, wb, bb, m2, v2, training, 0.1, 1e-5)
+                       : at::_native_batch_norm_legit(xb, wb, bb, m2, v2, training, 0.1, 1e-5);
+        // Training: the batch's mean and 1/sqrt(biased var + eps) per
+        // channel; evaluation: empty statistics.
+        ASSERT_EQ(std::get<1>(out).numel(), training ? 3 : 0);
+        ExpectOutputs(Reference(BatchNormCall(op, xb, wb, bb, rm, rv, training, 1e-5),
+                                graph::DType::kF64),
+                      {std::get<0>(out), std::get<1>(out), std::get<2>(out)}, 1e-12);
+      }
+    }
+  }
+}
+
+TEST(References, ReferenceStatisticsAreExactWhereTheFloat32KernelRounds) {
+  // A large common offset with a small spread: float32 statistics lose
+  // digits that the reference keeps. Its float32 outputs are within half an
+  // ulp of libtorch's float64 kernel on the same float32 values (itself
+  // about 1e-11 off here: x - mean cancels); the float32 kernel is off by
+  // thousands of ulps.
+  at::manual_seed(11);
+  const at::Tensor x = Uniform({3, 64}, 1000, 1000.01, at::kFloat);
+  auto [y32, m32, r32] = at::native_layer_norm(x, {64}, {}, {}, 1e-5);
+  auto [y64, m64, r64] = at::native_layer_norm(x.to(at::kDouble), {64}, {}, {}, 1e-5);
+  std::optional<exec::ExactResult> ref =
+      Reference(LayerNormCall(x.to(at::kDouble), {64}, at::Tensor(), at::Tensor(), 1e-5),
+                graph::DType::kF32);
+  ASSERT_TRUE(ref.has_value());
+  ASSERT_EQ(ref->result.outputs.size(), 3u);
+  const std::vector<at::Tensor> f64 = {y64, m64, r64}, f32 = {y32, m32, r32};
+  for (int o = 0; o < 3; ++o) {
+    EXPECT_EQ(ref->result.outputs[o].scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::isclose(ref->result.exact[o], f64[o], 1e-9, 0).all().item<bool>()) << o;
+    const at::Tensor half_ulp = f64[o].abs().mul(std::ldexp(1.0, -24) * (1 + 1e-6));
+    EXPECT_TRUE(ref->result.outputs[o].to(at::kDouble).sub(f64[o]).abs().le(half_ulp)
+                    .all().item<bool>()) << o;
+  }
+  // The float32 kernel's y is off by far more than a rounding of the answer.
+  const at::Tensor off = y32.to(at::kDouble).sub(y64).abs();
+  EXPECT_GT(off.max().item<double>(), 1e-4) << "float32 rounding is not visible here";
+  EXPECT_FALSE(ref->result.outputs[0].equal(y32));
+}
+
+TEST(References, APlantedUnbiasedVarianceIsNotMatched) {
+  // Deliberately faulty: batch norm's statistics with the unbiased variance
+  // (a plausible kernel bug). The reference's 1/sqrt(var + eps) is libtorch's,
+  // not the planted one; likewise a planted mean one part in 1e9 off.
+  at::manual_seed(5);
+  const at::Tensor x = Uniform({4, 3, 5}, -3, 5, at::kDouble);
+  std::optional<exec::ExactResult> ref = Reference(
+      BatchNormCall("native_batch_norm", x, at::Tensor(), at::Tensor(), at::Tensor(),
+                    at::Tensor(), true, 1e-5),
+      graph::DType::kF64);
+  ASSERT_TRUE(ref.has_value());
+  const at::Tensor planted_rstd = x.var({0, 2}, /*unbiased=*/true).add(1e-5).rsqrt();
+  const at::Tensor planted_mean = x.mean({0, 2}).mul(1 + 1e-9);
+  EXPECT_FALSE(at::isclose(ref->result.outputs[2], planted_rstd, 1e-12, 1e-12).any().item<bool>());
+  EXPECT_FALSE(at::isclose(ref->result.outputs[1], planted_mean, 1e-12, 1e-12).any().item<bool>());
+  auto [y, m, r] = at::native_batch_norm(x, {}, {}, {}, {}, true, 0.1, 1e-5);
+  EXPECT_TRUE(at::isclose(ref->result.outputs[2], r, 1e-12, 1e-12).all().item<bool>());
+}
+
+TEST(References, NativeNormalizationsOutsideTheirDefinitionAreDeclined) {
+  at::manual_seed(3);
+  const at::Tensor x = Uniform({2, 6, 5}, -1, 1, at::kDouble);
+  // C not divisible by group, and N/C/HxW that do not describe x: the
+  // kernels raise; the reference judges nothing.
+  EXPECT_FALSE(Reference(GroupNormCall(x, at::Tensor(), at::Tensor(), 4, 1e-5),
+                         graph::DType::kF64).has_value());
+  NativeCall wrong = GroupNormCall(x, at::Tensor(), at::Tensor(), 3, 1e-5);
+  wrong.node.args[5] = Pos(Literal::Int(4));  // HxW
+  EXPECT_FALSE(Reference(wrong, graph::DType::kF64).has_value());
+  // normalized_shape that is not x's trailing shape.
+  EXPECT_FALSE(Reference(LayerNormCall(x, {6}, at::Tensor(), at::Tensor(), 1e-5),
+                         graph::DType::kF64).has_value());
+  // Evaluation without running statistics.
+  EXPECT_FALSE(Reference(BatchNormCall("native_batch_norm", x, at::Tensor(), at::Tensor(),
+                                       at::Tensor(), at::Tensor(), false, 1e-5),
+                         graph::DType::kF64).has_value());
+}
+
+TEST(References, RmsNormAgreesWithLibtorch) {
+  // rms_norm is in the catalogue: through a program, eps given and None
+  // (float64's epsilon for a float64 input).
+  for (const char* tail : {"%w, 1e-06", "%w", "None, None", "None, 0.5"}) {
+    ExpectAgreesWithLibtorch(absl::StrCat(
+        "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=41, low=-3, high=5)\n"
+        "input %w: f64[3,4] = uniform(seed=42, low=0.5, high=2)\n"
+        "%y = aten::rms_norm(%x, [3, 4], ", tail, ")\noutput %y\n"));
+  }
+  ExpectAgreesWithLibtorch(
+      "divfuzz v1\ninput %x: f64[5,7] = uniform(seed=43, low=-1e-3, high=1e-3)\n"
+      "%y = aten::rms_norm(%x, [7])\noutput %y\n");
+}
+
+TEST(References, RmsNormsDefaultEpsIsTheInputsOpmathEpsilon) {
+  // |x| near 1e-6: float32's epsilon (1.2e-7) against mean(x^2) ~ 1e-12 is
+  // most of the denominator; float64's would be nothing. The reference of a
+  // float32 program uses float32's, as the float32 kernel does.
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[2,4] = values(1e-06, -2e-06, 3e-06, 1e-06, 2e-06, 1e-06, "
+      "-1e-06, 4e-06)\n%y = aten::rms_norm(%x, [4])\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult cpu = exec::Run(p, t, exec::Target::kCpu);
+  std::optional<exec::ExactResult> ref = exec::RunExact(p.nodes[0], NodeInputs(p, 0, cpu), t);
+  ASSERT_TRUE(ref.has_value());
+  const at::Tensor x = cpu.inputs.at("x").to(at::kDouble);
+  const at::Tensor want =
+      x.mul(x.pow(2).mean({1}, true).add(std::numeric_limits<float>::epsilon()).rsqrt());
+  EXPECT_TRUE(at::isclose(ref->result.exact[0], want, 1e-12, 0).all().item<bool>());
+  EXPECT_TRUE(at::isclose(ref->result.outputs[0], cpu.nodes[0].outputs[0], 1e-5, 0)
+                  .all()
+                  .item<bool>());
+}
+
+TEST(References, AFloat64RmsNormIsJudged) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[2,3,4] = uniform(seed=13, low=-3, high=5)\n"
+      "%y = aten::rms_norm(%x, [4])\noutput %y\n";
   ExpectBlamedByTheReference(Judge(text, PlantScale(0, 1e-3)));
 }
 

@@ -9,7 +9,9 @@
 //                         (Euler-Maclaurin), each to a Ziv loop's agreement
 //   structured.cc         renorm and embedding_renorm (exact p-norms of |x|),
 //                         softmax and log_softmax, avg_pool1d/2d/3d (exact sums),
-//                         mode, layer/group/batch/instance norm (exact statistics)
+//                         mode
+//   normalization.cc      layer/group/batch/instance norm, their native_* forms
+//                         with the statistics they return, and rms_norm
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,8 +20,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
+#include "exec/exact_internal.h"
 #include "exec/exact_reference.h"
 #include "graph/program.h"
 
@@ -45,6 +49,22 @@ bool IsStructuredName(absl::string_view f);
 std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
                                          const std::map<std::string, at::Tensor>& values,
                                          graph::DType dtype, const at::Tensor& only);
+
+// Which rows of x's layout as ToRows(x, dims) lays it out hold an element
+// that `only` (a flat mask over an output of x's shape) wants: the rest are
+// not evaluated (their outputs NaN, never compared). Empty: every row.
+std::vector<bool> WantedRows(const at::Tensor& only, const at::Tensor& x,
+                             const std::vector<int64_t>& dims);
+bool Skipped(const std::vector<bool>& wanted, int64_t row);
+void PutNans(int64_t n, Sink& sink);
+
+// normalization.cc: the normalizations (RunStructured passes them on).
+bool IsNormalizationName(absl::string_view f);
+std::optional<ExactResult> RunNormalization(absl::string_view f, const graph::Node& node,
+                                            const at::Tensor& x,
+                                            const std::map<std::string, at::Tensor>& values,
+                                            graph::DType dtype, const at::Tensor& only);
+absl::string_view NormalizationMethod(absl::string_view f);
 
 // How the reference named `f` computes, for verdicts' reasons; empty for the
 // exact witness's plain MPFR functions and exact rationals.

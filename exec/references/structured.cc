@@ -4,7 +4,7 @@
 // without abs for p other than 1 and 2, in float64 too, so cuda-f64 shared
 // its bug), softmax and log_softmax, avg_pool1d/2d/3d (every window's
 // divisor as ATen defines it: count_include_pad, ceil_mode, divisor_override),
-// mode, and the normalization layers (exact mean and biased variance).
+// and mode; the normalization layers are in normalization.cc.
 #include <ATen/ops/from_blob.h>
 
 #include <algorithm>
@@ -34,30 +34,6 @@ constexpr int64_t kMaxTerms = int64_t{1} << 20;  // window terms a pooling refer
 // compute the norms of renorm and embedding_renorm).
 double AccEpsilon(DType dtype) {
   return dtype == DType::kF64 ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
-}
-
-// Which rows of x's layout as ToRows(x, dims) lays it out hold an element
-// that `only` (a flat mask over an output of x's shape) wants: the rest are
-// not evaluated (their outputs NaN, never compared). Empty: every row.
-std::vector<bool> WantedRows(const at::Tensor& only, const at::Tensor& x,
-                             const std::vector<int64_t>& dims) {
-  if (!only.defined() || only.numel() != x.numel()) return {};
-  std::optional<Rows> r = ToRows(only.to(at::kDouble).reshape(x.sizes()), dims, true);
-  if (!r) return {};
-  const at::Tensor any = r->m.ne(0).any(1).contiguous();
-  std::vector<bool> out(any.numel());
-  for (int64_t i = 0; i < any.numel(); ++i) out[i] = any.data_ptr<bool>()[i];
-  return out;
-}
-
-bool Skipped(const std::vector<bool>& wanted, int64_t row) {
-  return !wanted.empty() && !wanted[row];
-}
-
-void PutNans(int64_t n, Sink& sink) {
-  Mp nan;
-  mpfr_set_nan(nan.v);
-  for (int64_t k = 0; k < n; ++k) sink.Put(nan.v);
 }
 
 // Whether a norm that decides by `norm > max_norm` is too close to call: a
@@ -505,167 +481,35 @@ std::optional<ExactResult> VarMean(absl::string_view overload, const graph::Node
   return er;
 }
 
-// An optional tensor argument: nullopt when malformed, an undefined tensor
-// when None or absent.
-std::optional<at::Tensor> OptionalTensor(const graph::Node& node, size_t pos,
-                                         absl::string_view name,
-                                         const std::map<std::string, at::Tensor>& values) {
-  const Literal* l = ops::FindArg(node, pos, name);
-  if (l == nullptr || l->kind == Literal::Kind::kNone) return at::Tensor();
-  std::optional<at::Tensor> t = TensorArg(node, pos, name, values);
-  if (!t) return std::nullopt;
-  return t->contiguous().reshape({-1});
-}
-
-// How a normalization layer groups x: the statistics of each row of
-// `view` reduced over `reduce`, and the channel of row r's element j (which
-// weight, bias and running statistic apply).
-struct NormLayout {
-  at::Tensor view;
-  std::vector<int64_t> reduce;
-  std::function<int64_t(int64_t row, int64_t j)> channel;
-};
-
-// y = (x - mean) / sqrt(var + eps) * w + b, with the biased variance of each
-// row (or the running statistics, by channel), rounded once.
-std::optional<ExactResult> Normalize(const NormLayout& layout, const at::Tensor& w,
-                                     const at::Tensor& b, const at::Tensor& running_mean,
-                                     const at::Tensor& running_var, double eps,
-                                     const std::vector<int64_t>& shape, DType dtype,
-                                     const at::Tensor& only) {
-  std::optional<Rows> rows = ToRows(layout.view, layout.reduce, /*keepdim=*/true);
-  if (!rows || rows->m.size(1) == 0 || rows->m.numel() > kMaxElements) return std::nullopt;
-  const int64_t outer = rows->m.size(0), inner = rows->m.size(1);
-  const double* p = rows->m.data_ptr<double>();
-  auto at_channel = [](const at::Tensor& t, int64_t c, double* v) {
-    if (!t.defined()) return true;
-    if (c < 0 || c >= t.numel()) return false;
-    *v = t.data_ptr<double>()[c];
-    return true;
-  };
-  const bool running = running_mean.defined();
-  const std::vector<bool> wanted = WantedRows(only, layout.view, layout.reduce);
-  Sink sink{dtype == DType::kF32};
-  Mp mean, var, rstd, y, t;
-  for (int64_t r = 0; r < outer; ++r) {
-    const double* row = p + r * inner;
-    if (Skipped(wanted, r)) {
-      PutNans(inner, sink);
-      continue;
-    }
-    if (!running) {
-      std::vector<Mp> terms;
-      for (int64_t k = 0; k < inner; ++k) terms.emplace_back(row[k]);
-      Sum(terms, mean.v);
-      mpfr_div_si(mean.v, mean.v, inner, N);
-      for (Mp& term : terms) {
-        mpfr_sub(term.v, term.v, mean.v, N);
-        mpfr_sqr(term.v, term.v, N);
-      }
-      Sum(terms, var.v);
-      mpfr_div_si(var.v, var.v, inner, N);
-      mpfr_add_d(rstd.v, var.v, eps, N);
-      mpfr_rec_sqrt(rstd.v, rstd.v, N);
-    }
-    for (int64_t k = 0; k < inner; ++k) {
-      const int64_t c = layout.channel(r, k);
-      double wv = 1, bv = 0, m = 0, v = 0;
-      if (!at_channel(w, c, &wv) || !at_channel(b, c, &bv)) return std::nullopt;
-      if (running) {
-        if (!at_channel(running_mean, c, &m) || !at_channel(running_var, c, &v)) return std::nullopt;
-        mpfr_set_d(mean.v, m, N);
-        mpfr_set_d(rstd.v, v, N);
-        mpfr_add_d(rstd.v, rstd.v, eps, N);
-        mpfr_rec_sqrt(rstd.v, rstd.v, N);
-      }
-      mpfr_set_d(y.v, row[k], N);
-      mpfr_sub(y.v, y.v, mean.v, N);
-      mpfr_mul(y.v, y.v, rstd.v, N);
-      mpfr_mul_d(y.v, y.v, wv, N);
-      mpfr_add_d(y.v, y.v, bv, N);
-      sink.Put(y.v);
-    }
-  }
-  ExactResult er;
-  er.result = sink.Result(rows->permuted, dtype);
-  for (at::Tensor& out : er.result.outputs) out = out.permute(rows->inverse).reshape(shape).contiguous();
-  for (at::Tensor& out : er.result.exact) out = out.permute(rows->inverse).reshape(shape).contiguous();
-  return er;
-}
-
-// layer_norm, group_norm, batch_norm and instance_norm (the functional ops).
-std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::Node& node,
-                                              const at::Tensor& x,
-                                              const std::map<std::string, at::Tensor>& values,
-                                              DType dtype, const at::Tensor& only) {
-  const std::vector<int64_t> shape = x.sizes().vec();
-  NormLayout layout;
-  std::optional<at::Tensor> w, b, rm = at::Tensor(), rv = at::Tensor();
-  std::optional<double> eps;
-  if (f == "layer_norm") {  // (input, normalized_shape, weight, bias, eps, cudnn_enable)
-    std::optional<std::vector<int64_t>> normalized = DimsArg(node, 1, "normalized_shape");
-    if (!normalized || normalized->empty() || normalized->size() > shape.size()) return std::nullopt;
-    const int64_t k = static_cast<int64_t>(normalized->size());
-    for (int64_t d = 0; d < k; ++d) {
-      if ((*normalized)[d] != shape[shape.size() - k + d]) return std::nullopt;
-      layout.reduce.push_back(static_cast<int64_t>(shape.size()) - k + d);
-    }
-    layout.view = x;
-    layout.channel = [](int64_t, int64_t j) { return j; };
-    w = OptionalTensor(node, 2, "weight", values);
-    b = OptionalTensor(node, 3, "bias", values);
-    eps = NumberArg(node, 4, "eps", 1e-5);
-  } else if (f == "group_norm") {  // (input, num_groups, weight, bias, eps, cudnn_enabled)
-    std::optional<double> groups = NumberArg(node, 1, "num_groups", std::nan(""));
-    if (!groups || !(*groups >= 1) || shape.size() < 2) return std::nullopt;
-    const int64_t G = static_cast<int64_t>(*groups), C = shape[1];
-    if (C % G != 0) return std::nullopt;  // the kernels raise
-    const int64_t spatial = shape[0] == 0 || C == 0 ? 0 : x.numel() / (shape[0] * C);
-    layout.view = x.reshape({shape[0], G, (C / G) * spatial});
-    layout.reduce = {2};
-    layout.channel = [=](int64_t r, int64_t j) { return (r % G) * (C / G) + j / spatial; };
-    w = OptionalTensor(node, 2, "weight", values);
-    b = OptionalTensor(node, 3, "bias", values);
-    eps = NumberArg(node, 4, "eps", 1e-5);
-  } else {
-    // batch_norm(input, weight, bias, running_mean, running_var, training,
-    // momentum, eps, cudnn_enabled); instance_norm likewise, with
-    // use_input_stats for training.
-    std::optional<double> training = NumberArg(node, 5, f == "batch_norm" ? "training" : "use_input_stats", std::nan(""));
-    if (!training || std::isnan(*training) || shape.size() < 2) return std::nullopt;
-    w = OptionalTensor(node, 1, "weight", values);
-    b = OptionalTensor(node, 2, "bias", values);
-    if (*training == 0) {
-      rm = OptionalTensor(node, 3, "running_mean", values);
-      rv = OptionalTensor(node, 4, "running_var", values);
-      if (!rm || !rv || !rm->defined() || !rv->defined()) return std::nullopt;
-    }
-    eps = NumberArg(node, 7, "eps", std::nan(""));
-    const int64_t C = shape[1];
-    if (f == "batch_norm") {
-      std::vector<int64_t> reduce = {0};
-      for (size_t d = 2; d < shape.size(); ++d) reduce.push_back(static_cast<int64_t>(d));
-      layout.view = x;
-      layout.reduce = reduce;
-      layout.channel = [](int64_t r, int64_t) { return r; };
-    } else {
-      layout.view = x.reshape({shape[0], C, -1});
-      layout.reduce = {2};
-      layout.channel = [=](int64_t r, int64_t) { return r % C; };
-    }
-  }
-  if (!w || !b || !rm || !rv || !eps || std::isnan(*eps)) return std::nullopt;
-  return Normalize(layout, *w, *b, *rm, *rv, *eps, shape, dtype, only);
-}
-
 }  // namespace
+
+std::vector<bool> WantedRows(const at::Tensor& only, const at::Tensor& x,
+                             const std::vector<int64_t>& dims) {
+  if (!only.defined() || only.numel() != x.numel()) return {};
+  std::optional<Rows> r = ToRows(only.to(at::kDouble).reshape(x.sizes()), dims, true);
+  if (!r) return {};
+  const at::Tensor any = r->m.ne(0).any(1).contiguous();
+  std::vector<bool> out(any.numel());
+  for (int64_t i = 0; i < any.numel(); ++i) out[i] = any.data_ptr<bool>()[i];
+  return out;
+}
+
+bool Skipped(const std::vector<bool>& wanted, int64_t row) {
+  return !wanted.empty() && !wanted[row];
+}
+
+void PutNans(int64_t n, Sink& sink) {
+  Mp nan;
+  mpfr_set_nan(nan.v);
+  for (int64_t k = 0; k < n; ++k) sink.Put(nan.v);
+}
 
 bool IsStructuredName(absl::string_view f) {
   return f == "renorm" || f == "embedding_renorm" || f == "softmax" || f == "log_softmax" ||
          f == "avg_pool1d" || f == "avg_pool2d" || f == "avg_pool3d" || f == "mode" ||
-         f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm" ||
          f == "adaptive_avg_pool1d" || f == "adaptive_avg_pool2d" || f == "adaptive_avg_pool3d" ||
-         absl::StartsWith(f, "var_mean") || absl::StartsWith(f, "std_mean");
+         absl::StartsWith(f, "var_mean") || absl::StartsWith(f, "std_mean") ||
+         IsNormalizationName(f);
 }
 
 std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node& node,
@@ -695,9 +539,7 @@ std::optional<ExactResult> RunStructured(absl::string_view f, const graph::Node&
       return VarMean(rest, node, *x, base == "std_mean", dtype);
     }
   }
-  if (f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm") {
-    return NormalizationLayer(f, node, *x, values, dtype, only);
-  }
+  if (IsNormalizationName(f)) return RunNormalization(f, node, *x, values, dtype, only);
   return std::nullopt;
 }
 
@@ -712,9 +554,7 @@ absl::string_view ReferenceMethod(absl::string_view f) {
     return "the exact mean and variance in MPFR";
   }
   if (f == "mode") return "the most frequent value of each row, counted exactly";
-  if (f == "layer_norm" || f == "group_norm" || f == "batch_norm" || f == "instance_norm") {
-    return "the exact mean and biased variance in MPFR";
-  }
+  if (IsNormalizationName(f)) return NormalizationMethod(f);
   if (IsSpecialBinary(f)) return "the polynomial's three-term recurrence (Chebyshev: closed form) in MPFR";
   return "";
 }
