@@ -654,17 +654,18 @@ TEST(Invariants, EigIsBucketedUnderItsInputsDtype) {
     ASSERT_GE(d.element, 0);
     EXPECT_NEAR(std::stod(d.reference_b), re[d.element].item<double>(), 1e-9) << dtype;
   }
-  // Other ops keep their output's dtype (the existing rule): abs of c64 is
-  // filed under f32.
-  graph::Program p =
-      MustParse("divfuzz v1\ninput %x: c64[2] = fill(1)\n%y = aten::abs(%x)\noutput %y\n");
+  // Other ops keep their output's dtype (the existing rule): argmax of f32
+  // is filed under i64.
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[3] = values(1.0, 3.0, 2.0)\n"
+      "%i = aten::argmax(%x, 0, keepdim=False)\noutput %i\n");
   ops::TypeEnv t = MustInfer(p);
   exec::RunResult a = exec::Run(p, t, exec::Target::kCpu);
   const exec::RunResult b = exec::Run(p, t, exec::Target::kCpuF64);
-  a.nodes[0].outputs[0] = a.nodes[0].outputs[0].mul(1.01);
+  a.nodes[0].outputs[0] = a.nodes[0].outputs[0].add(1);
   Verdict v = Compare(p, t, a, b);
   ASSERT_EQ(v.Roots().size(), 1u);
-  EXPECT_EQ(v.Roots()[0]->dtype, "f32");
+  EXPECT_EQ(v.Roots()[0]->dtype, "i64");
 }
 
 TEST(Policy, ShippedFileIsTheDefaultAndOverridesApply) {
