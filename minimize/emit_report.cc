@@ -19,6 +19,7 @@
 #include "ops/catalogue.h"
 #include "oracles/attribution.h"
 #include "oracles/expected_rules.h"
+#include "oracles/invariants.h"
 
 namespace divfuzz::minimize {
 namespace {
@@ -288,8 +289,10 @@ std::string ReportTitle(const Divergence& d, const std::string& target_a,
                           d.value_b);
     case DivergenceClass::kTolerance:
       if (a_wrong || b_wrong) {
-        return absl::StrFormat("%s: %s is off by %.3g ULPs from the %s", head,
+        const std::string in = oracles::InvariantName(ops::FindOp(d.op), d.invariant);
+        return absl::StrFormat("%s: %s is off by %.3g ULPs %sfrom the %s", head,
                                a_wrong ? target_a : target_b, a_wrong ? d.ulp_a : d.ulp_b,
+                               in.empty() ? "" : absl::StrCat("in ", in, " "),
                                d.witness == "exact" ? "exact value" : "float64 reference");
       }
       return absl::StrCat(head, ": ", target_a, " and ", target_b, " differ beyond tolerance");
@@ -398,9 +401,18 @@ std::string EmitReport(const ReportInput& in) {
   std::string summary = absl::StrCat(
       "Running `", d.op, "` on ", in.input_summary.empty() ? "its input" : in.input_summary, ", ",
       ta, " and ", tb, " disagree (", oracles::ClassName(d.cls), ")");
+  // A decomposition's raw factors are free up to sign or phase: every value
+  // below (each side's and the reference's) is of the same invariant.
+  const bool invariant = d.invariant >= 0 && !in.invariant.empty();
   if (d.element >= 0) absl::StrAppend(&summary, " at element ", d.element);
+  if (invariant) absl::StrAppend(&summary, d.element >= 0 ? " of " : " in ", in.invariant);
   absl::StrAppend(&summary, ": ", ta, " gives ", Code(d.value_a), ", ", tb, " gives ",
                   Code(d.value_b), ". ");
+  if (invariant) {
+    absl::StrAppend(&summary, "`", d.op, "`'s outputs are unique only up to sign, phase or "
+                    "order, so divfuzz compares ", in.invariant, " computed from each one's "
+                    "outputs (the reference's too), never the raw outputs. ");
+  }
   if (!d.reference_a.empty() && !d.reference_b.empty() && d.reference_a != d.reference_b) {
     absl::StrAppend(&summary, "Judged against ", WitnessPhrase(d), ", the op gives ",
                     Code(d.reference_a), " from ", ta, "'s inputs and ", Code(d.reference_b),
@@ -449,12 +461,15 @@ std::string EmitReport(const ReportInput& in) {
   if (d.element >= 0 && d.backward_of >= 0) {
     absl::StrAppend(&out, "At element ", d.element, " of the gradient `", d.op,
                     "` passes back (from the same incoming gradients on both sides):\n\n");
+  } else if (d.element >= 0 && invariant) {
+    absl::StrAppend(&out, "At element ", d.element, " of ", in.invariant, " of `%", d.value,
+                    "`'s decomposition, on each side and in the reference:\n\n");
   } else if (d.element >= 0) {
     absl::StrAppend(&out, "At element ", d.element, " of `%", d.value, "`:\n\n");
   }
-  absl::StrAppend(&out,
-                  "| side | value | float64 reference from this side's inputs | error |\n"
-                  "|---|---|---|---|\n");
+  absl::StrAppend(&out, "| side | value | float64 reference",
+                  invariant ? absl::StrCat(" (", in.invariant, ")") : "",
+                  " from this side's inputs | error |\n|---|---|---|---|\n");
   for (bool a : {true, false}) {
     const std::string& side = a ? ta : tb;
     const std::string& ref = a ? d.reference_a : d.reference_b;
@@ -466,7 +481,8 @@ std::string EmitReport(const ReportInput& in) {
   }
   absl::StrAppend(&out, "\n", Md(d.detail), "\n\n");
   if (!in.output_a.empty() || !in.output_b.empty()) {
-    absl::StrAppend(&out, "Whole output:\n\n```\n", ta, ": ", in.output_a, "\n", tb, ": ",
+    absl::StrAppend(&out, invariant ? absl::StrCat("Whole of ", in.invariant) : "Whole output",
+                    ":\n\n```\n", ta, ": ", in.output_a, "\n", tb, ": ",
                     in.output_b, "\n```\n\n");
   }
 
@@ -571,13 +587,20 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
     }
   }
   in.input_summary = absl::StrJoin(parts, " and ");
+  const ops::OpSpec* op_spec = ops::FindOp(node.QualifiedName());
   const auto output = [&](const exec::RunResult& r) -> std::string {
     if (static_cast<size_t>(d.node_index) >= r.nodes.size()) return "not run";
     const exec::NodeResult& n = r.nodes[d.node_index];
     if (n.error) return absl::StrCat("raised: ", n.error->message);
+    if (d.invariant >= 0) {
+      const std::vector<at::Tensor> inv = oracles::Comparable(op_spec, n.outputs);
+      if (static_cast<size_t>(d.invariant) >= inv.size()) return "";
+      return exec::FormatTensor(inv[d.invariant], 32);
+    }
     if (static_cast<size_t>(d.output_index) >= n.outputs.size()) return "";
     return exec::FormatTensor(n.outputs[d.output_index], 32);
   };
+  in.invariant = oracles::InvariantName(op_spec, d.invariant);
   in.output_a = output(evaluation.a);
   in.output_b = output(evaluation.b);
   in.python_snippet = EmitPythonSnippet(program, in.spec);

@@ -33,8 +33,11 @@ struct ReportInput {
   oracles::Tolerance tolerance;  // the policy's tolerance at the root
   std::vector<RuleCheck> rules;
   std::string input_summary;  // "f32[2,2] = fill(1.0)" of the root's tensor inputs
-  std::string output_a;       // the root output on each side (exec::FormatTensor)
-  std::string output_b;
+  std::string output_a;       // the root output on each side (exec::FormatTensor): the
+  std::string output_b;       // compared invariant's where root.invariant >= 0
+  // A decomposition compared through invariants (root.invariant >= 0): which
+  // one, as oracles::InvariantName names it ("the singular values S").
+  std::string invariant;
   std::string python_snippet;  // EmitPythonSnippet
   Environment environment;
   // Provenance (optional): reduction statistics, the finding's id.

@@ -156,7 +156,9 @@ absl::StatusOr<ReproFiles> MakeRepro(const graph::Program& program, const ReproO
   // (A backward kernel's element indexes that kernel's output, not the
   // gradient the repros compare: no exact value for them there.)
   if (d.backward_of >= 0) spec.backward = BackwardLine(d);
-  if (d.witness == "exact" && d.element >= 0 && d.component < 0 && d.backward_of < 0) {
+  // (Nor for an invariant of a decomposition: its element is the invariant's.)
+  if (d.witness == "exact" && d.element >= 0 && d.component < 0 && d.backward_of < 0 &&
+      d.invariant < 0) {
     for (const auto& [target, shown] :
          {std::pair{spec.target_a, d.reference_a}, std::pair{spec.target_b, d.reference_b}}) {
       double v = 0;

@@ -47,6 +47,21 @@ std::optional<double> ElementAt(const at::Tensor& t, long long e, int component)
   return d.data_ptr<double>()[flat];
 }
 
+// The value at d's element of what the sides were compared by: the output
+// itself, or the same invariant of a decomposition (so the reference shown
+// beside the sides' invariant values is the reference's invariant, not its
+// raw factor at that index).
+std::optional<double> ComparedAt(const ops::OpSpec* spec, const std::vector<at::Tensor>& outputs,
+                                 const Divergence& d) {
+  if (d.invariant < 0) {
+    if (static_cast<size_t>(d.output_index) >= outputs.size()) return std::nullopt;
+    return ElementAt(outputs[d.output_index], d.element, d.component);
+  }
+  const std::vector<at::Tensor> inv = Comparable(spec, outputs);
+  if (static_cast<size_t>(d.invariant) >= inv.size()) return std::nullopt;
+  return ElementAt(inv[d.invariant], d.element, d.component);
+}
+
 DType RealDType(DType d) {
   if (d == DType::kC64) return DType::kF32;
   if (d == DType::kC128) return DType::kF64;
@@ -244,11 +259,10 @@ void GatherWitnesses(const graph::Program& program, const exec::WitnessPlan& pla
 }
 
 // The witness's value at the diverging element.
-std::optional<double> WitnessValue(const exec::Witness* w, const Divergence& d) {
+std::optional<double> WitnessValue(const ops::OpSpec* spec, const exec::Witness* w,
+                                   const Divergence& d) {
   if (w == nullptr || w->result.error) return std::nullopt;
-  const std::vector<at::Tensor>& v = w->result.exact.empty() ? w->result.outputs : w->result.exact;
-  if (static_cast<size_t>(d.output_index) >= v.size()) return std::nullopt;
-  return ElementAt(v[d.output_index], d.element, d.component);
+  return ComparedAt(spec, w->result.exact.empty() ? w->result.outputs : w->result.exact, d);
 }
 
 // The reference target itself, with no exact witness: nothing independent
@@ -260,7 +274,7 @@ SideCheck JudgeReferenceSide(const SideEvidence& e) {
   if (!e.got.error && static_cast<size_t>(d.output_index) < e.got.exact.size()) {
     std::vector<at::Tensor> exact = e.got.exact;
     CorrectReference(e.node, e.inputs, &exact);
-    c.ref_value = ElementAt(exact[d.output_index], d.element, d.component);
+    c.ref_value = ComparedAt(e.spec, exact, d);
   }
   return c;
 }
@@ -424,7 +438,7 @@ SideCheck JudgeWithSplitWitnesses(const SideEvidence& e, const std::string& spli
       return by_own;
     }
     c.witness = second.name;
-    c.ref_value = WitnessValue(&second, e.d);
+    c.ref_value = WitnessValue(e.spec, &second, e.d);
     SideCheck j = JudgeAgainst(e, second, absl::StrCat("float64 reference (", second.name, ")"), c);
     j.why = absl::StrCat(j.why, "; ", second.name, " decided: ", disagree, ", and cpu-f64, which "
                          "also finds ", e.side, " off, was set aside because it runs ", e.side,
@@ -478,7 +492,7 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
   SideCheck c;
   const exec::Witness* judge = e.exact != nullptr ? e.exact : e.f64;
   c.witness = e.exact != nullptr ? "exact" : "cpu-f64";
-  c.ref_value = WitnessValue(judge, d);
+  c.ref_value = WitnessValue(e.spec, judge, d);
   if (e.exact != nullptr) c.rounding_free = e.exact->rounding_free;
   if (e.exact == nullptr) {
     if (std::optional<std::string> why = WhyFloat64CannotJudge(e)) {

@@ -59,6 +59,30 @@ std::string ErrorStr(const exec::NodeResult& r) {
   return absl::StrCat(exec::ErrorKindName(r.error->kind), ": ", r.error->message);
 }
 
+// The dtype a finding of `node` is labelled (and bucketed) with: the
+// output's, as for abs of complex or argmax, except where the output's dtype
+// is no choice of the op's but its nature. A decomposition is compared
+// through invariants, never its raw outputs, so it carries its matrix's
+// dtype (linalg_eig of f64 returns c128, linalg_eigh of c64 returns f32
+// eigenvalues). An op that makes complex values of real ones (eig, rfft,
+// stft, polar) computes in the real dtype and carries it, so that a float64
+// program's finding is not filed under c128.
+graph::DType LabelDType(const graph::Node& node, const ops::TypeEnv& types,
+                        const ops::OpSpec* spec, graph::DType output) {
+  std::vector<graph::DType> inputs;
+  for (const std::string& u : node.Uses()) {
+    if (auto it = types.find(u); it != types.end()) inputs.push_back(it->second.dtype);
+  }
+  if (spec != nullptr && (spec->hints & ops::kDecomposition) && !inputs.empty()) {
+    return inputs[0];
+  }
+  if (!graph::IsComplex(output)) return output;
+  for (graph::DType d : inputs) {
+    if (graph::IsComplex(d)) return output;
+  }
+  return output == graph::DType::kC64 ? graph::DType::kF32 : graph::DType::kF64;
+}
+
 }  // namespace
 
 std::optional<Divergence> CompareTensors(const at::Tensor& a, const at::Tensor& b,
@@ -334,7 +358,7 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
       d.output_index = static_cast<int>(out);
       d.value = out < node.results.size() ? node.results[out] : "";
       d.op = node.QualifiedName();
-      d.dtype = std::string(graph::DTypeName(dtype_of(out)));
+      d.dtype = std::string(graph::DTypeName(LabelDType(node, types, spec, dtype_of(out))));
       d.root = inputs_agree;
       v.divergences.push_back(std::move(d));
       diverged.insert(node.results.begin(), node.results.end());
@@ -373,7 +397,9 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
           CompareTensors(ca[out], cb[out], dtype, policy.For(node.QualifiedName(), dtype));
       if (d) {
         if (invariants) {
-          d->detail = absl::StrCat("invariant ", out, " of the decomposition: ", d->detail);
+          d->invariant = static_cast<int>(out);
+          d->detail = absl::StrCat("invariant ", out, " of the decomposition (",
+                                   InvariantName(spec, static_cast<int>(out)), "): ", d->detail);
           out = 0;
         }
         record(std::move(*d), out);

@@ -58,4 +58,33 @@ std::vector<at::Tensor> Comparable(const ops::OpSpec* spec,
   return inv;
 }
 
+std::string InvariantName(const ops::OpSpec* spec, int i) {
+  if (spec == nullptr || !(spec->hints & ops::kDecomposition) || i < 0) return "";
+  // In Comparable's order, case by case.
+  std::vector<const char*> names;
+  switch (spec->decomposition) {
+    case ops::Decomposition::kQr:
+      names = {"|diag(R)|", "the reconstruction Q·R"};
+      break;
+    case ops::Decomposition::kSvd:
+      names = {"the singular values S", "the reconstruction U·diag(S)·Vh"};
+      break;
+    case ops::Decomposition::kSvdV:
+      names = {"the singular values S", "the reconstruction U·diag(S)·V^H"};
+      break;
+    case ops::Decomposition::kEigh:
+      names = {"the eigenvalues w", "the reconstruction V·diag(w)·V^T"};
+      break;
+    case ops::Decomposition::kLu:
+      names = {"the reconstruction P·L·U"};
+      break;
+    case ops::Decomposition::kEig:
+      names = {"the eigenvalues' real parts, sorted", "the eigenvalues' imaginary parts, sorted"};
+      break;
+    default:
+      break;
+  }
+  return static_cast<size_t>(i) < names.size() ? names[i] : "";
+}
+
 }  // namespace divfuzz::oracles

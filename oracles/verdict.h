@@ -27,9 +27,16 @@ struct Divergence {
   DivergenceClass cls = DivergenceClass::kTolerance;
   int node_index = -1;     // into Program::nodes; -1 when not tied to a node
   int output_index = 0;    // which result of that node
+  // A decomposition compared through its invariants (oracles/invariants.h):
+  // which invariant the sides differ in, and so what element, value_a/b and
+  // reference_a/b index and show; -1 where the raw output was compared.
+  int invariant = -1;
   std::string value;       // the SSA name of the diverging output
   std::string op;          // qualified op of the node ("aten::logdet")
-  std::string dtype;       // dtype name of the output ("f32"), or of its input on errors
+  // dtype name of the output ("f32"); of the op's input where the output's
+  // dtype is not the op's choice (compare.cc's LabelDType: a decomposition,
+  // complex values made of real ones)
+  std::string dtype;
   bool root = false;       // its inputs agree on both targets
   long long element = -1;  // flat index of the first differing element
   int component = -1;      // complex outputs: 0 real part, 1 imaginary part of that element

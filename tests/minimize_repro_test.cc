@@ -1,6 +1,8 @@
 // report.md, MakeRepro, the findings store's artifacts, and the divfuzz
 // minimize / repro commands, on real libtorch (faulty targets where a side
 // must be wrong).
+#include <ATen/ops/linalg_svdvals.h>
+#include <ATen/ops/tensor.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -10,7 +12,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "gmock/gmock.h"
 #include "graph/parser.h"
@@ -162,6 +166,56 @@ output %l
   EXPECT_THAT(f->report_md, HasSubstr("| applies |"));
   EXPECT_THAT(f->report_md, HasSubstr("tier `expected`"));
   EXPECT_THAT(f->report_md, HasSubstr("| `tf32` |"));
+}
+
+// A decomposition is compared through invariants: report.md shows the
+// sides' invariant beside the float64 reference's same invariant, and says
+// which one (it once showed the sides' singular value beside the reference's
+// U[0,0]).
+TEST(Report, ADecompositionsValuesAndReferenceAreOfTheSameInvariant) {
+  const graph::Program p = MustParse(
+      "divfuzz v1\ninput %a: f32[2,3] = values(3.0, 1.0, 0.5, -2.0, 4.0, 1.0)\n"
+      "%u, %s, %vh = aten::linalg_svd(%a, false)\noutput %u, %s, %vh\n");
+  ReproOptions o;
+  o.target_a = exec::Target::kCpu;
+  o.target_b = exec::Target::kCpuF64;
+  // A deliberately faulty cpu: its singular values 1% too large.
+  o.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    exec::RunResult r = exec::Run(p, t, target);
+    for (size_t i = 0; i < p.nodes.size() && i < r.nodes.size(); ++i) {
+      if (p.nodes[i].QualifiedName() == "aten::linalg_svd" && !r.nodes[i].error) {
+        r.nodes[i].outputs[1] = r.nodes[i].outputs[1].mul(1.01);
+      }
+    }
+    return r;
+  };
+  o.minimize = false;
+  o.max_seconds = 30;
+  absl::StatusOr<ReproFiles> f = MakeRepro(p, o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->reproduced) << f->note;
+  const std::string& md = f->report_md;
+  EXPECT_THAT(md, HasSubstr("at element 0 of the singular values S: cpu gives"));
+  EXPECT_THAT(md, HasSubstr("so divfuzz compares the singular values S computed from each one's "
+                            "outputs (the reference's too)"));
+  EXPECT_THAT(md, HasSubstr("| side | value | float64 reference (the singular values S) from "
+                            "this side's inputs | error |"));
+  EXPECT_THAT(md, HasSubstr("Whole of the singular values S:"));
+  // Each row's reference is s_0 of the float64 matrix, like its values.
+  const double s0 = at::linalg_svdvals(at::tensor(std::vector<double>{3.0, 1.0, 0.5, -2.0, 4.0,
+                                                                      1.0})
+                                           .reshape({2, 3}))[0]
+                        .item<double>();
+  for (const std::string side : {"cpu", "cpu-f64"}) {
+    const size_t row = md.find("\n| " + side + " | `");
+    ASSERT_NE(row, std::string::npos) << side << "\n" << md;
+    const std::string line = md.substr(row + 1, md.find('\n', row + 1) - row - 1);
+    std::vector<std::string> cells = absl::StrSplit(line, " | ");
+    ASSERT_GE(cells.size(), 3u) << line;
+    const std::string ref = std::string(absl::StripAsciiWhitespace(cells[2]));
+    ASSERT_GE(ref.size(), 2u) << line;
+    EXPECT_NEAR(std::stod(ref.substr(1, ref.size() - 2)), s0, 1e-9 * s0) << line;
+  }
 }
 
 TEST(Report, TitlesByClass) {

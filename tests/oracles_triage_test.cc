@@ -1,4 +1,6 @@
 // Attribution, expected-by-policy rules and bucketing, on real libtorch runs.
+#include <ATen/ops/linalg_svdvals.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/tensor.h>
 
@@ -585,6 +587,85 @@ TEST(Invariants, EigenvaluesAreAMultisetAndLuIsItsProduct) {
   b = a;
   b.nodes[1].outputs[2] = a.nodes[1].outputs[2].mul(1.01);
   EXPECT_TRUE(Compare(p, t, a, b).Diverged());
+}
+
+// The sides of a decomposition are compared through invariants: the
+// reference shown beside their values is the float64 outputs' same
+// invariant, not the raw factor at that index (report.md once printed the
+// sides' reconstruction beside the reference's U[0,0]).
+TEST(Invariants, TheReferenceIsTheSameInvariantOfTheFloat64Outputs) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %a: f32[2,3] = values(3.0, 1.0, 0.5, -2.0, 4.0, 1.0)\n"
+      "%u, %s, %vh = aten::linalg_svd(%a, false)\noutput %u, %s, %vh\n");
+  ops::TypeEnv t = MustInfer(p);
+  const exec::RunResult b = exec::Run(p, t, exec::Target::kCpuF64);
+  const double s0 = at::linalg_svdvals(b.inputs.at("a").to(at::kDouble))[0].item<double>();
+  auto judge = [&](int factor) {
+    exec::RunResult a = exec::Run(p, t, exec::Target::kCpu);
+    a.nodes[0].outputs[factor] = a.nodes[0].outputs[factor].mul(1.01);
+    Verdict v = Compare(p, t, a, b);
+    Triage(p, t, a, b, DefaultPolicy(), v);
+    EXPECT_EQ(v.Roots().size(), 1u);
+    return v.Roots().empty() ? Divergence{} : *v.Roots()[0];
+  };
+  // S off by 1%: the singular values differ, and the reference is s_0.
+  Divergence d = judge(1);
+  EXPECT_EQ(d.invariant, 0);
+  EXPECT_EQ(d.element, 0);
+  EXPECT_NE(d.detail.find("the singular values S"), std::string::npos) << d.detail;
+  EXPECT_NEAR(std::stod(d.value_a), 1.01 * s0, 1e-5 * s0);
+  EXPECT_NEAR(std::stod(d.reference_a), s0, 1e-12 * s0) << d.reference_a;
+  EXPECT_NEAR(std::stod(d.reference_b), s0, 1e-12 * s0) << d.reference_b;
+  EXPECT_LT(d.ulp_a, 2e5);  // 1% of s_0, in f32 ULPs of s_0 (~1e5), not of a raw factor
+  EXPECT_GT(d.ulp_a, 5e4);
+  // U off by 1%: only the reconstruction differs; its reference is A itself.
+  d = judge(0);
+  EXPECT_EQ(d.invariant, 1);
+  EXPECT_EQ(d.element, 0);
+  EXPECT_NE(d.detail.find("the reconstruction U·diag(S)·Vh"), std::string::npos) << d.detail;
+  EXPECT_NEAR(std::stod(d.reference_a), 3.0, 1e-12) << d.reference_a;
+  EXPECT_NEAR(std::stod(d.reference_b), 3.0, 1e-12) << d.reference_b;
+}
+
+// A float64 program's eig returns complex128: its finding is filed under its
+// input's dtype, f64, as every other float64 program's is (f32 for f32).
+TEST(Invariants, EigIsBucketedUnderItsInputsDtype) {
+  for (const std::string dtype : {"f64", "f32"}) {
+    graph::Program p = MustParse(absl::StrCat(
+        "divfuzz v1\ninput %m: ", dtype, "[3,3] = values(2.0, 1.0, 0.0, 0.0, 3.0, 1.0, 1.0, 0.0, "
+        "4.0)\n%w, %v = aten::linalg_eig(%m)\noutput %w, %v\n"));
+    ops::TypeEnv t = MustInfer(p);
+    exec::RunResult a = exec::Run(p, t, exec::Target::kCpu);
+    const exec::RunResult b = exec::Run(p, t, exec::Target::kCpuF64);
+    a.nodes[0].outputs[0] = a.nodes[0].outputs[0].mul(1.01);
+    Verdict v = Compare(p, t, a, b);
+    Triage(p, t, a, b, DefaultPolicy(), v);
+    ASSERT_EQ(v.Roots().size(), 1u) << dtype;
+    const Divergence& d = *v.Roots()[0];
+    EXPECT_EQ(d.dtype, dtype);
+    EXPECT_EQ(Signature(d).rfind("aten::linalg_eig|" + dtype + "|", 0), 0u) << Signature(d);
+    // The reference is the float64 spectrum's sorted real part there.
+    EXPECT_EQ(d.invariant, 0);
+    const at::Tensor re =
+        std::get<0>(at::real(b.nodes[0].exact.empty() ? b.nodes[0].outputs[0]
+                                                      : b.nodes[0].exact[0])
+                        .to(at::kDouble)
+                        .sort(-1));
+    ASSERT_GE(d.element, 0);
+    EXPECT_NEAR(std::stod(d.reference_b), re[d.element].item<double>(), 1e-9) << dtype;
+  }
+  // Other ops keep their output's dtype (the existing rule): argmax of f32
+  // is filed under i64.
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[3] = values(1.0, 3.0, 2.0)\n"
+      "%i = aten::argmax(%x, 0, keepdim=False)\noutput %i\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu);
+  const exec::RunResult b = exec::Run(p, t, exec::Target::kCpuF64);
+  a.nodes[0].outputs[0] = a.nodes[0].outputs[0].add(1);
+  Verdict v = Compare(p, t, a, b);
+  ASSERT_EQ(v.Roots().size(), 1u);
+  EXPECT_EQ(v.Roots()[0]->dtype, "i64");
 }
 
 TEST(Policy, ShippedFileIsTheDefaultAndOverridesApply) {

@@ -119,7 +119,8 @@ int RunReplay(const std::vector<std::string>& args) {
                 << (d.expected_rule.empty() ? "" : ", rule: " + d.expected_rule) << "\n"
                 << "  witness: " << d.witness << "; trigger: " << d.trigger << "\n"
                 << "  reference (" << (d.witness == "none" ? "cpu-f64" : d.witness)
-                << ", from each side's inputs): " << d.reference_a << " / "
+                << ", from each side's inputs"
+                << (d.invariant >= 0 ? ", of the same invariant" : "") << "): " << d.reference_a << " / "
                 << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
                 << "  why: " << d.reason << "\n";
     }

@@ -40,6 +40,7 @@
 #include "ops/infer.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
+#include "oracles/invariants.h"
 #include "oracles/nan_rule.h"
 #include "oracles/triage.h"
 #include "store/findings_store.h"
@@ -574,6 +575,10 @@ bool Harness::RecordRoot(const graph::Program& program, const oracles::Verdict& 
                 {"reason", d.reason},
                 {"backward_of", d.backward_of},
                 {"forward_op", d.forward_op}};
+  // value a/b and reference_a/b above are of this invariant, not the raw output.
+  if (d.invariant >= 0) {
+    hit.detail["invariant"] = oracles::InvariantName(ops::FindOp(d.op), d.invariant);
+  }
   if (config_.isolated) hit.detail["isolated_lane"] = true;
   absl::StatusOr<store::RecordResult> r = state_->store->Record(hit, text);
   if (!r.ok()) StoreFailed(config_.findings_dir, "recording a new bucket failed", r.status());
