@@ -47,6 +47,7 @@ constexpr TriedRule kTried[] = {
     DIVFUZZ_TRIED(phase_rounding),
     DIVFUZZ_TRIED(reference_upcast),
     DIVFUZZ_TRIED(tf32),
+    DIVFUZZ_TRIED(forced_kernel_unsupported),
     DIVFUZZ_TRIED(documented_nondeterminism),  // matches nothing here: between runs only
     DIVFUZZ_TRIED(inherited_difference),
 };

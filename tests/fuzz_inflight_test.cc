@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "fuzz/campaign/artifact_files.h"
 #include "fuzz/harness/inflight.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -62,6 +64,35 @@ TEST(Inflight, AMissingOrForeignFileHoldsNoInput) {
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.status().message().find("/no/such/folder/worker-0"), std::string::npos)
       << made.status();
+}
+
+// A worker whose CUDA side carried switches (--cuda_variants) dies: its
+// artifact's replay must run those targets (session 34's rotation: crashes
+// under cuda+magma replayed on plain cuda "did not recur").
+TEST(Inflight, ADeadWorkersSwitchesTravelWithItsArtifact) {
+  const std::string dir = testing::TempDir("inflight_targets");
+  const std::string crashes = dir + "/crashes";
+  std::filesystem::create_directories(crashes);
+  const std::string input = "divfuzz v1\ninput %x: f32[2,2] = fill(1)\n%y = aten::linalg_svd(%x)\n";
+  auto record = InflightRecord::Open(dir + "/worker-1", 1 << 20);
+  ASSERT_TRUE(record.ok()) << record.status();
+  // libFuzzer wrote its own artifact of the input: the targets go beside it.
+  testing::WriteTextFile(crashes + "/crash-0123", input);
+  (*record)->Begin(Bytes(input), input.size());
+  EXPECT_EQ(SaveInflightArtifact(dir + "/worker-1", crashes, "crash-", "cpu,cuda+magma"), "");
+  EXPECT_EQ(ArtifactTargets(crashes + "/crash-0123"), "cpu,cuda+magma");
+  // No artifact of these bytes: the in-flight one is saved, with its targets.
+  const std::string other = input + "output %y\n";
+  (*record)->Begin(Bytes(other), other.size());
+  const std::string saved = SaveInflightArtifact(dir + "/worker-1", crashes, "crash-",
+                                                 "cpu,cuda+tf32");
+  ASSERT_FALSE(saved.empty());
+  EXPECT_EQ(ReadBytes(saved), other);
+  EXPECT_EQ(ArtifactTargets(saved), "cpu,cuda+tf32");
+  // A worker without switches leaves none; a targets file is no artifact.
+  EXPECT_EQ(ArtifactTargets(crashes + "/crash-none"), "");
+  EXPECT_TRUE(KillerArtifact("crash-0123"));
+  EXPECT_FALSE(KillerArtifact(std::string("crash-0123") + kTargetsSuffix));
 }
 
 }  // namespace

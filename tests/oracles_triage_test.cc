@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "fuzz/harness/harness.h"
+#include "exec/cuda_variants.h"
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
@@ -521,15 +522,54 @@ TEST(ExpectedRules, CancellingReductionsWithinTheSummationBound) {
   EXPECT_EQ(dot.expected_rule, "cancelling_reductions") << dot.reason;
 }
 
-TEST(ExpectedRules, Tf32OnlyWhenCudaRanWithIt) {
+TEST(ExpectedRules, Tf32OnlyWhenCudaRanWithItAndWithinItsRounding) {
   const std::string text =
       "divfuzz v1\ninput %a: f32[2,2] = values(1.0, 2.0, 3.0, 4.0)\n"
       "input %b: f32[2,2] = values(1.0, 0.0, 0.0, 1.0)\n%c = aten::mm(%a, %b)\noutput %c\n";
-  auto off = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].add(0.01); };
+  // A TF32 product reads 10 mantissa bits: 1e-3 relative is within it.
+  auto off = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1 + 1e-3); };
   Policy tf32 = DefaultPolicy();
   tf32.cuda_tf32 = true;
   EXPECT_EQ(Planted(text, off, tf32, exec::Target::kCuda).expected_rule, "tf32");
   EXPECT_NE(Planted(text, off, DefaultPolicy(), exec::Target::kCuda).tier, "expected");
+  // The side's own +tf32 switch (a campaign rotating --cuda_variants) counts too.
+  const exec::CudaVariant* v = exec::FindCudaVariant("tf32");
+  ASSERT_NE(v, nullptr);
+  const exec::Target with_tf32(exec::Target::kCuda, exec::VariantBit(*v));
+  EXPECT_EQ(Planted(text, off, DefaultPolicy(), with_tf32).expected_rule, "tf32");
+  // 1% off is no TF32 rounding (session 34's rule had no bound).
+  auto far = [](exec::NodeResult& n) { n.outputs[0] = n.outputs[0].mul(1.01); };
+  EXPECT_NE(Planted(text, far, DefaultPolicy(), with_tf32).tier, "expected");
+  EXPECT_NE(Planted(text, far, tf32, exec::Target::kCuda).tier, "expected");
+}
+
+TEST(ExpectedRules, AForcedAttentionKernelThatCannotRunTheCallRaisesByDesign) {
+  const std::string text =
+      "divfuzz v1\ninput %q: f32[1,2,4] = normal(seed=1)\ninput %k: f32[1,2,4] = normal(seed=2)\n"
+      "input %v: f32[1,2,4] = normal(seed=3)\n"
+      "%o = aten::scaled_dot_product_attention(%q, %k, %v)\noutput %o\n";
+  auto raises = [](const char* message) {
+    return [message](exec::NodeResult& n) {
+      n.outputs.clear();
+      n.error = exec::NodeError{exec::NodeError::Kind::kRaised, message};
+    };
+  };
+  auto with = [](const char* name) {
+    return exec::Target(exec::Target::kCuda, exec::VariantBit(*exec::FindCudaVariant(name)));
+  };
+  // FlashAttention takes float16 and bfloat16 only: f32 under +sdpa_flash raises.
+  EXPECT_EQ(Planted(text, raises("Invalid backend"), DefaultPolicy(), with("sdpa_flash"))
+                .expected_rule,
+            "forced_kernel_unsupported");
+  // Under the default switches, or under sdpa_math (the composite runs every
+  // call), or with another message, raising is a finding.
+  EXPECT_NE(Planted(text, raises("Invalid backend"), DefaultPolicy(), exec::Target::kCuda).tier,
+            "expected");
+  EXPECT_NE(Planted(text, raises("No available kernel"), DefaultPolicy(), with("sdpa_math")).tier,
+            "expected");
+  EXPECT_NE(Planted(text, raises("illegal memory access"), DefaultPolicy(), with("sdpa_flash"))
+                .tier,
+            "expected");
 }
 
 TEST(Invariants, DecompositionsIgnoreSignsButNotMagnitudes) {

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -38,28 +39,8 @@ struct Replay : WatchedRun {
   bool slow = false;          // hung once, then finished within four times the timeout
 };
 
-// libFuzzer names an artifact after the SHA-1 of its input. An empty file
-// under any other name is a write its handler began and never finished (on a
-// heap the kernel corrupted): not an input, whose program would be one
-// generated from the hash of nothing. The worker's in-flight record keeps
-// the real input (SaveInflightArtifact).
-bool FailedWrite(const std::string& path, const std::string& data) {
-  return data.empty() && !absl::EndsWith(path, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-}
 
-// An input that killed a worker: libFuzzer's crash-, timeout- and oom-
-// files, and the in-flight ones saved beside them (not locate's logs).
-bool KillerArtifact(const std::string& name) {
-  return (absl::StartsWith(name, "crash-") || absl::StartsWith(name, "timeout-") ||
-          absl::StartsWith(name, "oom-") || absl::StartsWith(name, kMpsFaultPrefix)) &&
-         !absl::EndsWith(name, ".log") && !absl::StrContains(name, store::kAtomicWriteInfix);
-}
 
-std::optional<std::string> ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std::string& targets,
                 const std::string& out, int timeout_seconds) {
@@ -75,7 +56,10 @@ Replay LocateIn(const ArtifactContext& c, const std::string& artifact, const std
 // the first says nothing of the second: the second then runs first in a
 // fresh process. If it fails too, both sides fail; if not, the first is the
 // one (a CUDA fault needs no second run: it names its own side).
-Replay Locate(const ArtifactContext& c, const std::string& artifact) {
+Replay Locate(const ArtifactContext& campaign, const std::string& artifact) {
+  // The dying worker's own targets, where its CUDA side carried switches.
+  ArtifactContext c = campaign;
+  if (const std::string own = ArtifactTargets(artifact); !own.empty()) c.targets = own;
   Replay r = LocateIn(c, artifact, c.targets, artifact + ".locate.log", c.timeout_seconds);
   if (r.cut) return r;
   if (r.hung) {
@@ -339,49 +323,6 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
   return recorded;
 }
 
-std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
-                                 const std::string& prefix) {
-  const std::optional<std::string> input = ReadInflight(record);
-  ClearInflight(record);
-  if (!input) return "";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::error_code size_ec;
-    if (!KillerArtifact(name) || fs::file_size(entry.path(), size_ec) != input->size() || size_ec) {
-      continue;
-    }
-    if (ReadBytes(entry.path().string()) == input) return "";  // libFuzzer's own artifact
-  }
-  const std::string path = absl::StrCat(
-      crashes_dir, "/", prefix, "inflight-",
-      absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(input->data()), input->size()),
-                absl::kZeroPad16));
-  if (absl::Status s = store::WriteFileAtomically(path, *input); !s.ok()) {
-    std::cerr << "divfuzz campaign: saving the input a worker died on failed: " << s.message()
-              << "\n";
-    return "";
-  }
-  return path;
-}
 
-void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
-                   const std::string& path) {
-  std::string text;
-  for (const std::string& op : quarantine) absl::StrAppend(&text, "op ", op, "\n");
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(crashes_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!KillerArtifact(name)) continue;
-    const std::optional<std::string> data = ReadBytes(crashes_dir + "/" + name);
-    if (!data || FailedWrite(name, *data)) continue;
-    absl::StrAppend(
-        &text, absl::Hex(InputHash(reinterpret_cast<const uint8_t*>(data->data()), data->size())),
-        "\n");
-  }
-  if (absl::Status s = store::WriteFileAtomically(path, text); !s.ok()) {
-    std::cerr << "divfuzz campaign: writing " << path << " failed: " << s.message() << "\n";
-  }
-}
 
 }  // namespace divfuzz::fuzz

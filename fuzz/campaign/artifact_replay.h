@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/campaign/artifact_files.h"  // SaveInflightArtifact, WriteSkipList
 #include "fuzz/harness/crash_hang_triage.h"  // kMpsFaultPrefix
 #include "graph/program.h"
 #include "store/findings_store.h"
@@ -78,22 +79,9 @@ struct ArtifactContext {
 int RecordNewArtifacts(const ArtifactContext& context, std::set<std::string>* seen,
                        std::set<std::string>* quarantine);
 
-// Saves the input a dead worker was running (its in-flight record,
-// fuzz/harness/inflight.h) as crashes_dir/<prefix>inflight-<InputHash> when libFuzzer
-// left no artifact of those bytes, and clears the record. Returns the path
-// written, or "" when there was nothing to save.
-std::string SaveInflightArtifact(const std::string& record, const std::string& crashes_dir,
-                                 const std::string& prefix);
 
-// Writes what workers skip to `path` (their DIVFUZZ_SKIP_INPUTS, which they
-// read again when it changes): the InputHash of every crash-/timeout-/oom-
-// artifact in crashes_dir (hex, one a line), so an input that killed a
-// worker is not run again even before it is replayed or where its op stays
-// unnamed, and "op NAME" for each quarantined op.
 // Killer and slow-unit artifacts in crashes_dir that are not in `seen`.
 int UnhandledArtifacts(const std::string& crashes_dir, const std::set<std::string>& seen);
 
-void WriteSkipList(const std::string& crashes_dir, const std::set<std::string>& quarantine,
-                   const std::string& path);
 
 }  // namespace divfuzz::fuzz

@@ -482,7 +482,7 @@ class Supervisor {
       // corpus kept the input, and every restart of the workers would run
       // it again): its input too is replayed alone and skipped from now on.
       const std::string saved =
-          SaveInflightArtifact(InflightPath(i), work_ + "/crashes", kMpsFaultPrefix);
+          SaveInflightArtifact(InflightPath(i), work_ + "/crashes", kMpsFaultPrefix, OwnTargets(i));
       if (!saved.empty()) std::cout << "divfuzz campaign: worker " << i << " was running " << saved << "\n";
     }
     WriteSkipList(work_ + "/crashes", state_.quarantine, work_ + "/skip_inputs.txt");
@@ -564,8 +564,17 @@ class Supervisor {
 
   // A worker that died before libFuzzer's handler wrote an artifact (SIGKILL,
   // a heap the kernel corrupted) still leaves the input it was running.
+  // Worker i's targets where its CUDA side carries switches, else "": its
+  // artifacts are replayed with them (artifact_replay.h).
+  std::string OwnTargets(size_t i) const {
+    absl::StatusOr<std::string> t =
+        exec::RotatedTargets(config_.targets, config_.cuda_variants, static_cast<int>(i));
+    return t.ok() && *t != config_.targets ? *t : "";
+  }
+
   void SaveInflight(size_t i, const std::string& prefix) {
-    const std::string saved = SaveInflightArtifact(InflightPath(i), work_ + "/crashes", prefix);
+    const std::string saved =
+        SaveInflightArtifact(InflightPath(i), work_ + "/crashes", prefix, OwnTargets(i));
     if (!saved.empty()) {
       std::cout << "divfuzz campaign: worker " << i
                 << " left no artifact; kept the input it was running as " << saved << "\n";
