@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/harness/harness.h"
@@ -894,6 +895,47 @@ TEST(CampaignReliability, AReplacementWorkerStartsFromASampleOfTheCorpus) {
   EXPECT_NE(second.find("restart-corpus/0-1"), std::string::npos) << second;
   EXPECT_FALSE(fs::exists(dir + "/campaign/restart-corpus")) << run.output;
   EXPECT_GE(fuzz::CountFiles(dir + "/campaign/corpus"), before);
+}
+
+// A resumed campaign's workers but the first start from a sample too: eight
+// workers re-running the whole corpus held a resumed campaign at a fifth of
+// its rate for minutes (session 34).
+TEST(CampaignReliability, AResumedCampaignsWorkersButTheFirstStartFromASample) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("resume-sample");
+  const std::string common = " --targets=cpu,cpu-f64 --repro_seconds=0 --workers=2 --corpus=" +
+                             std::string(DIVFUZZ_SOURCE_DIR) + "/corpus/seed," +
+                             DIVFUZZ_SOURCE_DIR + "/corpus/families";
+  testing::CommandRun run = testing::RunShell("cd " + dir + " && " + kTool +
+                                              " campaign --seconds=6" + common);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_GT(fuzz::CountFiles(dir + "/campaign/corpus"), 3u) << run.output;
+  std::set<std::string> before;
+  for (const auto& e : fs::directory_iterator(dir + "/campaign/logs")) {
+    before.insert(e.path().filename().string());
+  }
+  run = testing::RunShell("cd " + dir + " && " + kTool +
+                          " campaign --resume=campaign --seconds=4 --restart_sample=3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The resumed run's workers: slot 0 reads the whole corpus, slot 1 a sample
+  // of 3 in a folder of its own.
+  int slot0 = 0, slot1 = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/campaign/logs")) {
+    const std::string name = e.path().filename().string();
+    if (before.count(name) || !absl::EndsWith(name, ".log")) continue;
+    const std::string log = testing::ReadTextFile(e.path().string());
+    if (absl::StartsWith(name, "worker-0-")) {
+      ++slot0;
+      EXPECT_EQ(log.find("restart-corpus/"), std::string::npos) << name << log;
+    } else if (absl::StartsWith(name, "worker-1-")) {
+      ++slot1;
+      EXPECT_NE(log.find("INFO: seed corpus: files: 3 "), std::string::npos) << name << log;
+      EXPECT_NE(log.find("files found in campaign/restart-corpus/1-"), std::string::npos)
+          << name << log;
+    }
+  }
+  EXPECT_GE(slot0, 1) << run.output;
+  EXPECT_GE(slot1, 1) << run.output;
 }
 
 }  // namespace

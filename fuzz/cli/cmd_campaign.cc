@@ -161,11 +161,13 @@ absl::StatusOr<CampaignConfig> ConfigFromFlags() {
 
 // Flags that --resume takes: more time, and what only concerns this run.
 // Everything else is the campaign's, kept in campaign.json.
-// The flags --resume accepts besides itself: the budget and what the end
-// of the campaign does; every other setting is campaign.json's.
+// The flags --resume accepts besides itself: the budget, what the end of
+// the campaign does and how replacement workers start; every other setting
+// is campaign.json's.
 const std::vector<std::string>& ResumeFlags() {
   static const auto* flags =
-      new std::vector<std::string>{"hours", "minutes", "seconds", "fail_on", "repro_jobs"};
+      new std::vector<std::string>{"hours",      "minutes",    "seconds",
+                                   "fail_on",    "repro_jobs", "restart_sample"};
   return *flags;
 }
 
