@@ -33,6 +33,11 @@ VariantSet VariantBit(const CudaVariant& v) {
   return VariantSet{1} << static_cast<unsigned>(&v - CudaVariants().data());
 }
 
+bool HasSwitch(Target target, absl::string_view name) {
+  const CudaVariant* v = FindCudaVariant(name);
+  return v != nullptr && (target.variants() & VariantBit(*v)) != 0;
+}
+
 std::vector<const CudaVariant*> VariantsChanging(uint32_t cuda_kernels) {
   std::vector<const CudaVariant*> out;
   for (const CudaVariant& v : CudaVariants()) {

@@ -27,6 +27,8 @@ const std::vector<CudaVariant>& CudaVariants();
 // The row named `name`, or null.
 const CudaVariant* FindCudaVariant(absl::string_view name);
 VariantSet VariantBit(const CudaVariant& v);
+// Whether `target` carries the switch named `name` ("tf32").
+bool HasSwitch(Target target, absl::string_view name);
 
 // The variants whose kernel classes meet `cuda_kernels` (an op's catalogue
 // entry, ops::OpSpec::cuda_kernels): those the ablation reruns it under.

@@ -57,6 +57,12 @@ using InputInspector = std::function<void(int, const std::vector<at::Tensor>&)>;
 RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target target,
               const std::function<void(int)>& before_node, const InputInspector& inspect);
 
+// A node's error as the oracle classes it (a dtype gap, a CUDA fault, a
+// raise), from its message and the node's input dtypes: cuDNN's "unable to
+// find an engine" on all-integer inputs is a dtype gap (no integer
+// convolution on CUDA), on floating ones a raise.
+NodeError ClassifyAt(const graph::Node& node, const ops::TypeEnv& types, std::string message);
+
 // Runs one node on `target` with the given CPU values for its %refs (moved or
 // upcast as the target needs): the oracle's per-node reference.
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,

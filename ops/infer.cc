@@ -1,5 +1,7 @@
 #include "ops/infer.h"
 
+#include "ops/kernel_classes.h"
+
 #include "graph/gradient.h"
 
 #include <algorithm>
@@ -578,6 +580,9 @@ absl::StatusOr<TypeEnv> InferProgram(const graph::Program& program, absl::string
     if (spec == nullptr) {
       return where(absl::StrCat("expected an op from the catalogue (see 'divfuzz ops'), got '",
                                 node.QualifiedName(), "'"));
+    }
+    if (std::optional<std::string> random = RandomArgumentOf(node)) {
+      return where(absl::StrCat(node.QualifiedName(), ": ", *random));
     }
     absl::StatusOr<std::vector<TensorType>> out = InferNode(*spec, node, env);
     if (!out.ok()) return where(absl::StrCat(node.QualifiedName(), ": ", out.status().message()));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 #include "ops/generic.h"
@@ -783,6 +784,42 @@ void ApplyKernelClasses(OpSpec& spec) {
   for (const DeviceDefinedFact& f : kDeviceDefined) {
     if (qualified == f.qualified || spec.name == f.qualified) spec.device_defined_outputs |= f.outputs;
   }
+}
+
+// Arguments that make an op random when not 0 (the random ops themselves
+// are left out by name, exec/generic_ops.cc): session 34's campaign mutated
+// scaled_dot_product_attention's dropout_p to 0.4, and its findings were
+// the dropout's own randomness.
+struct RandomArgumentFact {
+  absl::string_view base;
+  absl::string_view arg;
+  size_t position;
+};
+constexpr RandomArgumentFact kRandomArguments[] = {
+    {"scaled_dot_product_attention", "dropout_p", 4},
+    {"_scaled_dot_product_attention_math", "dropout_p", 4},
+};
+
+std::optional<std::string> RandomArgumentOf(const graph::Node& node) {
+  absl::string_view base = node.op;
+  absl::ConsumePrefix(&base, "aten::");
+  for (const RandomArgumentFact& f : kRandomArguments) {
+    if (base != f.base) continue;
+    const graph::Literal* l = nullptr;
+    for (const graph::Argument& a : node.args) {
+      if (a.name == f.arg) l = &a.value;
+    }
+    if (l == nullptr && f.position < node.args.size() && node.args[f.position].name.empty()) {
+      l = &node.args[f.position].value;
+    }
+    const bool nonzero = l != nullptr && ((l->kind == graph::Literal::Kind::kFloat && l->f != 0) ||
+                                          (l->kind == graph::Literal::Kind::kInt && l->i != 0));
+    if (nonzero) {
+      return absl::StrCat(f.arg, " other than 0 makes ", node.op,
+                          " random on each device: expected 0");
+    }
+  }
+  return std::nullopt;
 }
 
 // Where each normalization's schema puts eps (native_functions.yaml), by

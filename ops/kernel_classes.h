@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "graph/program.h"
@@ -25,6 +26,11 @@ UncheckedPrecondition UncheckedPreconditionOf(absl::string_view name);
 // The argument of `qualified` ("aten::linalg_lstsq") whose values PyTorch
 // documents per device, or null.
 const DeviceArgument* DeviceArgumentOf(absl::string_view qualified);
+
+// Why `node` cannot be compared across devices when an argument of its
+// op's schema makes it random (scaled_dot_product_attention's dropout_p
+// other than 0), or nullopt.
+std::optional<std::string> RandomArgumentOf(const graph::Node& node);
 
 // The eps a normalization adds to its variance, as `node` gives it (by
 // keyword or at its position in the op's schema) or by the schema's default

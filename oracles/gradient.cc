@@ -1,5 +1,7 @@
 #include "oracles/gradient.h"
 
+#include "exec/cuda_variants.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -187,6 +189,7 @@ bool SideExcused(const rules::GradientContext& c, const rules::GradientSide& s,
   rules::GradientSide w{s.inputs, s.incoming, rounded, s.witness};
   rules::GradientContext one{c.node, c.types, policy, d, c.out, c.wrt, c.dtype, c.pointwise,
                              s, w, c.hints};
+  one.tf32 = c.tf32;
   return FirstGradientRule(one, policy).has_value();
 }
 
@@ -420,6 +423,10 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
                            {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref},
                            {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref},
                            spec != nullptr ? static_cast<uint64_t>(spec->hints) : 0};
+  auto ran_tf32 = [&](Target t) {
+    return t == Target::kCuda && (policy.cuda_tf32 || exec::HasSwitch(t, "tf32"));
+  };
+  c.tf32 = ran_tf32(a.target) || ran_tf32(b.target);
   // Blamed on both: a side whose own distance from the witness a rule
   // explains is not wrong, when the other's is not explained.
   if (d.wrong_side == "both") {

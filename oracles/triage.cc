@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "exec/cuda_variants.h"
@@ -26,17 +27,30 @@ bool CudaFaultAt(const exec::RunResult& r, const Divergence& d) {
 // Which sides wrote into an input their node's schema does not declare
 // mutable (the executor restores it and fails the node with
 // exec::kInputWritten): "both", a side's target, or "" for neither.
-std::string InputWriter(const exec::RunResult& a, const exec::RunResult& b, const Divergence& d) {
-  auto wrote = [&](const exec::RunResult& r) {
+// Which sides raised with `marker` in their message at d's node: "both", a
+// side's target, or "" for neither.
+std::string RaisedWith(const exec::RunResult& a, const exec::RunResult& b, const Divergence& d,
+                       absl::string_view marker) {
+  auto raised = [&](const exec::RunResult& r) {
     if (d.node_index < 0 || static_cast<size_t>(d.node_index) >= r.nodes.size()) return false;
     const auto& e = r.nodes[d.node_index].error;
-    return e && e->message.find(exec::kInputWritten) != std::string::npos;
+    return e && absl::StrContains(e->message, marker);
   };
-  const bool wa = wrote(a), wb = wrote(b);
+  const bool wa = raised(a), wb = raised(b);
   if (wa && wb) return "both";
   if (wa || wb) return std::string(exec::TargetName(wa ? a.target : b.target));
   return "";
 }
+
+std::string InputWriter(const exec::RunResult& a, const exec::RunResult& b, const Divergence& d) {
+  return RaisedWith(a, b, d, exec::kInputWritten);
+}
+
+// PyTorch's own internal assertion (TORCH_INTERNAL_ASSERT) failing: its
+// message says "please report a bug to PyTorch". Session 34's
+// linalg_ldl_factor of a zero pivot (pytorch#121683) stayed undecided as an
+// error split whose float64 witnesses split alike.
+constexpr absl::string_view kInternalAssert = "INTERNAL ASSERT FAILED";
 
 }  // namespace
 
@@ -94,6 +108,19 @@ void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec
                               d.op, "): the schema says the op leaves that input as it was, so "
                               "writing into it is a bug whatever the values",
                               writer == "both" ? "" : "; the other side left it as it was");
+      continue;
+    }
+    // An internal assertion is a bug of the side that raised it, whatever
+    // the values: PyTorch's message itself says so.
+    if (const std::string asserted = RaisedWith(a, b, d, kInternalAssert); !asserted.empty()) {
+      d.tier = "bug";
+      d.wrong_side = asserted;
+      d.witness = "internal-assert";
+      const exec::RunResult& w = asserted == std::string(exec::TargetName(b.target)) ? b : a;
+      d.reason = absl::StrCat(asserted == "both" ? "both sides" : asserted, " failed an internal "
+                              "assertion of PyTorch's (", d.op, "): '",
+                              w.nodes[d.node_index].error->message.substr(0, 200),
+                              "'; PyTorch's own message calls that a bug to report");
       continue;
     }
     Attribute(program, types, a, b, policy, d, plan);

@@ -172,3 +172,24 @@ TEST(CpuScalar, RunsASingleNodeOnGivenValues) {
 
 }  // namespace
 }  // namespace divfuzz::exec
+
+namespace divfuzz::exec {
+namespace {
+
+TEST(ClassifyAt, CudnnFindingNoEngineForIntegerInputsIsADtypeGap) {
+  const char* kNoEngine = "GET was unable to find an engine to execute this computation";
+  auto classify = [&](const char* dtype) {
+    const std::string text = std::string("divfuzz v1\ninput %x: ") + dtype +
+                             "[1,1,4] = fill(1)\ninput %w: " + dtype +
+                             "[1,1,2] = fill(1)\n%y = aten::conv1d(%x, %w)\noutput %y\n";
+    const graph::Program p = testing::MustParse(text.c_str());
+    return ClassifyAt(p.nodes[0], testing::MustInfer(p), kNoEngine).kind;
+  };
+  // Session 34's integer convolutions on CUDA (cuDNN 9's message): a dtype gap.
+  EXPECT_EQ(classify("i32"), NodeError::Kind::kNotImplemented);
+  // The same message for floating inputs can be a real bug (pytorch#103665).
+  EXPECT_EQ(classify("f32"), NodeError::Kind::kRaised);
+}
+
+}  // namespace
+}  // namespace divfuzz::exec

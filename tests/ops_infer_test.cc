@@ -116,3 +116,27 @@ TEST(NormalizationEps, ReadsTheKeywordThePositionOrTheSchemasDefault) {
 
 }  // namespace
 }  // namespace divfuzz::ops
+
+namespace divfuzz::ops {
+namespace {
+
+TEST(RandomArguments, ADropoutOtherThanZeroIsRefusedWithItsLine) {
+  const graph::Program p = testing::MustParse(R"(divfuzz v1
+input %q: f32[1,2,4] = fill(1.0)
+%o = aten::scaled_dot_product_attention(%q, %q, %q, None, 0.4)
+output %o
+)");
+  absl::StatusOr<TypeEnv> t = InferProgram(p, "sdpa.dfz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("sdpa.dfz:3:1"), std::string::npos) << t.status();
+  EXPECT_NE(t.status().message().find("dropout_p"), std::string::npos) << t.status();
+  const graph::Program zero = testing::MustParse(R"(divfuzz v1
+input %q: f32[1,2,4] = fill(1.0)
+%o = aten::scaled_dot_product_attention(%q, %q, %q, None, 0.0)
+output %o
+)");
+  EXPECT_TRUE(InferProgram(zero, "sdpa.dfz").ok());
+}
+
+}  // namespace
+}  // namespace divfuzz::ops

@@ -91,6 +91,17 @@ output %l
   GradientContext well = ContextOf(k, {{"a", eye}}, {at::ones({})}, (eye * (1 + 1e-4)).to(at::kFloat),
                                    eye.to(at::kFloat), eye, false);
   EXPECT_FALSE(gradient_conditioning(well).has_value());
+  // Under TF32 (a +tf32 side) the backward's matmuls read 10 mantissa bits:
+  // 1e-4 is within 8·n·2^-10·cond·max|g| there, 2% is not (session 34's
+  // LinalgInvExBackward0 under cuda+tf32).
+  GradientContext well_tf32 = well;
+  well_tf32.tf32 = true;
+  EXPECT_TRUE(gradient_conditioning(well_tf32).has_value());
+  GradientContext far_tf32 = ContextOf(k, {{"a", eye}}, {at::ones({})},
+                                       (eye * (1 + 2e-2)).to(at::kFloat), eye.to(at::kFloat), eye,
+                                       false);
+  far_tf32.tf32 = true;
+  EXPECT_FALSE(gradient_conditioning(far_tf32).has_value());
   // nuclear_norm's gradient is its SVD's U V^T (session 33: cond 2.6e16 in f32, CPU 3.993
   // against the exact 4): conditioned like the matrix, as a catalogue fact.
   const Case n = CaseOf(R"(divfuzz v1
@@ -269,6 +280,30 @@ output %v
   GradientContext wrong = ContextOf(k, {{"x", x}}, {g}, cpu, (w * 1.1).to(at::kBFloat16), w, false,
                                     graph::DType::kBF16);
   EXPECT_FALSE(gradient_variance_mean(wrong).has_value());
+  // By rows, with an inf cotangent in the other row (session 34's f16 var:
+  // a whole-tensor max|g| of inf made the bound NaN): each row by its own g.
+  Case rows{MustParse(R"(divfuzz v1
+input %x: bf16[2,31] = fill(0.0)
+%v = aten::var.correction(%x, [1])
+output %v
+)"), {}, {}};
+  rows.types = MustInfer(rows.program);
+  rows.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x2 = at::stack({x, x});
+  const at::Tensor g2 = at::tensor({1.0, INFINITY}, at::kDouble);
+  at::Tensor cpu2;
+  {
+    at::AutoGradMode on(true);
+    at::Tensor xb2 = x2.to(at::kBFloat16).detach().requires_grad_(true);
+    cpu2 = torch::autograd::grad({at::var(xb2, at::IntArrayRef{1})}, {xb2},
+                                 {g2.to(at::kBFloat16)})[0].detach();
+  }
+  at::Tensor other2 = cpu2.clone();
+  other2[0] = other;
+  const at::Tensor w2 = at::stack({w, (x - x.mean()) * INFINITY});
+  GradientContext by_rows = ContextOf(rows, {{"x", x2}}, {g2}, cpu2, other2, w2, false,
+                                      graph::DType::kBF16);
+  EXPECT_TRUE(gradient_variance_mean(by_rows).has_value());
 }
 
 TEST(GradientRules, ASideWithinItsStatisticsRoundingIsNotBlamedBesideAnInfiniteOne) {
@@ -451,6 +486,25 @@ output %y
   wrong.dtype = graph::DType::kC64;
   wrong.hints = c.hints;
   EXPECT_FALSE(gradient_transform_normwise(wrong).has_value());
+  // A class split from an incoming inf (session 34's fft_ihfft backward: NaN
+  // on one device, inf on the other, by the algorithm's inf·0): expected;
+  // the same split from a finite incoming gradient is not.
+  at::Tensor vinf = v.clone();
+  vinf[3] = c10::complex<float>(INFINITY, 0);
+  at::Tensor nan_side = w.to(at::kComplexFloat).clone();
+  nan_side[0] = c10::complex<float>(NAN, NAN);
+  at::Tensor inf_side = w.to(at::kComplexFloat).clone();
+  inf_side[0] = c10::complex<float>(INFINITY, 0);
+  Case split = k;
+  split.d.cls = DivergenceClass::kClassSplit;
+  GradientContext from_inf = ContextOf(split, {{"x", w}}, {vinf}, nan_side, inf_side, w, false);
+  from_inf.dtype = graph::DType::kC64;
+  from_inf.hints = c.hints;
+  EXPECT_TRUE(gradient_transform_normwise(from_inf).has_value());
+  GradientContext from_finite = ContextOf(split, {{"x", w}}, {v}, nan_side, inf_side, w, false);
+  from_finite.dtype = graph::DType::kC64;
+  from_finite.hints = c.hints;
+  EXPECT_FALSE(gradient_transform_normwise(from_finite).has_value());
 }
 
 TEST(GradientRules, LogcumsumexpBackwardInBf16IsWithinItsScanCarry) {

@@ -572,6 +572,33 @@ TEST(ExpectedRules, AForcedAttentionKernelThatCannotRunTheCallRaisesByDesign) {
             "expected");
 }
 
+// PyTorch's own internal assertion failing is a bug of the side that raised
+// it (session 34: linalg_ldl_factor of a zero pivot, pytorch#121683, stayed
+// undecided); another raise on one side is judged as before.
+TEST(Triage, AnInternalAssertionIsABugOfTheSideThatRaisedIt) {
+  // (The CPU asserts on ldl_factor's zero pivot itself: a node the CPU
+  // runs, with the assertion planted on side B.)
+  const std::string text =
+      "divfuzz v1\ninput %a: f32[2,2] = values(4.0, 1.0, 1.0, 3.0)\n"
+      "%l, %p = aten::linalg_ldl_factor(%a)\noutput %l, %p\n";
+  auto asserts = [](exec::NodeResult& n) {
+    n.outputs.clear();
+    n.error = exec::NodeError{exec::NodeError::Kind::kRaised,
+                              "false INTERNAL ASSERT FAILED at \"BatchLinearAlgebra.cpp\":1642, "
+                              "please report a bug to PyTorch. Unknown error code: 1"};
+  };
+  const Divergence d = Planted(text, asserts, DefaultPolicy(), exec::Target::kCuda);
+  EXPECT_EQ(d.tier, "bug") << d.reason;
+  EXPECT_EQ(d.wrong_side, "cuda") << d.reason;
+  EXPECT_EQ(d.witness, "internal-assert");
+  auto raises = [](exec::NodeResult& n) {
+    n.outputs.clear();
+    n.error = exec::NodeError{exec::NodeError::Kind::kRaised, "linalg.ldl_factor: singular"};
+  };
+  EXPECT_NE(Planted(text, raises, DefaultPolicy(), exec::Target::kCuda).witness,
+            "internal-assert");
+}
+
 TEST(Invariants, DecompositionsIgnoreSignsButNotMagnitudes) {
   graph::Program p = MustParse(
       "divfuzz v1\ninput %m: f64[3,3] = normal(seed=4, mean=0.0, std=1.0)\n"

@@ -708,6 +708,24 @@ TEST(KernelClasses, AFactorizationsInvariantsAreJudgedNormwise) {
   Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, scale_s(1e-2));
   ASSERT_TRUE(k.diverged);
   EXPECT_EQ(k.root.tier, "bug") << k.root.reason;
+  // A complex matrix the same way (session 34's svd c64 under cuda+cusolver
+  // was left "not applicable").
+  const std::string complex_text =
+      "divfuzz v1\ninput %a: c64[2,3] = values(0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 200.0, 0.0)\n"
+      "%u, %s, %v = aten::svd(%a)\noutput %u, %s, %v\n";
+  auto move_vh = [](double delta) {
+    return Plant([delta](exec::RunResult& r) {
+      at::Tensor& vh = r.nodes[0].outputs[2];
+      vh = vh.clone();
+      vh[0][0].add_(delta);
+    });
+  };
+  Judged c = Judge(complex_text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, move_vh(4e-7));
+  ASSERT_TRUE(c.diverged);
+  EXPECT_EQ(c.root.expected_rule, "normwise_backward_error") << c.root.reason;
+  Judged cf = Judge(complex_text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, move_vh(1e-2));
+  ASSERT_TRUE(cf.diverged);
+  EXPECT_NE(cf.root.tier, "expected") << cf.root.reason;
 }
 
 TEST(KernelClasses, APrefixSumsBoundIsTheLargestPartialSumSoFar) {

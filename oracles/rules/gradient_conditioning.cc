@@ -45,7 +45,7 @@ std::optional<RuleMatch> gradient_conditioning(const GradientContext& c) {
   if (!linalg) return std::nullopt;
   std::optional<double> cond = Condition(c, *spec);
   if (!cond) return std::nullopt;
-  const double eps = graph::Epsilon(c.dtype);
+  const double eps = c.ProductEps();  // TF32 under +tf32: the backward's matmuls
   const auto uses = c.node.Uses();
   const int64_t n = std::max<int64_t>(1, c.a.outgoing.dim() >= 1 ? c.a.outgoing.size(-1) : 1);
   if (*cond * eps >= 1) {

@@ -28,6 +28,12 @@ at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) 
   return at::where(at::isfinite(x), x + sign * step, x);
 }
 
+double GradientContext::ProductEps() const {
+  const double eps = graph::Epsilon(dtype);
+  const bool single = dtype == graph::DType::kF32 || dtype == graph::DType::kC64;
+  return tf32 && single ? std::max(eps, std::ldexp(1.0, -10)) : eps;
+}
+
 double ElementAt(const at::Tensor& t, long long element) {
   if (!t.defined() || t.is_complex() || element < 0 || element >= t.numel()) return NAN;
   return t.reshape(-1)[element].to(at::kDouble).item<double>();

@@ -40,6 +40,13 @@ struct GradientContext {
   bool pointwise;           // the op maps element i to element i (ops::kPointwise)
   GradientSide a, b;
   uint64_t hints = 0;       // the op's catalogue hints (ops::Hint), 0 when not catalogued
+  // A CUDA side ran with TF32 (--tf32, or its +tf32 switch): its float32
+  // products, the backward's matmuls included, read 10 mantissa bits.
+  bool tf32 = false;
+
+  // The unit roundoff the backward's products carry: the dtype's, or TF32's
+  // 2^-10 for float32 under tf32.
+  double ProductEps() const;
 };
 
 // The element of `t` the divergence names as float64 (NaN when out of range).

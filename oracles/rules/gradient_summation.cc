@@ -36,7 +36,7 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
       exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
   if (terms.result.error || c.out >= terms.result.exact.size()) return std::nullopt;
   const at::Tensor bound =
-      terms.result.exact[c.out].abs() * (2.0 * static_cast<double>(n) * graph::Epsilon(c.dtype));
+      terms.result.exact[c.out].abs() * (2.0 * static_cast<double>(n) * c.ProductEps());
   const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
   if (bound.sizes() != diff.sizes()) return std::nullopt;
   // Where both sides are finite (a tolerance divergence has its non-finite

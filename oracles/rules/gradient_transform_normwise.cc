@@ -35,6 +35,18 @@ std::optional<RuleMatch> gradient_transform_normwise(const GradientContext& c) {
   if (!(c.hints & ops::kTransform)) return std::nullopt;
   const graph::DType part = PartOf(c.dtype);
   if (c.d.cls == DivergenceClass::kClassSplit) {
+    // A non-finite incoming gradient: every output of the transform sums
+    // it with twiddles, and whether inf·0 and inf - inf turn up depends on
+    // the algorithm (which twiddles are exact zeros it skips): pytorch#154736,
+    // #156020 (session 34's fft_ihfft backward).
+    for (const at::Tensor& v : c.a.incoming) {
+      if (v.defined() && !at::isfinite(Real(v)).all().item<bool>()) {
+        return RuleMatch{"gradient_transform_normwise",
+                         "the incoming gradient holds inf or NaN: which outputs of the backward "
+                         "transform become NaN rather than inf depends on the algorithm's "
+                         "twiddles (inf·0, inf - inf)"};
+      }
+    }
     double l1 = 0;
     for (const at::Tensor& v : c.a.incoming) {
       if (v.defined()) l1 += Real(v).abs().sum().item<double>();

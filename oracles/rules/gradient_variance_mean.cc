@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 
 #include "absl/strings/match.h"
@@ -88,15 +89,23 @@ std::optional<RuleMatch> gradient_variance_mean(const GradientContext& c) {
     }
     const double dof = static_cast<double>(n) - Correction(c.node);
     if (!(dof > 0)) return std::nullopt;
-    const double g = s->incoming[0].to(at::kDouble).abs().max().item<double>();
+    // |g| of each element's own group: the incoming gradient of the reduced
+    // output, its reduced dims restored (keepdim=False drops them). One row's
+    // inf cotangent made a whole-tensor max|g| useless (session 34's f16 var).
+    at::Tensor g = s->incoming[0].to(at::kDouble).abs();
+    if (g.dim() < x.dim()) {
+      std::vector<int64_t> sorted = dims;
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t d : sorted) g = g.unsqueeze(d);
+    }
+    if (g.dim() != x.dim()) return std::nullopt;
     const at::Tensor mean = x.mean(dims, /*keepdim=*/true);
     const at::Tensor centered = x - mean;
     // The mean: rounded to the dtype (up to an ulp), summed with log2(n)
     // roundings of the accumulation type; then x - mean and the products
     // rounded, a few eps of each term.
-    const double dmean = eps * mean.abs().max().item<double>() +
-                         (std::ceil(std::log2(static_cast<double>(n))) + 1) * acc *
-                             x.abs().mean(dims).max().item<double>();
+    const at::Tensor dmean = eps * mean.abs() + (std::ceil(std::log2(static_cast<double>(n))) + 1) *
+                                                    acc * x.abs().mean(dims, /*keepdim=*/true);
     at::Tensor bound = (2.0 / dof) * g * (dmean + 4 * eps * centered.abs());
     if (is_std) {
       const at::Tensor sd = (centered.pow(2).sum(dims, true) / dof).sqrt();
@@ -110,9 +119,14 @@ std::optional<RuleMatch> gradient_variance_mean(const GradientContext& c) {
     }
     const at::Tensor off = (s->outgoing.to(at::kDouble) - s->witness.to(at::kDouble)).abs();
     if (off.sizes() != bound.sizes()) return std::nullopt;
-    const at::Tensor excess = off - bound - atol;
-    if (!(excess <= 0).all().item<bool>()) return std::nullopt;
-    worst = std::max(worst, (off / (bound + atol)).max().item<double>());
+    // Judged where both sides are finite (a tolerance divergence has its
+    // non-finite elements in one class on both sides).
+    const at::Tensor judged = at::isfinite(c.a.outgoing) & at::isfinite(c.b.outgoing);
+    const at::Tensor within = (off <= bound + atol).logical_or(judged.logical_not());
+    if (!within.all().item<bool>()) return std::nullopt;
+    worst = std::max(worst, at::where(judged, off / (bound + atol), at::zeros_like(off))
+                                .max()
+                                .item<double>());
   }
   return RuleMatch{"gradient_variance_mean",
                    absl::StrCat("each side within its own float64 backward by the mean the "

@@ -25,10 +25,7 @@ namespace {
 // or the side's own `+tf32` switch (a campaign rotating --cuda_variants: its
 // seven bug-tier mm/linear/tensordot buckets in session 34 were TF32's).
 bool RanTf32(const exec::Target& t, const Policy& policy) {
-  if (t != exec::Target::kCuda) return false;
-  if (policy.cuda_tf32) return true;
-  const exec::CudaVariant* v = exec::FindCudaVariant("tf32");
-  return v != nullptr && (t.variants() & exec::VariantBit(*v)) != 0;
+  return t == exec::Target::kCuda && (policy.cuda_tf32 || exec::HasSwitch(t, "tf32"));
 }
 
 }  // namespace
