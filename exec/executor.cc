@@ -673,7 +673,12 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
           std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
     }
   } catch (const std::exception& e) {
-    result.setup_error = Classify(e.what()).message;
+    // A CUDA fault while placing the inputs (a context an earlier program
+    // poisoned) is the run's fault, not this program's error split: 619
+    // hits of one '<inputs>' bucket in session 34.
+    const NodeError err = Classify(e.what());
+    result.setup_error = err.message;
+    result.cuda_fatal = result.cuda_fatal || err.kind == NodeError::Kind::kCudaFatal;
     return result;
   }
   // Gradient statements: the inputs they differentiate against require grad
@@ -689,7 +694,9 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
         if (it != env.end()) it->second = it->second.detach().requires_grad_(true);
       }
     } catch (const std::exception& e) {
-      result.setup_error = Classify(e.what()).message;
+      const NodeError err = Classify(e.what());
+      result.setup_error = err.message;
+      result.cuda_fatal = result.cuda_fatal || err.kind == NodeError::Kind::kCudaFatal;
       return result;
     }
   }

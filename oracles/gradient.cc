@@ -78,10 +78,13 @@ bool WithinTolerance(const at::Tensor& x, const at::Tensor& ref, graph::DType dt
   return !CompareTensors(x, ref, dt, policy.For(op, dt)).has_value();
 }
 
-std::string At(const at::Tensor& t, long long e) {
+// Element e of t (its `component` of a complex one: 0 real, 1 imaginary).
+std::string At(const at::Tensor& t, long long e, int component = 0) {
   if (!t.defined() || e < 0 || e >= t.numel()) return "?";
   at::Tensor flat = t.reshape(-1);
-  if (flat.is_complex()) flat = at::view_as_real(flat.contiguous()).reshape(-1), e *= 2;
+  if (flat.is_complex()) {
+    flat = at::view_as_real(flat.contiguous()).reshape(-1), e = 2 * e + (component == 1 ? 1 : 0);
+  }
   return absl::StrCat(flat[e].to(at::kDouble).item<double>());
 }
 
@@ -342,8 +345,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     d.reason = "the float64 backward raised: no witness";
     return;
   }
-  d.reference_a = At(ja.ref, d.element);
-  d.reference_b = At(jb.ref, d.element);
+  d.reference_a = At(ja.ref, d.element, d.component);
+  d.reference_b = At(jb.ref, d.element, d.component);
   // A float64 witness running the blamed side's own backward algorithm never
   // vetoes the independent one: the CPU's float64 backward judges CUDA, the
   // GPU's judges the CPU; without a GPU, the CPU's float64 backward judges.
@@ -381,8 +384,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       wa = xa, wb = xb;
       self_witness = false;
       d.witness = "exact-derivative";
-      d.reference_a = At(ea, d.element);
-      d.reference_b = At(eb, d.element);
+      d.reference_a = At(ea, d.element, d.component);
+      d.reference_b = At(eb, d.element, d.component);
     }
   }
   if (wa && !wb) {

@@ -1,5 +1,7 @@
 #include "oracles/triage.h"
 
+#include <ATen/ATen.h>
+
 #include <string>
 
 #include "absl/strings/match.h"
@@ -112,7 +114,21 @@ void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec
     }
     // An internal assertion is a bug of the side that raised it, whatever
     // the values: PyTorch's message itself says so.
-    if (const std::string asserted = RaisedWith(a, b, d, kInternalAssert); !asserted.empty()) {
+    // Not where the node read inf or NaN: the notes let linear algebra "raise
+    // an exception, or even segfault" there, whatever the message (session
+    // 34: lstsq of a NaN, MKL's argument check as an internal assertion,
+    // pytorch#132693).
+    auto nonfinite_input = [&](const exec::RunResult& r) {
+      for (const auto& [name, t] : NodeInputs(program, d.node_index, r)) {
+        if (t.defined() && (t.is_floating_point() || t.is_complex()) &&
+            !at::isfinite(t).all().item<bool>()) {
+          return true;
+        }
+      }
+      return false;
+    };
+    if (const std::string asserted = RaisedWith(a, b, d, kInternalAssert);
+        !asserted.empty() && !nonfinite_input(a) && !nonfinite_input(b)) {
       d.tier = "bug";
       d.wrong_side = asserted;
       d.witness = "internal-assert";

@@ -44,6 +44,25 @@ TEST(CompareTensors, ToleranceFollowsAssertCloseTable) {
   EXPECT_FALSE(CompareTensors(a, b, DType::kF16));
 }
 
+// Complex values as torch.testing.assert_close compares them (torch.isclose
+// on complex): |a - b| against atol + rtol |b|, magnitudes of the whole
+// values. Session 34: an imaginary part 4.4e-4 off on a value of 1197 was a
+// bug-tier MulBackward0 bucket under the parts-apart comparison.
+TEST(CompareTensors, ComplexValuesAreComparedByMagnitude) {
+  const at::Tensor b = at::tensor({c10::complex<float>(1196.74f, 47.73f)});
+  const at::Tensor a = at::tensor({c10::complex<float>(1196.74f, 47.7304f)});
+  const Tolerance tol{1.3e-6, 1e-5};
+  EXPECT_FALSE(CompareTensors(a, b, DType::kC64, tol).has_value());
+  EXPECT_FALSE(DifferingElements(a, b, DType::kC64, tol).any().item<bool>());
+  // 1% of the magnitude is a divergence, named at the part that differs.
+  const at::Tensor far = at::tensor({c10::complex<float>(1196.74f, 59.7f)});
+  std::optional<Divergence> d = CompareTensors(far, b, DType::kC64, tol);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->cls, DivergenceClass::kTolerance);
+  EXPECT_EQ(d->component, 1);
+  EXPECT_TRUE(DifferingElements(far, b, DType::kC64, tol).all().item<bool>());
+}
+
 TEST(CompareTensors, IntegersMustMatchExactly) {
   auto d = CompareTensors(at::tensor({1, 2, 3}), at::tensor({1, 2, 4}), DType::kI64);
   ASSERT_TRUE(d);
