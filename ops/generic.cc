@@ -274,7 +274,11 @@ OpSpec GenericSpec(const GenericOp& op) {
   if (base == "argsort") s.hints |= kIndicesOutput | kIndicesFirst;
   if (base == "sort" || base == "kthvalue") s.hints |= kIndicesOutput;
   if (base == "kthvalue") s.dim_pos = 2, s.keepdim_pos = 3;  // (self, k, dim, keepdim)
-  if ((absl::StrContains(base, "sum") || absl::StrContains(base, "mean")) &&
+  // var_mean and std_mean are statistics, not plain sums: their mean comes
+  // from a Welford update (x - mean) that turns one -inf into NaN on CUDA
+  // (session 34's std_mean of [0, 0, -inf], judged expected).
+  const bool statistic = absl::StartsWith(base, "var_mean") || absl::StartsWith(base, "std_mean");
+  if ((absl::StrContains(base, "sum") || absl::StrContains(base, "mean")) && !statistic &&
       !absl::StrContains(base, "logsumexp") && !absl::StrContains(base, "logcumsumexp")) {
     s.hints |= kCancellingReduction;
   }

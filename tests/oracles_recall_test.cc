@@ -313,6 +313,29 @@ TEST(ExpectedRulesNarrow, NonFiniteInputsToAMatrixProduct) {
   EXPECT_EQ(l.root.expected_rule, "nonfinite_inputs") << l.root.reason;
 }
 
+TEST(ExpectedRulesNarrow, AWelfordMeanOfOneSignedInfinityMayBeNaN) {
+  // std_mean of (0, 0, -inf): CUDA's Welford update (x - mean) meets
+  // inf - inf and gives NaN where the CPU's sum gives -inf (session 34,
+  // judged expected); a plain mean of the same values is -inf in any order.
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[3] = values(0.0, 0.0, -inf)\n"
+      "%s, %m = aten::std_mean.dim(%x, [0])\noutput %s, %m\n";
+  const Plant nan_mean = [](exec::RunResult& r) {  // deliberately faulty: the mean NaN
+    at::Tensor& t = r.nodes[0].outputs[1];
+    t = t.clone().fill_(std::numeric_limits<double>::quiet_NaN());
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, nan_mean, {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.expected_rule, "nonfinite_inputs") << j.root.tier << ": " << j.root.reason;
+  const std::string plain =
+      "divfuzz v1\ninput %x: f64[3] = values(0.0, 0.0, -inf)\n"
+      "%m = aten::mean.dim(%x, [0])\noutput %m\n";
+  Judged k = Judge(plain, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()), {});
+  ASSERT_TRUE(k.diverged);
+  EXPECT_NE(k.root.tier, "expected") << k.root.expected_rule << ": " << k.root.reason;
+}
+
 TEST(ExpectedRulesNarrow, FiniteTermsThatOverflowInSomeOrdersStayExcused) {
   // 3e38 + 3e38 - 3e38: inf or 3e38 by the order (cancelling_reductions).
   const std::string text =
