@@ -85,6 +85,11 @@ struct Rows {
 };
 std::optional<Rows> ToRows(const at::Tensor& x, std::vector<int64_t> dims, bool keepdim);
 
+// The values `sink` holds row by row (as `rows` laid x out) put back in x's
+// dim order, reshaped to `shape` when it is given.
+NodeResult FromRows(const Sink& sink, const Rows& rows, graph::DType dtype,
+                    const std::vector<int64_t>* shape = nullptr);
+
 // Correctly rounded sum of `terms`.
 void Sum(std::vector<Mp>& terms, mpfr_t out);
 

@@ -65,6 +65,19 @@ NodeResult Sink::Result(const std::vector<int64_t>& shape, DType dtype) const {
   return Finish(shape, exact, as_float, dtype);
 }
 
+NodeResult FromRows(const Sink& sink, const Rows& rows, DType dtype,
+                    const std::vector<int64_t>* shape) {
+  NodeResult r = sink.Result(rows.permuted, dtype);
+  for (std::vector<at::Tensor>* ts : {&r.outputs, &r.exact}) {
+    for (at::Tensor& t : *ts) {
+      t = t.permute(rows.inverse);
+      if (shape != nullptr) t = t.reshape(*shape);
+      t = t.contiguous();
+    }
+  }
+  return r;
+}
+
 std::optional<at::Tensor> TensorArg(const graph::Node& node, size_t pos, absl::string_view name,
                                     const std::map<std::string, at::Tensor>& values) {
   bool literal = false;
@@ -329,9 +342,7 @@ std::optional<ExactResult> Scan(const at::Tensor& x, int64_t dim, bool product, 
     }
   }
   ExactResult er;
-  er.result = sink.Result(rows->permuted, dtype);
-  for (at::Tensor& t : er.result.outputs) t = t.permute(rows->inverse).contiguous();
-  for (at::Tensor& t : er.result.exact) t = t.permute(rows->inverse).contiguous();
+  er.result = FromRows(sink, *rows, dtype);
   return er;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "ops/infer.h"
 #include "ops/generic.h"
 
 namespace divfuzz::ops {
@@ -805,13 +806,7 @@ std::optional<std::string> RandomArgumentOf(const graph::Node& node) {
   absl::ConsumePrefix(&base, "aten::");
   for (const RandomArgumentFact& f : kRandomArguments) {
     if (base != f.base) continue;
-    const graph::Literal* l = nullptr;
-    for (const graph::Argument& a : node.args) {
-      if (a.name == f.arg) l = &a.value;
-    }
-    if (l == nullptr && f.position < node.args.size() && node.args[f.position].name.empty()) {
-      l = &node.args[f.position].value;
-    }
+    const graph::Literal* l = FindArg(node, f.position, f.arg);
     const bool nonzero = l != nullptr && ((l->kind == graph::Literal::Kind::kFloat && l->f != 0) ||
                                           (l->kind == graph::Literal::Kind::kInt && l->i != 0));
     if (nonzero) {
@@ -844,13 +839,7 @@ std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType d
   for (const NormalizationEpsFact& f : kNormalizationEps) {
     if (base != f.base) continue;
     double eps = f.otherwise;
-    const graph::Literal* l = nullptr;
-    for (const graph::Argument& a : node.args) {
-      if (a.name == "eps") l = &a.value;
-    }
-    if (l == nullptr && f.position < node.args.size() && node.args[f.position].name.empty()) {
-      l = &node.args[f.position].value;
-    }
+    const graph::Literal* l = FindArg(node, f.position, "eps");
     if (l != nullptr && l->kind == graph::Literal::Kind::kFloat) eps = l->f;
     if (l != nullptr && l->kind == graph::Literal::Kind::kInt) eps = static_cast<double>(l->i);
     if (std::isnan(eps)) {

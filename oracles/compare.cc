@@ -191,30 +191,32 @@ at::Tensor DifferingElements(const at::Tensor& a, const at::Tensor& b, graph::DT
   const double* px = x.const_data_ptr<double>();
   const double* py = y.const_data_ptr<double>();
   bool* po = out.mutable_data_ptr<bool>();
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    const double xi = px[i], yi = py[i];
+  auto part = [&](double xi, double yi) {
     const bool nan_x = std::isnan(xi), nan_y = std::isnan(yi);
-    if (nan_x || nan_y) {
-      po[i] = nan_x != nan_y;
-    } else if (std::isinf(xi) || std::isinf(yi)) {
-      po[i] = xi != yi;
-    } else {
-      // Separate statements: no fused multiply-add, as ATen's mul then add.
-      const double scaled = std::fabs(yi) * tol.rtol;
-      const double allowed = scaled + tol.atol;
-      po[i] = std::fabs(xi - yi) > allowed;
-    }
+    if (nan_x || nan_y) return nan_x != nan_y;
+    if (std::isinf(xi) || std::isinf(yi)) return xi != yi;
+    // Separate statements: no fused multiply-add, as ATen's mul then add.
+    const double scaled = std::fabs(yi) * tol.rtol;
+    const double allowed = scaled + tol.atol;
+    return std::fabs(xi - yi) > allowed;
+  };
+  const int64_t n = x.numel();
+  if (!graph::IsComplex(dtype)) {
+    for (int64_t i = 0; i < n; ++i) po[i] = part(px[i], py[i]);
+    return out;
   }
   // Complex elements by magnitude, as CompareTensors: both parts of an
-  // element whose parts are finite differ or agree together.
-  if (graph::IsComplex(dtype)) {
-    for (int64_t k = 0, n = x.numel(); k + 1 < n; k += 2) {
-      const bool finite = std::isfinite(px[k]) && std::isfinite(px[k + 1]) &&
-                          std::isfinite(py[k]) && std::isfinite(py[k + 1]);
-      if (!finite) continue;
+  // element whose parts are finite differ or agree together; a part that is
+  // not finite is judged by its class.
+  for (int64_t k = 0; k + 1 < n; k += 2) {
+    if (std::isfinite(px[k]) && std::isfinite(px[k + 1]) && std::isfinite(py[k]) &&
+        std::isfinite(py[k + 1])) {
       const double err = std::hypot(px[k] - py[k], px[k + 1] - py[k + 1]);
       const double allowed = tol.atol + tol.rtol * std::hypot(py[k], py[k + 1]);
       po[k] = po[k + 1] = err > allowed;
+    } else {
+      po[k] = part(px[k], py[k]);
+      po[k + 1] = part(px[k + 1], py[k + 1]);
     }
   }
   return out;

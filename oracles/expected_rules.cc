@@ -6,11 +6,17 @@
 #include <iterator>
 #include <string_view>
 
+#include "exec/cuda_variants.h"
 #include "ops/catalogue.h"
 #include "oracles/attribution.h"
 #include "oracles/rules/rule.h"
 
 namespace divfuzz::oracles {
+
+bool RanTf32(exec::Target t, const Policy& policy) {
+  return t == exec::Target::kCuda && (policy.cuda_tf32 || exec::HasSwitch(t, "tf32"));
+}
+
 namespace {
 
 struct TriedRule {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "exec/run_result.h"
+#include "exec/target.h"
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
@@ -33,6 +34,11 @@ struct PhaseBound {
 std::optional<PhaseBound> PhaseBoundOf(const ops::OpSpec& spec, const graph::Node& node,
                                        const std::map<std::string, at::Tensor>& inputs,
                                        graph::DType dtype);
+
+// Whether a side ran with TF32: a CUDA side under the policy's --tf32, or
+// one carrying its own +tf32 switch (a campaign rotating --cuda_variants).
+// The forward's tf32 rule and the gradient rules' ProductEps read it.
+bool RanTf32(exec::Target t, const Policy& policy);
 
 std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const ops::TypeEnv& types,
                                            const exec::RunResult& a, const exec::RunResult& b,

@@ -1,7 +1,5 @@
 #include "oracles/gradient.h"
 
-#include "exec/cuda_variants.h"
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include "oracles/attribution.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
+#include "oracles/expected_rules.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles {
@@ -426,10 +425,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
                            {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref},
                            {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref},
                            spec != nullptr ? static_cast<uint64_t>(spec->hints) : 0};
-  auto ran_tf32 = [&](Target t) {
-    return t == Target::kCuda && (policy.cuda_tf32 || exec::HasSwitch(t, "tf32"));
-  };
-  c.tf32 = ran_tf32(a.target) || ran_tf32(b.target);
+  c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
   // Blamed on both: a side whose own distance from the witness a rule
   // explains is not wrong, when the other's is not explained.
   if (d.wrong_side == "both") {

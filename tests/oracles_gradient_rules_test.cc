@@ -163,13 +163,14 @@ output %y
 }
 
 
-// The float64 gradient of sum(v * f(x)) by autograd, f one op of the program.
+// The gradient of sum(v * f(x)) by autograd on the CPU in `dtype` (float64:
+// the reference), f one op of the program.
 at::Tensor GradOf(const std::function<at::Tensor(const at::Tensor&)>& f, const at::Tensor& x,
-                  const at::Tensor& v) {
+                  const at::Tensor& v, at::ScalarType dtype = at::kDouble) {
   at::AutoGradMode on(true);
-  at::Tensor xx = x.to(at::kDouble).detach().requires_grad_(true);
+  at::Tensor xx = x.to(dtype).detach().requires_grad_(true);
   at::Tensor y = f(xx);
-  return torch::autograd::grad({y}, {xx}, {v.to(at::kDouble)})[0].detach();
+  return torch::autograd::grad({y}, {xx}, {v.to(dtype)})[0].detach();
 }
 
 TEST(GradientRules, BackwardStableTakesTheRoundedSavedOutputLogNdtrReuses) {
@@ -250,22 +251,15 @@ TEST(GradientRules, AVarianceBackwardRecomputesItsMeanInTheDtype) {
   // Session 33's VarBackward0 bf16 (judged expected): var_backward forms
   // (2/dof)·g·(x - x.mean()) in bf16; the mean of bf16(log k), k = 1..31, is
   // 2.5156 in bf16 against 2.5188, and x - mean cancels.
-  Case k{MustParse(R"(divfuzz v1
+  const Case k = CaseOf(R"(divfuzz v1
 input %x: bf16[31] = fill(0.0)
 %v = aten::var(%x)
 output %v
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
+)", DivergenceClass::kTolerance);
   const at::Tensor x =
       at::arange(1, 32, at::kDouble).log().to(at::kBFloat16).to(at::kDouble);
   const at::Tensor g = at::ones({}, at::kDouble);
-  at::Tensor cpu;
-  {
-    at::AutoGradMode on(true);
-    at::Tensor xb = x.to(at::kBFloat16).detach().requires_grad_(true);
-    cpu = torch::autograd::grad({at::var(xb)}, {xb}, {g.to(at::kBFloat16)})[0].detach();
-  }
+  const at::Tensor cpu = GradOf([](const at::Tensor& t) { return at::var(t); }, x, g, at::kBFloat16);
   // A kernel whose mean is correctly rounded, the rest in bf16 as well.
   const at::Tensor xb = x.to(at::kBFloat16);
   const at::Tensor other =
@@ -282,22 +276,15 @@ output %v
   EXPECT_FALSE(gradient_variance_mean(wrong).has_value());
   // By rows, with an inf cotangent in the other row (session 34's f16 var:
   // a whole-tensor max|g| of inf made the bound NaN): each row by its own g.
-  Case rows{MustParse(R"(divfuzz v1
+  const Case rows = CaseOf(R"(divfuzz v1
 input %x: bf16[2,31] = fill(0.0)
 %v = aten::var.correction(%x, [1])
 output %v
-)"), {}, {}};
-  rows.types = MustInfer(rows.program);
-  rows.d.cls = DivergenceClass::kTolerance;
+)", DivergenceClass::kTolerance);
   const at::Tensor x2 = at::stack({x, x});
   const at::Tensor g2 = at::tensor({1.0, INFINITY}, at::kDouble);
-  at::Tensor cpu2;
-  {
-    at::AutoGradMode on(true);
-    at::Tensor xb2 = x2.to(at::kBFloat16).detach().requires_grad_(true);
-    cpu2 = torch::autograd::grad({at::var(xb2, at::IntArrayRef{1})}, {xb2},
-                                 {g2.to(at::kBFloat16)})[0].detach();
-  }
+  const at::Tensor cpu2 = GradOf(
+      [](const at::Tensor& t) { return at::var(t, at::IntArrayRef{1}); }, x2, g2, at::kBFloat16);
   at::Tensor other2 = cpu2.clone();
   other2[0] = other;
   const at::Tensor w2 = at::stack({w, (x - x.mean()) * INFINITY});
@@ -324,12 +311,7 @@ output %y
     return at::batch_norm(t, {}, {}, {}, {}, true, 0.0, 1.0, true);
   };
   const at::Tensor w = GradOf(norm, x, v);
-  at::Tensor cpu;
-  {
-    at::AutoGradMode on(true);
-    at::Tensor h = x.to(at::kHalf).detach().requires_grad_(true);
-    cpu = torch::autograd::grad({norm(h)}, {h}, {v.to(at::kHalf)})[0].detach();
-  }
+  const at::Tensor cpu = GradOf(norm, x, v, at::kHalf);
   ASSERT_TRUE(at::isfinite(cpu).all().item<bool>());
   ASSERT_GT((cpu.to(at::kDouble) - w).abs().max().item<double>(), 1e-3);  // off, as judged
   at::Tensor cuda = at::zeros({1, 2, 4, 1}, at::kHalf);

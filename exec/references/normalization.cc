@@ -117,9 +117,7 @@ std::optional<ExactResult> Normalize(const NormLayout& layout, const at::Tensor&
     }
   }
   ExactResult er;
-  er.result = sink.Result(rows->permuted, dtype);
-  for (at::Tensor& out : er.result.outputs) out = out.permute(rows->inverse).reshape(shape).contiguous();
-  for (at::Tensor& out : er.result.exact) out = out.permute(rows->inverse).reshape(shape).contiguous();
+  er.result = FromRows(sink, *rows, dtype, &shape);
   if (stats_shape != nullptr) {
     for (const Sink* s : {&means, &rstds}) {
       NodeResult stat = s->Result(*stats_shape, dtype);
@@ -162,7 +160,6 @@ std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::
     layout.channel = [](int64_t, int64_t j) { return j; };
     w = OptionalTensor(node, 2, "weight", values);
     b = OptionalTensor(node, 3, "bias", values);
-    eps = NumberArg(node, 4, "eps", 1e-5);
   } else if (f == "group_norm") {  // (input, num_groups, weight, bias, eps, cudnn_enabled)
     std::optional<double> groups = NumberArg(node, 1, "num_groups", std::nan(""));
     if (!groups || !(*groups >= 1) || shape.size() < 2) return std::nullopt;
@@ -174,7 +171,6 @@ std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::
     layout.channel = [=](int64_t r, int64_t j) { return (r % G) * (C / G) + j / spatial; };
     w = OptionalTensor(node, 2, "weight", values);
     b = OptionalTensor(node, 3, "bias", values);
-    eps = NumberArg(node, 4, "eps", 1e-5);
   } else {
     // batch_norm(input, weight, bias, running_mean, running_var, training,
     // momentum, eps, cudnn_enabled); instance_norm likewise, with
@@ -188,7 +184,6 @@ std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::
       rv = OptionalTensor(node, 4, "running_var", values);
       if (!rm || !rv || !rm->defined() || !rv->defined()) return std::nullopt;
     }
-    eps = NumberArg(node, 7, "eps", std::nan(""));
     const int64_t C = shape[1];
     if (f == "batch_norm") {
       std::vector<int64_t> reduce = {0};
@@ -202,6 +197,8 @@ std::optional<ExactResult> NormalizationLayer(absl::string_view f, const graph::
       layout.channel = [=](int64_t r, int64_t) { return r % C; };
     }
   }
+  // eps where the op's schema puts it (ops::NormalizationEpsOf, declared once).
+  eps = ops::NormalizationEpsOf(node, dtype);
   if (!w || !b || !rm || !rv || !eps || std::isnan(*eps)) return std::nullopt;
   return Normalize(layout, *w, *b, *rm, *rv, *eps, shape, dtype, only);
 }
@@ -327,9 +324,7 @@ std::optional<ExactResult> RmsNorm(const graph::Node& node, const at::Tensor& x,
     }
   }
   ExactResult er;
-  er.result = sink.Result(rows->permuted, dtype);
-  for (at::Tensor& t : er.result.outputs) t = t.permute(rows->inverse).contiguous();
-  for (at::Tensor& t : er.result.exact) t = t.permute(rows->inverse).contiguous();
+  er.result = FromRows(sink, *rows, dtype);
   return er;
 }
 

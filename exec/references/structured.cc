@@ -208,9 +208,7 @@ std::optional<ExactResult> Softmax(const graph::Node& node, const at::Tensor& x,
     }
   }
   ExactResult er;
-  er.result = sink.Result(rows->permuted, dtype);
-  for (at::Tensor& t : er.result.outputs) t = t.permute(rows->inverse).contiguous();
-  for (at::Tensor& t : er.result.exact) t = t.permute(rows->inverse).contiguous();
+  er.result = FromRows(sink, *rows, dtype);
   return er;
 }
 

@@ -361,11 +361,7 @@ class Supervisor {
     env["DIVFUZZ_SKIP_INPUTS"] = work_ + "/skip_inputs.txt";
     env["DIVFUZZ_INFLIGHT"] = InflightPath(i);
     // This worker's CUDA switches (--cuda_variants; checked when the campaign began).
-    if (absl::StatusOr<std::string> t =
-            exec::RotatedTargets(config_.targets, config_.cuda_variants, static_cast<int>(i));
-        t.ok()) {
-      env["DIVFUZZ_TARGETS"] = *t;
-    }
+    if (const std::string t = WorkerTargets(i); !t.empty()) env["DIVFUZZ_TARGETS"] = t;
     if (i < config_.gpus.size()) env["CUDA_VISIBLE_DEVICES"] = config_.gpus[i];
     std::vector<std::string> unset;
     const MpsServer& mps = mps_[MpsIndexOf(i)];
@@ -568,12 +564,19 @@ class Supervisor {
 
   // A worker that died before libFuzzer's handler wrote an artifact (SIGKILL,
   // a heap the kernel corrupted) still leaves the input it was running.
-  // Worker i's targets where its CUDA side carries switches, else "": its
-  // artifacts are replayed with them (artifact_replay.h).
-  std::string OwnTargets(size_t i) const {
+  // Worker i's target pair: the campaign's with its rotated CUDA switches
+  // ("" where the list does not parse: checked when the campaign began).
+  std::string WorkerTargets(size_t i) const {
     absl::StatusOr<std::string> t =
         exec::RotatedTargets(config_.targets, config_.cuda_variants, static_cast<int>(i));
-    return t.ok() && *t != config_.targets ? *t : "";
+    return t.ok() ? *t : "";
+  }
+
+  // Worker i's targets where its CUDA side carries switches, else "": its
+  // artifacts are replayed with them (artifact_files.h).
+  std::string OwnTargets(size_t i) const {
+    const std::string t = WorkerTargets(i);
+    return t != config_.targets ? t : "";
   }
 
   void SaveInflight(size_t i, const std::string& prefix) {

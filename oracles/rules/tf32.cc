@@ -13,22 +13,10 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "exec/cuda_variants.h"
 #include "exec/witnesses.h"
 #include "graph/printer.h"
 
 namespace divfuzz::oracles::rules {
-
-namespace {
-
-// A CUDA side that ran with TF32: the policy's --tf32 for every CUDA side,
-// or the side's own `+tf32` switch (a campaign rotating --cuda_variants: its
-// seven bug-tier mm/linear/tensordot buckets in session 34 were TF32's).
-bool RanTf32(const exec::Target& t, const Policy& policy) {
-  return t == exec::Target::kCuda && (policy.cuda_tf32 || exec::HasSwitch(t, "tf32"));
-}
-
-}  // namespace
 
 std::optional<RuleMatch> tf32(const Context& c) {
   if (!(c.spec.hints & ops::kTf32Sensitive)) return std::nullopt;
