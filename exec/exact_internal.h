@@ -93,6 +93,10 @@ NodeResult FromRows(const Sink& sink, const Rows& rows, graph::DType dtype,
 // Correctly rounded sum of `terms`.
 void Sum(std::vector<Mp>& terms, mpfr_t out);
 
+// A row's mean and its sum of squared deviations from it, each a correctly
+// rounded sum (var_mean's and the normalization layers' statistics).
+void MeanAndSquaredDeviations(const double* row, int64_t n, mpfr_t mean, mpfr_t ssd);
+
 // The p-norm of a row as linalg_vector_norm defines it: (sum |x|^p)^(1/p),
 // max|x| for p = inf, min|x| for -inf, the count of nonzeros for 0.
 bool PNorm(const double* row, int64_t n, double p, mpfr_t out);

@@ -65,6 +65,18 @@ NodeResult Sink::Result(const std::vector<int64_t>& shape, DType dtype) const {
   return Finish(shape, exact, as_float, dtype);
 }
 
+void MeanAndSquaredDeviations(const double* row, int64_t n, mpfr_t mean, mpfr_t ssd) {
+  std::vector<Mp> terms;
+  for (int64_t k = 0; k < n; ++k) terms.emplace_back(row[k]);
+  Sum(terms, mean);
+  mpfr_div_si(mean, mean, n, N);
+  for (Mp& term : terms) {
+    mpfr_sub(term.v, term.v, mean, N);
+    mpfr_sqr(term.v, term.v, N);
+  }
+  Sum(terms, ssd);
+}
+
 NodeResult FromRows(const Sink& sink, const Rows& rows, DType dtype,
                     const std::vector<int64_t>* shape) {
   NodeResult r = sink.Result(rows.permuted, dtype);

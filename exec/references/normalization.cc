@@ -82,15 +82,7 @@ std::optional<ExactResult> Normalize(const NormLayout& layout, const at::Tensor&
       continue;
     }
     if (!running) {
-      std::vector<Mp> terms;
-      for (int64_t k = 0; k < inner; ++k) terms.emplace_back(row[k]);
-      Sum(terms, mean.v);
-      mpfr_div_si(mean.v, mean.v, inner, N);
-      for (Mp& term : terms) {
-        mpfr_sub(term.v, term.v, mean.v, N);
-        mpfr_sqr(term.v, term.v, N);
-      }
-      Sum(terms, var.v);
+      MeanAndSquaredDeviations(row, inner, mean.v, var.v);
       mpfr_div_si(var.v, var.v, inner, N);
       mpfr_add_d(rstd.v, var.v, eps, N);
       mpfr_rec_sqrt(rstd.v, rstd.v, N);

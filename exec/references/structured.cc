@@ -457,15 +457,7 @@ std::optional<ExactResult> VarMean(absl::string_view overload, const graph::Node
   Sink spread{dtype == DType::kF32}, centre{dtype == DType::kF32};
   Mp mean, var, divisor(inner - *correction);
   for (int64_t i = 0; i < rows->m.size(0); ++i) {
-    std::vector<Mp> terms;
-    for (int64_t k = 0; k < inner; ++k) terms.emplace_back(p[i * inner + k]);
-    Sum(terms, mean.v);
-    mpfr_div_si(mean.v, mean.v, inner, N);
-    for (Mp& t : terms) {
-      mpfr_sub(t.v, t.v, mean.v, N);
-      mpfr_sqr(t.v, t.v, N);
-    }
-    Sum(terms, var.v);
+    MeanAndSquaredDeviations(p + i * inner, inner, mean.v, var.v);
     mpfr_div(var.v, var.v, divisor.v, N);
     if (root) mpfr_sqrt(var.v, var.v, N);
     spread.Put(var.v);
