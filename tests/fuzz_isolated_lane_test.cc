@@ -260,8 +260,7 @@ TEST(IsolatedLane, WhatStaysQueuedWhenACampaignStopsRunsWhenItResumes) {
   const std::string left = dir + "/campaign/lane/0123456789abcdef.dfz";
   testing::WriteTextFile(left, kOverflowingExp);
   fs::last_write_time(left, fs::last_write_time(left) - std::chrono::hours(1));
-  // Six seconds: under a loaded ctest, three left the lane no time to reach it.
-  run = testing::RunShell("cd " + dir + " && " + kTool + " campaign --resume=campaign --seconds=6");
+  run = testing::RunShell("cd " + dir + " && " + kTool + " campaign --resume=campaign --seconds=3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_FALSE(fs::exists(dir + "/campaign/lane/0123456789abcdef.dfz")) << run.output;
   bool found = false;
