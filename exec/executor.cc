@@ -35,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "exec/arguments.h"
+#include "exec/backward_probe.h"
 #include "exec/dtype_convert.h"
 #include "exec/generic_ops.h"
 #include "exec/index_precheck.h"
@@ -329,15 +330,10 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
 // values, so the bucket is named after the first node behind them that
 // computes (instance_norm: NativeBatchNormBackward0, not ViewBackward0).
 std::string ArithmeticGradFn(torch::autograd::Node* fn, uint64_t first_seq) {
-  static const std::set<std::string> kMovesOnly = {
-      "ViewBackward0",      "ReshapeAliasBackward0", "UnsafeViewBackward0", "TBackward0",
-      "TransposeBackward0", "PermuteBackward0",      "ExpandBackward0",     "SqueezeBackward0",
-      "SqueezeBackward1",   "SqueezeBackward2",      "UnsqueezeBackward0",  "CloneBackward0",
-      "AsStridedBackward0", "AliasBackward0",        "SliceBackward0",      "SelectBackward0"};
   const std::string first = fn->name();
   for (int depth = 0; fn != nullptr && depth < 8; ++depth) {
     const std::string name = fn->name();
-    if (!kMovesOnly.count(name)) return name;
+    if (!MovesOnly(name)) return name;
     torch::autograd::Node* next = nullptr;
     for (const torch::autograd::Edge& e : fn->next_edges()) {
       // Into the op's own graph only (nodes made since it was called): an
@@ -824,7 +820,8 @@ NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target, bool round_results,
-                     const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results) {
+                     const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results,
+                     const BackwardProbeOptions* probe) {
   VjpResult r;
   if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
@@ -851,6 +848,7 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
     return r;
   }
   std::vector<at::Tensor> outs;
+  const uint64_t first_seq = at::sequence_number::peek();
   NodeResult forward = ExecutePlaced(node, placed, types, target, &outs);
   r.grad_fn = forward.grad_fn;
   if (forward.error) {
@@ -882,6 +880,11 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
       ys.push_back(outs[i]);
       vs.push_back(Place(cotangents[i], target).to(outs[i].scalar_type()));
     }
+    const std::vector<torch::autograd::Node*> own = OwnBackwardNodes(ys, first_seq);
+    r.computing_nodes = static_cast<int>(std::count_if(
+        own.begin(), own.end(), [](torch::autograd::Node* fn) { return !MovesOnly(fn->name()); }));
+    std::optional<BackwardProbe> observed;
+    if (probe != nullptr) observed.emplace(own, first_seq, *probe);
     std::vector<at::Tensor> grads(wrt.size());
     if (!ys.empty() && !wrt.empty()) {
       grads = torch::autograd::grad(ys, wrt, vs, /*retain_graph=*/false, /*create_graph=*/false,
@@ -897,6 +900,7 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
       }
       r.result.outputs.push_back(host);
     }
+    if (observed) r.steps = observed->steps();
   } catch (const std::exception& e) {
     r.result = NodeResult{};
     r.result.error = Classify(e.what());

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "exec/backward_probe.h"
 #include "exec/run_result.h"
 #include "graph/program.h"
 #include "ops/infer.h"
@@ -84,12 +85,17 @@ struct VjpResult {
   std::vector<std::string> wrt;
   NodeResult result;
   std::string grad_fn;  // the backward node PyTorch recorded ("SinhBackward0")
+  // The op's own backward nodes that compute (not views): more than one for
+  // a composite op, whose backward rounds between its kernels.
+  int computing_nodes = 0;
+  std::vector<BackwardStep> steps;  // with a recording probe: each node's outputs
 };
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target, bool round_results = false,
                      const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results =
-                         nullptr);
+                         nullptr,
+                     const BackwardProbeOptions* probe = nullptr);
 
 // The same node in forward mode: `tangents` (by value name) ride along as
 // dual numbers; outputs are the results' tangents (J u) on the CPU, in the

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "exec/backward_probe.h"
 #include "exec/dtype_convert.h"
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
@@ -151,6 +152,42 @@ at::Tensor ExactGradient(const graph::Node& node, const Step& s, const std::stri
   return d * v;
 }
 
+// Inside a composite op's backward (cosine_similarity's DivBackward0,
+// LinalgVectorNormBackward0, ...): the first of the op's own kernels, in the
+// order side a's engine ran them, whose outputs part the two sides, matched
+// by place in the op's graph. "" when the backward is one kernel, the graphs
+// differ, or no kernel's outputs part them (the sum of agreeing
+// contributions does).
+std::string InnerKernel(const graph::Node& node, const Step& sa, const Step& sb,
+                        const ops::TypeEnv& types, Target ta, Target tb, const Policy& policy) {
+  exec::BackwardProbeOptions record;
+  record.record = true;
+  const exec::VjpResult ra =
+      exec::RunNodeVjp(node, sa.inputs, sa.incoming, types, ta, false, nullptr, &record);
+  const exec::VjpResult rb =
+      exec::RunNodeVjp(node, sb.inputs, sb.incoming, types, tb, false, nullptr, &record);
+  if (ra.result.error || rb.result.error || ra.computing_nodes < 2 ||
+      ra.steps.size() != rb.steps.size()) {
+    return "";
+  }
+  std::map<uint64_t, const exec::BackwardStep*> by_place;
+  for (const exec::BackwardStep& s : rb.steps) by_place[s.seq] = &s;
+  for (const exec::BackwardStep& s : ra.steps) {
+    auto it = by_place.find(s.seq);
+    if (it == by_place.end() || it->second->name != s.name) return "";
+    for (size_t j = 0; j < s.outputs.size() && j < it->second->outputs.size(); ++j) {
+      const at::Tensor &x = s.outputs[j], &y = it->second->outputs[j];
+      if (!x.defined() || !y.defined() || x.sizes() != y.sizes()) continue;
+      const std::optional<graph::DType> dt = exec::FromScalarType(x.scalar_type());
+      if (!dt) continue;
+      if (CompareTensors(x, y, *dt, policy.For(node.QualifiedName(), *dt))) {
+        return exec::MovesOnly(s.name) ? "" : s.name;
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 bool AtGradient(const graph::Program& program, const Divergence& d) {
@@ -266,7 +303,16 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     return;
   }
   const graph::Node& node = program.nodes[root];
-  const std::string grad_fn = !sa.vjp.grad_fn.empty() ? sa.vjp.grad_fn : sb.vjp.grad_fn;
+  std::string grad_fn = !sa.vjp.grad_fn.empty() ? sa.vjp.grad_fn : sb.vjp.grad_fn;
+  std::string inner_note;
+  if (d.cls != DivergenceClass::kErrorSplit && d.cls != DivergenceClass::kDtypeGap) {
+    const std::string inner = InnerKernel(node, sa, sb, types, a.target, b.target, policy);
+    if (!inner.empty() && inner != grad_fn) {
+      inner_note = absl::StrCat(" (inside its backward, ", inner, " is the first of its kernels "
+                                "whose outputs part the sides; ", grad_fn, " ends it)");
+      grad_fn = inner;
+    }
+  }
   d.backward_of = root;
   d.forward_op = node.QualifiedName();
   d.op = grad_fn.empty() ? absl::StrCat(node.QualifiedName(), ".backward") : grad_fn;
@@ -274,7 +320,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   d.detail = absl::StrCat("backward of node ", root, " (", node.QualifiedName(), "): ", d.op,
                           " gives d/d%", wrt, " ", d.value_a, " on ", exec::TargetName(a.target),
                           " and ", d.value_b, " on ", exec::TargetName(b.target),
-                          " from the same incoming gradients");
+                          " from the same incoming gradients", inner_note);
   if (d.cls == DivergenceClass::kDtypeGap) {
     d.tier = "dtype_gap";
     d.reason = absl::StrCat("the derivative of ", node.QualifiedName(), " is implemented on one "

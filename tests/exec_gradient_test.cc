@@ -1,6 +1,8 @@
 // Gradient statements run under autograd on every target; the oracle roots a
 // gradient divergence at the backward kernel that parts the sides.
 #include <ATen/ATen.h>
+
+#include <set>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "exec/exact_reference.h"
@@ -161,6 +163,51 @@ output %y
   ASSERT_FALSE(f64.result.error);
   EXPECT_EQ(f64.result.exact[0].scalar_type(), at::kDouble);
   EXPECT_EQ(f64.result.outputs[0].scalar_type(), at::kFloat);
+}
+
+// A composite op's backward runs through several of its own kernels, which a
+// probe observes (and, for the rounding witness, moves by eps in mirrored
+// pairs); a plain op's backward is one kernel.
+TEST(Gradients, AProbeSeesACompositesOwnBackwardKernelsAndMovesThemByEps) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %a: f32[4,3] = normal(seed=1)
+input %b: f32[4,3] = normal(seed=2)
+%y = aten::cosine_similarity(%a, %b)
+%z = aten::sinc(%a)
+output %y, %z
+)");
+  ops::TypeEnv types = MustInfer(p);
+  RunResult r = exec::Run(p, types, Target::kCpu);
+  std::map<std::string, at::Tensor> values{{"a", r.inputs.at("a")}, {"b", r.inputs.at("b")}};
+  const at::Tensor v = at::tensor({1.0f, -2.0f, 0.5f, 3.0f});
+  BackwardProbeOptions record;
+  record.record = true;
+  VjpResult cos = RunNodeVjp(p.nodes[0], values, {v}, types, Target::kCpuF64, false, nullptr,
+                             &record);
+  ASSERT_FALSE(cos.result.error);
+  EXPECT_GE(cos.computing_nodes, 3);
+  std::set<std::string> names;
+  for (const BackwardStep& s : cos.steps) names.insert(s.name);
+  EXPECT_TRUE(names.count("LinalgVectorNormBackward0")) << cos.steps.size();
+  EXPECT_TRUE(names.count("DivBackward0"));
+  // The probe that only records leaves the gradient bit for bit.
+  VjpResult plain = RunNodeVjp(p.nodes[0], values, {v}, types, Target::kCpuF64);
+  EXPECT_TRUE(at::equal(plain.result.exact[0], cos.result.exact[0]));
+  // A draw and its mirror move the gradient oppositely, by about eps of it.
+  BackwardProbeOptions up, down;
+  up.noise_eps = down.noise_eps = 1e-6;
+  up.noise_seed = down.noise_seed = 3;
+  down.mirror = true;
+  const at::Tensor base = plain.result.exact[0];
+  const at::Tensor gu =
+      RunNodeVjp(p.nodes[0], values, {v}, types, Target::kCpuF64, false, nullptr, &up).result.exact[0];
+  const at::Tensor gd =
+      RunNodeVjp(p.nodes[0], values, {v}, types, Target::kCpuF64, false, nullptr, &down).result.exact[0];
+  EXPECT_FALSE(at::equal(gu, base));
+  EXPECT_LT((gu + gd - 2 * base).abs().max().item<double>(), 1e-9 * base.abs().max().item<double>());
+  EXPECT_LT((gu - base).abs().max().item<double>(), 1e-4 * base.abs().max().item<double>());
+  VjpResult sinc = RunNodeVjp(p.nodes[1], values, {at::ones({4, 3})}, types, Target::kCpuF64);
+  EXPECT_EQ(sinc.computing_nodes, 1);
 }
 
 TEST(Gradients, ForwardModeMeetsReverseModeOnACorrectKernel) {

@@ -634,5 +634,38 @@ output %y
 }
 
 
+
+// Session 34's cosine_similarity buckets: d/dc of a composite's backward whose
+// two contributions (about 7e37 each) cancel. The float32 gradient is ordinary
+// rounding of those contributions; a contribution 1e-3 off is not.
+TEST(GradientRules, ACompositeBackwardRoundsBetweenItsKernelsAWrongTermDoesNot) {
+  Case k = CaseOf(R"(divfuzz v1
+input %c: f32[10,1] = fill(5.0)
+input %m: f32[8] = values(0.0, 0.0, 0.0, 0.0, 0.0, -0.35, -1.8, 66000.0)
+%v = aten::cosine_similarity(%c, %m)
+output %v
+)", DivergenceClass::kTolerance);
+  const at::Tensor c = at::full({10, 1}, 5.0, at::kDouble);
+  const at::Tensor m =
+      at::tensor({0.0, 0.0, 0.0, 0.0, 0.0, -0.35, -1.8, 66000.0}, at::kFloat).to(at::kDouble);
+  at::Tensor v = at::zeros({10}, at::kDouble);
+  v[9] = -3.4e38;
+  auto cos = [&](const at::Tensor& t) {
+    return at::cosine_similarity(t, m.to(t.scalar_type()), 1, 1e-8);
+  };
+  const at::Tensor w = GradOf(cos, c, v);
+  const at::Tensor f32 = GradOf(cos, c, v.to(at::kFloat), at::kFloat);
+  ASSERT_FALSE(at::equal(f32, w.to(at::kFloat)));  // the rounding the rule must explain
+  GradientContext ok = ContextOf(k, {{"c", c}, {"m", m}}, {v}, f32, w.to(at::kFloat), w, false);
+  std::optional<RuleMatch> r = gradient_composite_rounding(ok);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->rule, "gradient_composite_rounding");
+  // One of the two contributions 1e-3 off: the result moves by 1e-3 of it.
+  at::Tensor wrong = f32.clone();
+  wrong[9] = wrong[9] + 1e-3 * 6.8e37;
+  GradientContext bad = ContextOf(k, {{"c", c}, {"m", m}}, {v}, wrong, w.to(at::kFloat), w, false);
+  EXPECT_FALSE(gradient_composite_rounding(bad).has_value());
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles::rules
