@@ -516,6 +516,30 @@ output %y
   EXPECT_FALSE(gradient_scan_carry(ctx(w * 2)).has_value());
 }
 
+// Session 35's f16 logcumsumexp near 3000: one f16 step of the running value
+// is 2, so the carry's rounding can zero or double every term; a side that
+// returns 0 for -19982 has lost the result, which no carry bound excuses.
+TEST(GradientRules, AScanCarryThatKeepsNoDigitExcusesNothing) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: f16[64] = normal(seed=1)
+%y = aten::logcumsumexp(%x, 0)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  k.d.op = "LogcumsumexpBackward0";
+  const at::Tensor x = at::linspace(2990, 3000, 64, at::kDouble).to(at::kHalf).to(at::kDouble);
+  const at::Tensor v = at::linspace(-1, 1, 64, at::kDouble).to(at::kHalf);
+  const at::Tensor w =
+      GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v.to(at::kDouble));
+  at::Tensor zeroed = w.clone();
+  zeroed[0] = 0;
+  GradientContext c = ContextOf(k, {{"x", x}}, {v}, zeroed.to(at::kHalf), w.to(at::kHalf), w,
+                                false, graph::DType::kF16);
+  c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+  EXPECT_FALSE(gradient_scan_carry(c).has_value());
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a
