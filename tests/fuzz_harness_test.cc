@@ -270,6 +270,31 @@ TEST(Harness, MutatorOutputFitsAndParses) {
   }
 }
 
+// A crash once located "in autograd::grad" quarantined the gradient
+// statement itself, and the campaign ran gradients no more: the statement
+// is never quarantined, the ops it differentiates may be.
+TEST(Harness, AGradientStatementIsNeverQuarantinedItsOpsMayBe) {
+  constexpr char kGradient[] = R"(divfuzz v1
+input %x: f32[3,6] = fill(1.0)
+input %w1: f32[9,6] = values(0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1.c28f5cp-4, -0x1.2f1aap-4, 0x1.28f5c2p-2, -0x1.ae147ap-3, -0x1.ae147ap-3, -0x1.ae147ap-3)
+input %b1: f32[] = fill(0.30000001192092896)
+input %ct5: f32[3,9] = values(0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, -0x1.9p+6)
+%y = aten::linear(%x, %w1, %b1)
+%v = aten::sinc(%y)
+%g1 = autograd::grad([%v], [%x], grad_outputs=[%ct5])
+output %g1
+)";
+  for (const char* op : {"autograd::grad", "aten::sinc"}) {
+    const std::string dir = testing::TempDir("findings");
+    HarnessConfig config = CpuPair(dir);
+    config.quarantine = {op};
+    Harness h(config);
+    h.TestOneInput(reinterpret_cast<const uint8_t*>(kGradient), sizeof(kGradient) - 1);
+    auto store = store::FindingsStore::Open(dir);
+    EXPECT_EQ((*store)->Load()->empty(), std::string(op) == "aten::sinc") << op;
+  }
+}
+
 }  // namespace
 }  // namespace divfuzz::fuzz
 
