@@ -277,6 +277,14 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, types, a.target);
     xb.vjp = exec::RunNodeVjp(node, xb.inputs, xb.incoming, types, b.target);
     const exec::NodeResult &ra = xa.vjp.result, &rb = xb.vjp.result;
+    auto fatal = [](const exec::NodeResult& r) {
+      return r.error && r.error->kind == exec::NodeError::Kind::kCudaFatal;
+    };
+    if (fatal(ra) || fatal(rb)) {
+      d.cuda_fault_in_triage = true;
+      d.reason = "the CUDA context failed while the backward kernels were rerun to judge this";
+      return;
+    }
     if (ra.error || rb.error) {
       if (ra.error && rb.error) continue;
       root = k;
@@ -457,6 +465,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // other was 490 ulp off), so a blame on one side alone names both.
   const ops::OpSpec* spec = ops::FindOp(opname);
   const bool pointwise = spec != nullptr && (spec->hints & ops::kPointwise) != 0;
+  bool far_both = false;  // blamed on both by the ulps check: no side is excused
   if (wa != wb && !self_witness && pointwise) {
     const bool exact = d.witness == "exact-derivative";
     const Step& other = wa ? sb : sa;
@@ -467,6 +476,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
                       " is within tolerance only through atol, more than ", kFarUlps,
                       " ulps from the ", exact ? "exact derivative" : "float64 backward");
       wa = wb = true;
+      far_both = true;
     }
   }
   if (wa && !wb) {
@@ -508,7 +518,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
   // Blamed on both: a side whose own distance from the witness a rule
   // explains is not wrong, when the other's is not explained.
-  if (d.wrong_side == "both") {
+  if (d.wrong_side == "both" && !far_both) {
     const bool ea = SideExcused(c, c.a, policy), eb = SideExcused(c, c.b, policy);
     if (ea != eb) {
       d.wrong_side = std::string(exec::TargetName(ea ? b.target : a.target));

@@ -69,6 +69,11 @@ struct Divergence {
   // names the backward node as PyTorch does ("SinhBackward0").
   int backward_of = -1;
   std::string forward_op;
+  // The CUDA context failed while the oracle reran kernels to judge this: the
+  // fault predates the rerun (session 35: an elementwise LogsumexpBackward0
+  // "raised" an illegal memory access), so nothing here is judged and the
+  // worker restarts as after any CUDA fault.
+  bool cuda_fault_in_triage = false;
 };
 
 // Severity ranks: crash > hang > bug-tier splits > bug-tier tolerance >

@@ -410,6 +410,36 @@ output %y
   EXPECT_FALSE(gradient_extremal_values(small).has_value());
 }
 
+// Session 35's layer_norm: the CPU's backward sums g * w * x over a row of
+// 1e18 and overflows float32 (NaN), though the gradient fits; the weight's
+// magnitude is a factor of the terms besides x's (sum|g| * max|x| = 3e38 is
+// within float32; times a weight of 30 it is not). With a weight of 1 a NaN
+// stays a finding.
+TEST(GradientRules, ASummingBackwardCountsEveryInputsMagnitude) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[1,4] = values(1.0, 2.0, 3.0, 4.0)
+input %w: f32[4] = values(1.0, 1.0, 1.0, 1.0)
+%s = aten::layer_norm(%x, [4], %w)
+output %s
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kClassSplit;
+  k.d.element = 0;
+  const at::Tensor x = at::tensor({1e18, -2e18, 3e18, 5e17}, at::kDouble).reshape({1, 4});
+  const at::Tensor g = at::tensor({5e19f, -3e19f, 1e19f, 1e19f}).reshape({1, 4});
+  for (const double weight : {30.0, 1.0}) {
+    const at::Tensor w = at::full({4}, weight, at::kDouble);
+    const at::Tensor exact =
+        GradOf([&](const at::Tensor& t) { return at::layer_norm(t, {4}, w.to(t.scalar_type())); },
+               x, g.to(at::kDouble));
+    at::Tensor nan_side = exact.to(at::kFloat).clone();
+    nan_side[0][0] = NAN;
+    GradientContext c = ContextOf(k, {{"x", x}, {"w", w}}, {g}, nan_side, exact.to(at::kFloat),
+                                  exact, false);
+    EXPECT_EQ(gradient_extremal_values(c).has_value(), weight > 1) << weight;
+  }
+}
+
 TEST(GradientRules, APointwiseBackwardSumsOverBroadcastDimsAndMayOverflowThere) {
   // Session 33's CopysignBackward0: a scalar broadcast to [3]; its gradient
   // sums -FLT_MAX, FLT_MAX/2, FLT_MAX (exactly FLT_MAX/2), and CUDA's tree
@@ -538,6 +568,61 @@ output %y
                                 false, graph::DType::kF16);
   c.hints = ops::FindOp("aten::logcumsumexp")->hints;
   EXPECT_FALSE(gradient_scan_carry(c).has_value());
+}
+
+// Session 35's Max/Min/Median class splits: a NaN incoming gradient into an
+// op that selects input elements is 0 at the unselected ones on the CPU
+// (masked_fill) and NaN on CUDA (mask * grad); the float64 witness takes the
+// CPU's branch. Undefined (autograd notes, rule 5) only where the incoming
+// gradient is not finite.
+TEST(GradientRules, ASelectionWithANanIncomingGradientIsUndefinedEverywhere) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[4] = values(1.0, 5.0, 2.0, 3.0)
+%y = aten::max(%x)
+output %y
+)", DivergenceClass::kClassSplit, 0);
+  const at::Tensor x = at::tensor({1.0, 5.0, 2.0, 3.0}, at::kDouble);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const at::Tensor cpu = at::tensor({0.0f, static_cast<float>(nan), 0.0f, 0.0f});
+  const at::Tensor cuda = at::full({4}, nan, at::kFloat);
+  const at::Tensor w = cpu.to(at::kDouble);
+  auto ctx = [&](const at::Tensor& v, const at::Tensor& a, const at::Tensor& b) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, a, b, w, false);
+    c.hints = ops::FindOp("aten::max")->hints;
+    return c;
+  };
+  std::optional<RuleMatch> m = gradient_undefined_point(ctx(at::scalar_tensor(nan), cpu, cuda));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_undefined_point");
+  // A finite incoming gradient: CUDA's NaN at an unselected element is a fault.
+  const at::Tensor right = at::tensor({0.0f, 2.0f, 0.0f, 0.0f});
+  GradientContext finite = ContextOf(k, {{"x", x}}, {at::scalar_tensor(2.0)}, right, cuda,
+                                     right.to(at::kDouble), false);
+  finite.hints = ops::FindOp("aten::max")->hints;
+  EXPECT_FALSE(gradient_undefined_point(finite).has_value());
+}
+
+// A non-elementwise op reading an infinity: undefined where the float64
+// gradient is NaN (prod of [inf, 0, 2]: d/dx2 = 0 * inf), not where it is
+// finite (d/dx0 = 0).
+TEST(GradientRules, AnInfiniteInputIsUndefinedOnlyWhereTheFloat64GradientIsNan) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const at::Tensor x = at::tensor({inf, 0.0, 2.0}, at::kDouble);
+  const at::Tensor v = at::ones({}, at::kDouble);
+  const at::Tensor w = GradOf([](const at::Tensor& t) { return at::prod(t); }, x, v);
+  ASSERT_TRUE(std::isnan(w[2].item<double>()));
+  ASSERT_EQ(w[0].item<double>(), 0.0);
+  for (long long element : {2LL, 0LL}) {
+    Case k = CaseOf(R"(divfuzz v1
+input %x: f32[3] = values(0.0, 0.0, 2.0)
+%y = aten::prod(%x)
+output %y
+)", DivergenceClass::kClassSplit, element);
+    at::Tensor a = w.to(at::kFloat), b = a.clone();
+    b[element] = 7.0f;
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, a, b, w, false);
+    EXPECT_EQ(gradient_undefined_point(c).has_value(), element == 2) << element;
+  }
 }
 
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {

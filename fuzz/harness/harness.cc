@@ -379,6 +379,14 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
     RecordCudaFaultAndAbort(program, types, outcome.verdict, run.a.cuda_fatal ? run.a : run.b,
                             text);
   }
+  // A fault while the oracle reran kernels: as above, nothing is judged.
+  for (const oracles::Divergence* d : outcome.verdict.Roots()) {
+    if (d->cuda_fault_in_triage) {
+      RecordCudaFaultAndAbort(program, types, outcome.verdict,
+                              run.a.target == exec::Target::kCuda || run.a.target == exec::Target::kCudaF64 ? run.a : run.b,
+                              graph::PrintProgram(program));
+    }
+  }
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
     if (!run.costly) FeedBackRoot(*d);
     CountRoot(*d);
