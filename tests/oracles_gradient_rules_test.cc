@@ -625,6 +625,32 @@ output %y
   }
 }
 
+// Session 35's bf16 and f16 logcumsumexp buckets: a 180 in another row had
+// made the bound decline for a row of values near 1. The carry's bound is
+// per scanned row.
+TEST(GradientRules, AScanCarryIsBoundedPerScannedRow) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: bf16[2,16] = normal(seed=1)
+%y = aten::logcumsumexp(%x, 1)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  k.d.op = "LogcumsumexpBackward0";
+  at::Tensor x = at::linspace(-1, 1, 32, at::kDouble).reshape({2, 16});
+  x[1] = at::linspace(170, 180, 16, at::kDouble);
+  x = x.to(at::kBFloat16).to(at::kDouble);
+  const at::Tensor v = at::linspace(0.5, 1, 32, at::kDouble).reshape({2, 16}).to(at::kBFloat16);
+  const at::Tensor w =
+      GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 1); }, x, v.to(at::kDouble));
+  at::Tensor off = w.clone();
+  off[0] = off[0] * 1.1;  // row 0: within its own carry (delta 0.45)
+  GradientContext c = ContextOf(k, {{"x", x}}, {v}, off.to(at::kBFloat16),
+                                w.to(at::kBFloat16), w, false, graph::DType::kBF16);
+  c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+  EXPECT_TRUE(gradient_scan_carry(c).has_value());
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a
