@@ -651,6 +651,33 @@ output %y
   EXPECT_TRUE(gradient_scan_carry(c).has_value());
 }
 
+// Session 35's attention buckets with logits of 3.5e13: the float32 logits
+// are known to more than 1, so exp(S - LSE) and the gradient's class are
+// undetermined. Logits of a few hundred leave a NaN a finding.
+TEST(GradientRules, AttentionLogitsPastFloat32ResolutionLeaveTheClassOpen) {
+  Case split = CaseOf(R"(divfuzz v1
+input %q: f32[1,1,4,8] = normal(seed=1)
+input %k: f32[1,1,4,8] = normal(seed=2)
+input %v: f32[1,1,4,8] = normal(seed=3)
+%o = aten::scaled_dot_product_attention(%q, %k, %v)
+output %o
+)", DivergenceClass::kClassSplit, 0);
+  at::Generator gen = at::detail::createCPUGenerator(5);
+  const at::Tensor q = at::randn({1, 1, 4, 8}, gen, at::kDouble) * 10;
+  const at::Tensor kk = at::randn({1, 1, 4, 8}, gen, at::kDouble) * 10;
+  const at::Tensor v = at::randn({1, 1, 4, 8}, gen, at::kDouble);
+  const at::Tensor g = at::randn({1, 1, 4, 8}, gen, at::kDouble).to(at::kFloat);
+  const at::Tensor finite = at::zeros({1, 1, 4, 8});
+  at::Tensor nan_side = finite.clone();
+  nan_side.reshape(-1)[0] = NAN;
+  for (const double scale : {1e6, 1.0}) {
+    const std::map<std::string, at::Tensor> inputs{{"q", q * scale}, {"k", kk * scale}, {"v", v}};
+    GradientContext c = ContextOf(split, inputs, {g}, nan_side, finite,
+                                  finite.to(at::kDouble), false);
+    EXPECT_EQ(gradient_attention_logits(c).has_value(), scale > 1) << scale;
+  }
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a
