@@ -221,8 +221,30 @@ std::optional<std::string> NonFiniteInput(const std::string& name,
 
 }  // namespace
 
+namespace {
+
+// Key and value of different sequence lengths (dim -2): session 35's
+// campaigns crashed workers with it on the CPU (the math backend raises).
+std::optional<std::string> KeyValueLengthsDiffer(const std::string& name,
+                                                 const torch::jit::Stack& stack) {
+  if (stack.size() < 3 || !stack[1].isTensor() || !stack[2].isTensor()) return std::nullopt;
+  const at::Tensor& key = stack[1].toTensor();
+  const at::Tensor& value = stack[2].toTensor();
+  if (!key.defined() || !value.defined() || key.dim() < 2 || value.dim() < 2 ||
+      key.size(-2) == value.size(-2)) {
+    return std::nullopt;
+  }
+  return absl::StrCat(name, ": key has ", key.size(-2), " positions and value ", value.size(-2),
+                      ", which the CPU's flash attention does not check: it reads past the key "
+                      "and its backward writes past the key's gradient (pytorch PR #193728; ",
+                      kOnlyInTheLane, ")");
+}
+
+}  // namespace
+
 bool IsolatedLaneRuns(const c10::OperatorHandle& op) {
   switch (ops::UncheckedPreconditionOf(op.schema().name())) {
+    case ops::UncheckedPrecondition::kKeyValueSameLength:
     case ops::UncheckedPrecondition::kBoundedDegree:
     case ops::UncheckedPrecondition::kFiniteMatrixNorm:
     case ops::UncheckedPrecondition::kFiniteInput:
@@ -267,6 +289,8 @@ std::optional<std::string> UncheckedRead(const c10::OperatorHandle& op,
       return MatrixNormNotFinite(name, stack, node, types);
     case ops::UncheckedPrecondition::kFiniteInput:
       return NonFiniteInput(name, stack);
+    case ops::UncheckedPrecondition::kKeyValueSameLength:
+      return KeyValueLengthsDiffer(name, stack);
     case ops::UncheckedPrecondition::kNone:
       break;
   }

@@ -562,6 +562,7 @@ constexpr UncheckedFact kUnchecked[] = {
     {"aten::slow_conv_transpose3d", UncheckedPrecondition::kWeightCoversKernel},
     {"aten::set", UncheckedPrecondition::kSourceOfTheSameDType},
     {"aten::set_", UncheckedPrecondition::kSourceOfTheSameDType},
+    {"aten::scaled_dot_product_attention", UncheckedPrecondition::kKeyValueSameLength},
     {"aten::matrix_exp", UncheckedPrecondition::kFiniteMatrixNorm},
     {"aten::linalg_matrix_exp", UncheckedPrecondition::kFiniteMatrixNorm},
     {"aten::svd", UncheckedPrecondition::kFiniteInput},

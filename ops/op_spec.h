@@ -150,6 +150,9 @@ enum class UncheckedPrecondition {
                            // reached every worker); LAPACK's geev (eig, eigvals)
                            // segfaults on the CPU, and the dying worker's crash handler
                            // wedged for 50 s on a 2-core host
+  kKeyValueSameLength,     // scaled_dot_product_attention: the CPU's flash attention takes
+                           // the sequence length from value and reads (and in the backward
+                           // writes) past a shorter key: heap corruption (PR #193728)
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.

@@ -132,6 +132,21 @@ TEST(IndexPrecheck, DeclinesAConvWeightSmallerThanItsKernel) {
 // Seen on the H200: set.source_Tensor of a float64 self onto a float32
 // source read the float32 storage as float64, past its end: 10 buckets of
 // garbage that no repro could replay.
+// Session 35: the CPU's flash attention with a key of 1 position and a value
+// of 4 corrupted the heap (PR #193728); such a call runs in the lane only.
+TEST(IndexPrecheck, DeclinesAttentionWithKeyAndValueOfDifferentLengths) {
+  const c10::OperatorHandle sdpa = Op("aten::scaled_dot_product_attention", "");
+  torch::jit::Stack same = {at::zeros({1, 3, 6, 8}), at::zeros({1, 3, 4, 8}),
+                            at::zeros({1, 3, 4, 8})};
+  EXPECT_FALSE(UncheckedRead(sdpa, same).has_value());
+  torch::jit::Stack other = {at::zeros({1, 3, 6, 8}), at::zeros({1, 3, 1, 8}),
+                             at::zeros({1, 3, 4, 8})};
+  std::optional<std::string> why = UncheckedRead(sdpa, other);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("key has 1 positions and value 4"), std::string::npos) << *why;
+  EXPECT_TRUE(IsolatedLaneRuns(sdpa));
+}
+
 TEST(IndexPrecheck, DeclinesSetOntoASourceOfAnotherDType) {
   const c10::OperatorHandle set = Op("aten::set", "source_Tensor");
   torch::jit::Stack same = {at::zeros({}, at::kDouble), at::zeros({3}, at::kDouble)};

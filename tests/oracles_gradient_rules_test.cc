@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "torch/csrc/autograd/autograd.h"
+#include "oracles/compare.h"
 #include "oracles/gradient.h"
 #include "oracles/rules/gradient_rule.h"
 #include "tests/test_util.h"
@@ -676,6 +677,39 @@ output %o
                                   finite.to(at::kDouble), false);
     EXPECT_EQ(gradient_attention_logits(c).has_value(), scale > 1) << scale;
   }
+}
+
+// Session 35's bicubic buckets: the kernel forms its weights in float32 by
+// design, so its float32 gradient is off the float64 one by the weights'
+// rounding times the cotangents it gathers; 1e-3 of the gradient is not.
+TEST(GradientRules, AnUpsampleFormsItsWeightsInFloat32) {
+  Case k = CaseOf(R"(divfuzz v1
+input %f: f32[1,1,3,4] = normal(seed=1)
+%y = aten::upsample_bicubic2d(%f, [4, 3], False)
+output %y
+)", DivergenceClass::kTolerance);
+  at::Generator gen = at::detail::createCPUGenerator(3);
+  const at::Tensor x = at::randn({1, 1, 3, 4}, gen, at::kDouble).to(at::kFloat).to(at::kDouble);
+  const at::Tensor g = (at::randn({1, 1, 4, 3}, gen, at::kDouble) * 1e36).to(at::kFloat);
+  auto grad = [&](at::ScalarType t) {
+    at::AutoGradMode on(true);
+    at::Tensor xx = x.to(t).detach().requires_grad_(true);
+    at::Tensor y = at::upsample_bicubic2d(xx, {4, 3}, false);
+    return torch::autograd::grad({y}, {xx}, {g.to(t)})[0].detach();
+  };
+  const at::Tensor w = grad(at::kDouble), f32 = grad(at::kFloat);
+  ASSERT_TRUE(CompareTensors(f32, w.to(at::kFloat), graph::DType::kF32,
+                             DefaultPolicy().For("aten::upsample_bicubic2d", graph::DType::kF32))
+                  .has_value());  // the rounding the rule must explain
+  GradientContext ok = ContextOf(k, {{"f", x}}, {g}, f32, w.to(at::kFloat), w, false);
+  std::optional<RuleMatch> m = gradient_interpolation_weights(ok);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_interpolation_weights");
+  at::Tensor wrong = f32.clone();
+  const int64_t top = w.reshape(-1).abs().argmax().item<int64_t>();
+  wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.001f;
+  GradientContext bad = ContextOf(k, {{"f", x}}, {g}, wrong, w.to(at::kFloat), w, false);
+  EXPECT_FALSE(gradient_interpolation_weights(bad).has_value());
 }
 
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
