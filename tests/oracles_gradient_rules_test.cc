@@ -705,11 +705,46 @@ output %y
   std::optional<RuleMatch> m = gradient_interpolation_weights(ok);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->rule, "gradient_interpolation_weights");
-  at::Tensor wrong = f32.clone();
+  at::Tensor wrong = f32.clone(at::MemoryFormat::Contiguous);  // so reshape is a view
   const int64_t top = w.reshape(-1).abs().argmax().item<int64_t>();
   wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.001f;
   GradientContext bad = ContextOf(k, {{"f", x}}, {g}, wrong, w.to(at::kFloat), w, false);
   EXPECT_FALSE(gradient_interpolation_weights(bad).has_value());
+}
+
+// Session 35's SafeSoftmaxBackward0 buckets: attention's float32 dP - D
+// cancels. The float32 gradient is within its terms' rounding of the float64
+// one; 2% off the largest element is not.
+TEST(GradientRules, AttentionBackwardRoundsItsCancellingTerms) {
+  Case k = CaseOf(R"(divfuzz v1
+input %q: f32[1,2,5,8] = normal(seed=1)
+input %k: f32[1,2,5,8] = normal(seed=2)
+input %v: f32[1,2,5,8] = normal(seed=3)
+%o = aten::scaled_dot_product_attention(%q, %k, %v)
+output %o
+)", DivergenceClass::kTolerance);
+  at::Generator gen = at::detail::createCPUGenerator(11);
+  auto draw = [&](double scale) {
+    return (at::randn({1, 2, 5, 8}, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
+  };
+  const at::Tensor q = draw(0.5), kk = draw(0.5), v = draw(1000), g = draw(1000).to(at::kFloat);
+  auto grad_q = [&](at::ScalarType t) {
+    at::AutoGradMode on(true);
+    at::Tensor qq = q.to(t).detach().requires_grad_(true);
+    at::Tensor o = at::scaled_dot_product_attention(qq, kk.to(t), v.to(t));
+    return torch::autograd::grad({o}, {qq}, {g.to(t)})[0].detach();
+  };
+  const at::Tensor w = grad_q(at::kDouble), f32 = grad_q(at::kFloat);
+  const std::map<std::string, at::Tensor> inputs{{"q", q}, {"k", kk}, {"v", v}};
+  GradientContext ok = ContextOf(k, inputs, {g}, f32, w.to(at::kFloat), w, false);
+  std::optional<RuleMatch> m = gradient_attention_rounding(ok);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_attention_rounding");
+  at::Tensor wrong = f32.clone(at::MemoryFormat::Contiguous);  // so reshape is a view
+  const int64_t top = w.reshape(-1).abs().argmax().item<int64_t>();
+  wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.02f;
+  GradientContext bad = ContextOf(k, inputs, {g}, wrong, w.to(at::kFloat), w, false);
+  EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
 }
 
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
