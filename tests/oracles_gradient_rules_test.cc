@@ -652,17 +652,21 @@ output %y
   EXPECT_TRUE(gradient_scan_carry(c).has_value());
 }
 
+// One attention call, as the attention rules read it (shapes come from the
+// tensors a test passes, not from these declarations).
+constexpr char kAttention[] = R"(divfuzz v1
+input %q: f32[1,2,5,8] = normal(seed=1)
+input %k: f32[1,2,5,8] = normal(seed=2)
+input %v: f32[1,2,5,8] = normal(seed=3)
+%o = aten::scaled_dot_product_attention(%q, %k, %v)
+output %o
+)";
+
 // Session 35's attention buckets with logits of 3.5e13: the float32 logits
 // are known to more than 1, so exp(S - LSE) and the gradient's class are
 // undetermined. Logits of a few hundred leave a NaN a finding.
 TEST(GradientRules, AttentionLogitsPastFloat32ResolutionLeaveTheClassOpen) {
-  Case split = CaseOf(R"(divfuzz v1
-input %q: f32[1,1,4,8] = normal(seed=1)
-input %k: f32[1,1,4,8] = normal(seed=2)
-input %v: f32[1,1,4,8] = normal(seed=3)
-%o = aten::scaled_dot_product_attention(%q, %k, %v)
-output %o
-)", DivergenceClass::kClassSplit, 0);
+  Case split = CaseOf(kAttention, DivergenceClass::kClassSplit, 0);
   at::Generator gen = at::detail::createCPUGenerator(5);
   const at::Tensor q = at::randn({1, 1, 4, 8}, gen, at::kDouble) * 10;
   const at::Tensor kk = at::randn({1, 1, 4, 8}, gen, at::kDouble) * 10;
@@ -691,13 +695,8 @@ output %y
   at::Generator gen = at::detail::createCPUGenerator(3);
   const at::Tensor x = at::randn({1, 1, 3, 4}, gen, at::kDouble).to(at::kFloat).to(at::kDouble);
   const at::Tensor g = (at::randn({1, 1, 4, 3}, gen, at::kDouble) * 1e36).to(at::kFloat);
-  auto grad = [&](at::ScalarType t) {
-    at::AutoGradMode on(true);
-    at::Tensor xx = x.to(t).detach().requires_grad_(true);
-    at::Tensor y = at::upsample_bicubic2d(xx, {4, 3}, false);
-    return torch::autograd::grad({y}, {xx}, {g.to(t)})[0].detach();
-  };
-  const at::Tensor w = grad(at::kDouble), f32 = grad(at::kFloat);
+  auto bicubic = [](const at::Tensor& t) { return at::upsample_bicubic2d(t, {4, 3}, false); };
+  const at::Tensor w = GradOf(bicubic, x, g), f32 = GradOf(bicubic, x, g, at::kFloat);
   ASSERT_TRUE(CompareTensors(f32, w.to(at::kFloat), graph::DType::kF32,
                              DefaultPolicy().For("aten::upsample_bicubic2d", graph::DType::kF32))
                   .has_value());  // the rounding the rule must explain
@@ -716,25 +715,16 @@ output %y
 // cancels. The float32 gradient is within its terms' rounding of the float64
 // one; 2% off the largest element is not.
 TEST(GradientRules, AttentionBackwardRoundsItsCancellingTerms) {
-  Case k = CaseOf(R"(divfuzz v1
-input %q: f32[1,2,5,8] = normal(seed=1)
-input %k: f32[1,2,5,8] = normal(seed=2)
-input %v: f32[1,2,5,8] = normal(seed=3)
-%o = aten::scaled_dot_product_attention(%q, %k, %v)
-output %o
-)", DivergenceClass::kTolerance);
+  Case k = CaseOf(kAttention, DivergenceClass::kTolerance);
   at::Generator gen = at::detail::createCPUGenerator(11);
   auto draw = [&](double scale) {
     return (at::randn({1, 2, 5, 8}, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
   };
   const at::Tensor q = draw(0.5), kk = draw(0.5), v = draw(1000), g = draw(1000).to(at::kFloat);
-  auto grad_q = [&](at::ScalarType t) {
-    at::AutoGradMode on(true);
-    at::Tensor qq = q.to(t).detach().requires_grad_(true);
-    at::Tensor o = at::scaled_dot_product_attention(qq, kk.to(t), v.to(t));
-    return torch::autograd::grad({o}, {qq}, {g.to(t)})[0].detach();
+  auto attention = [&](const at::Tensor& t) {
+    return at::scaled_dot_product_attention(t, kk.to(t.scalar_type()), v.to(t.scalar_type()));
   };
-  const at::Tensor w = grad_q(at::kDouble), f32 = grad_q(at::kFloat);
+  const at::Tensor w = GradOf(attention, q, g), f32 = GradOf(attention, q, g, at::kFloat);
   const std::map<std::string, at::Tensor> inputs{{"q", q}, {"k", kk}, {"v", v}};
   GradientContext ok = ContextOf(k, inputs, {g}, f32, w.to(at::kFloat), w, false);
   std::optional<RuleMatch> m = gradient_attention_rounding(ok);
