@@ -880,11 +880,15 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
       ys.push_back(outs[i]);
       vs.push_back(Place(cotangents[i], target).to(outs[i].scalar_type()));
     }
-    const std::vector<torch::autograd::Node*> own = OwnBackwardNodes(ys, first_seq);
-    r.computing_nodes = static_cast<int>(std::count_if(
-        own.begin(), own.end(), [](torch::autograd::Node* fn) { return !MovesOnly(fn->name()); }));
+    // Only a probe's caller reads the op's own graph: the triage's many plain
+    // reruns do not walk it.
     std::optional<BackwardProbe> observed;
-    if (probe != nullptr) observed.emplace(own, first_seq, *probe);
+    if (probe != nullptr) {
+      const std::vector<torch::autograd::Node*> own = OwnBackwardNodes(ys, first_seq);
+      r.computing_nodes = static_cast<int>(std::count_if(own.begin(), own.end(),
+          [](torch::autograd::Node* fn) { return !MovesOnly(fn->name()); }));
+      observed.emplace(own, first_seq, *probe);
+    }
     std::vector<at::Tensor> grads(wrt.size());
     if (!ys.empty() && !wrt.empty()) {
       grads = torch::autograd::grad(ys, wrt, vs, /*retain_graph=*/false, /*create_graph=*/false,

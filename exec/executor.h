@@ -85,8 +85,8 @@ struct VjpResult {
   std::vector<std::string> wrt;
   NodeResult result;
   std::string grad_fn;  // the backward node PyTorch recorded ("SinhBackward0")
-  // The op's own backward nodes that compute (not views): more than one for
-  // a composite op, whose backward rounds between its kernels.
+  // With a probe: the op's own backward nodes that compute (not views), more
+  // than one for a composite op, whose backward rounds between its kernels.
   int computing_nodes = 0;
   std::vector<BackwardStep> steps;  // with a recording probe: each node's outputs
 };

@@ -206,7 +206,8 @@ output %y, %z
   EXPECT_FALSE(at::equal(gu, base));
   EXPECT_LT((gu + gd - 2 * base).abs().max().item<double>(), 1e-9 * base.abs().max().item<double>());
   EXPECT_LT((gu - base).abs().max().item<double>(), 1e-4 * base.abs().max().item<double>());
-  VjpResult sinc = RunNodeVjp(p.nodes[1], values, {at::ones({4, 3})}, types, Target::kCpuF64);
+  VjpResult sinc = RunNodeVjp(p.nodes[1], values, {at::ones({4, 3})}, types, Target::kCpuF64,
+                              false, nullptr, &record);
   EXPECT_EQ(sinc.computing_nodes, 1);
 }
 
