@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "exec/arguments.h"
 #include "exec/dtype_convert.h"
+#include "exec/index_precheck.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -314,7 +315,8 @@ namespace {
 // Runs the node on tensors made by `make`; the results' types.
 absl::StatusOr<std::vector<graph::TensorType>> InferWith(
     const c10::OperatorHandle& handle, const graph::Node& node, const ops::TypeEnv& env,
-    const std::function<at::Tensor(const graph::TensorType&)>& make, bool* no_kernel) {
+    const std::function<at::Tensor(const graph::TensorType&)>& make, bool runs_kernel,
+    bool* no_kernel) {
   const ValueLookup lookup = [&](const std::string& name) {
     auto it = env.find(name);
     return it == env.end() ? at::Tensor() : make(it->second);
@@ -322,6 +324,15 @@ absl::StatusOr<std::vector<graph::TensorType>> InferWith(
   try {
     absl::StatusOr<torch::jit::Stack> stack = BuildStack(handle.schema(), node, lookup);
     if (!stack.ok()) return stack.status();
+    // A stand-in run is a real CPU kernel in this process: arguments PyTorch
+    // does not check (SDPA's key and value of different lengths raise SIGFPE
+    // in the CPU's flash attention) would kill the fuzzer during shape
+    // inference, before the executor's own check could decline the node.
+    if (runs_kernel) {
+      if (std::optional<std::string> why = UncheckedRead(handle, *stack, &node, &env)) {
+        return absl::InvalidArgumentError(*why);
+      }
+    }
     handle.callBoxed(&*stack);
     std::vector<graph::TensorType> out;
     for (const c10::IValue& v : *stack) {
@@ -368,10 +379,10 @@ absl::StatusOr<std::vector<graph::TensorType>> InferOnMeta(const graph::Node& no
   }
   bool no_kernel = false;
   absl::StatusOr<std::vector<graph::TensorType>> out =
-      InferWith(*handle, node, env, MetaTensor, &no_kernel);
+      InferWith(*handle, node, env, MetaTensor, /*runs_kernel=*/false, &no_kernel);
   // Many Meta kernels live in Python (torch._meta_registrations), out of
   // libtorch's reach: such ops are typed by a CPU run on stand-in values.
-  if (!out.ok() && no_kernel) out = InferWith(*handle, node, env, CpuStandIn, &no_kernel);
+  if (!out.ok() && no_kernel) out = InferWith(*handle, node, env, CpuStandIn, /*runs_kernel=*/true, &no_kernel);
   return out;
 }
 

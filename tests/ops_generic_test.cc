@@ -201,3 +201,27 @@ TEST(OpsCommand, ProbeReportsAcceptanceFromRealRuns) {
 
 }  // namespace
 }  // namespace divfuzz
+
+namespace divfuzz {
+namespace {
+
+// Typing a node without a Meta kernel runs its CPU kernel on stand-ins in the
+// fuzzer's own process. A value shorter than the key raised SIGFPE in the CPU's
+// flash attention there (CI's graph_fuzzer at 04eca64); the executor's check of
+// PyTorch's unchecked preconditions now declines it before the stand-in runs.
+TEST(GenericOps, StandInsAreNotRunWhereAPreconditionIsUnchecked) {
+  const graph::Program p = testing::MustParse(R"(divfuzz v1
+input %q: f16[1,2,3,4] = fill(1.0)
+input %v: f16[1,2,0,4] = fill(1.0)
+%o = aten::scaled_dot_product_attention(%q, %q, %v)
+output %o
+)");
+  absl::StatusOr<ops::TypeEnv> t = ops::InferProgram(p, "sdpa.dfz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("sdpa.dfz:4"), std::string::npos) << t.status();
+  EXPECT_NE(t.status().message().find("key has 3 positions and value 0"), std::string::npos)
+      << t.status();
+}
+
+}  // namespace
+}  // namespace divfuzz
