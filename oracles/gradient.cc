@@ -242,7 +242,7 @@ bool SideExcused(const rules::GradientContext& c, const rules::GradientSide& s,
   Divergence d = c.d;
   d.cls = diff->cls;
   d.element = diff->element;
-  rules::GradientSide w{s.inputs, s.incoming, rounded, s.witness};
+  rules::GradientSide w{s.inputs, s.incoming, rounded, s.witness, s.results};
   rules::GradientContext one{c.node, c.types, policy, d, c.out, c.wrt, c.dtype, c.pointwise,
                              s, w, c.hints};
   one.tf32 = c.tf32;
@@ -512,8 +512,10 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // The gradient rules of oracles/rules.def, in its order; the first that
   // explains the divergence names it.
   rules::GradientContext c{node, types, policy, d, out, wrt, dt, pointwise,
-                           {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref},
-                           {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref},
+                           {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref,
+                            a.nodes[root].outputs},
+                           {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref,
+                            b.nodes[root].outputs},
                            spec != nullptr ? static_cast<uint64_t>(spec->hints) : 0};
   c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
   // Blamed on both: a side whose own distance from the witness a rule

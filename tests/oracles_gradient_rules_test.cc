@@ -294,6 +294,43 @@ output %v
   EXPECT_TRUE(gradient_variance_mean(by_rows).has_value());
 }
 
+TEST(GradientRules, StdOfEqualInputsIsAKinkWhereTheForwardRoundedOffZero) {
+  // Session 35's StdBackward0 f32 class split (judged expected): 16 equal
+  // f32 inputs, whose CPU std is 1.5e-8 rather than 0, and a cotangent of
+  // 1.7e38: the CPU's g/(2·std) overflows and gives -inf, CUDA's forward std
+  // is 0 and its backward the masked subgradient 0.
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f32[16] = fill(-0.2412)
+%s = aten::std(%x)
+output %s
+)", DivergenceClass::kClassSplit);
+  const at::Tensor x = at::full({16}, -0.2412f).to(at::kDouble);
+  const at::Tensor g = at::full({}, 1.7014117e38, at::kDouble);
+  const at::Tensor cpu_std = at::std(x.to(at::kFloat));
+  ASSERT_NE(cpu_std.item<float>(), 0.0f) << "the CPU's std of equal inputs is exactly 0 now";
+  const at::Tensor cpu = GradOf([](const at::Tensor& t) { return at::std(t); }, x, g, at::kFloat);
+  ASSERT_FALSE(at::isfinite(cpu).all().item<bool>()) << cpu;
+  const at::Tensor zero = at::zeros({16});
+  const at::Tensor witness = at::zeros({16}, at::kDouble);
+  GradientContext c = ContextOf(k, {{"x", x}}, {g}, cpu, zero, witness, false);
+  c.a.results = {cpu_std};
+  c.b.results = {at::zeros({})};
+  std::optional<RuleMatch> m = gradient_std_at_zero(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_std_at_zero");
+  // A side whose forward std is 0 skips the mask only by a bug.
+  GradientContext masked = c;
+  masked.a.results = {at::zeros({})};
+  EXPECT_FALSE(gradient_std_at_zero(masked).has_value());
+  // Inputs that are not all equal have a derivative: no kink to excuse.
+  std::map<std::string, at::Tensor> unequal = {{"x", x.clone()}};
+  unequal["x"][3] = -0.25;
+  GradientContext spread = c;
+  spread.a.inputs = unequal;
+  spread.b.inputs = unequal;
+  EXPECT_FALSE(gradient_std_at_zero(spread).has_value());
+}
+
 TEST(GradientRules, ASideWithinItsStatisticsRoundingIsNotBlamedBesideAnInfiniteOne) {
   // Session 33's batch_norm f16 class split (judged: CUDA alone wrong,
   // pytorch#195701 narrows dy·(x - mean) to half): the CPU's finite gradient

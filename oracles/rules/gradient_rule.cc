@@ -34,6 +34,22 @@ double GradientContext::ProductEps() const {
   return tf32 && single ? std::max(eps, std::ldexp(1.0, -10)) : eps;
 }
 
+std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x) {
+  std::vector<int64_t> dims;
+  const graph::Literal* dim = ops::FindArg(node, 1, "dim");
+  if (dim != nullptr && dim->kind == graph::Literal::Kind::kInt) dims.push_back(dim->i);
+  if (dim != nullptr && dim->kind == graph::Literal::Kind::kList) {
+    for (const graph::Literal& d : dim->list) {
+      if (d.kind == graph::Literal::Kind::kInt) dims.push_back(d.i);
+    }
+  }
+  for (int64_t& d : dims) d = d < 0 ? d + x.dim() : d;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  }
+  return dims;
+}
+
 double ElementAt(const at::Tensor& t, long long element) {
   if (!t.defined() || t.is_complex() || element < 0 || element >= t.numel()) return NAN;
   return t.reshape(-1)[element].to(at::kDouble).item<double>();

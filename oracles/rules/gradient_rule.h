@@ -27,6 +27,7 @@ struct GradientSide {
   std::vector<at::Tensor> incoming;          // dL/d(result j); undefined where none
   at::Tensor outgoing;                       // the diverging gradient (d/d `wrt`)
   at::Tensor witness;                        // its float64 backward from these inputs
+  std::vector<at::Tensor> results;           // the forward node's results on this side
 };
 
 struct GradientContext {
@@ -51,6 +52,10 @@ struct GradientContext {
 
 // The element of `t` the divergence names as float64 (NaN when out of range).
 double ElementAt(const at::Tensor& t, long long element);
+
+// The dims a reduction node reduces over `x` (its dim argument, an int or a
+// list; none given: all), each in [0, x.dim()).
+std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x);
 
 // `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
 // float, so a kink at 0 moves too): direction 0 up, 1 down, 4 and 5 by a

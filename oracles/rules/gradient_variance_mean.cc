@@ -23,23 +23,6 @@ namespace {
 
 using graph::Literal;
 
-// The reduced dims (none given: all) of `x`.
-std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x) {
-  std::vector<int64_t> dims;
-  const Literal* dim = ops::FindArg(node, 1, "dim");
-  if (dim != nullptr && dim->kind == Literal::Kind::kInt) dims.push_back(dim->i);
-  if (dim != nullptr && dim->kind == Literal::Kind::kList) {
-    for (const Literal& d : dim->list) {
-      if (d.kind == Literal::Kind::kInt) dims.push_back(d.i);
-    }
-  }
-  for (int64_t& d : dims) d = d < 0 ? d + x.dim() : d;
-  if (dims.empty()) {
-    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
-  }
-  return dims;
-}
-
 // Bessel's correction as the overload states it (correction=, unbiased=,
 // or var(input, unbiased)); 1 by default.
 double Correction(const graph::Node& node) {
