@@ -11,8 +11,15 @@
 // It also replaces aten::sigmoid_backward (SigmoidBackward0) with one that is
 // 1% high in float64 only: the float64 reference shares the fault and blames
 // the correct float32 side, which only the exact derivative can tell.
+// And aten::tanh_backward (TanhBackward0), which in float32 doubles the
+// gradient on its first call in a process and then raises a CUDA fault's
+// message on every later one: the oracle's rerun of that backward meets "the
+// CUDA context" failing, as a CUDA side's rerun can on a GPU host.
 #include <ATen/ATen.h>
 #include <torch/library.h>
+
+#include <atomic>
+#include <stdexcept>
 
 namespace {
 
@@ -30,9 +37,18 @@ at::Tensor SigmoidBackward(const at::Tensor& grad, const at::Tensor& output) {
   return output.scalar_type() == at::kDouble ? g * 1.01 : g;
 }
 
+at::Tensor TanhBackward(const at::Tensor& grad, const at::Tensor& output) {
+  static std::atomic<int> float_calls{0};
+  at::Tensor g = grad * (1 - output * output);
+  if (output.scalar_type() != at::kFloat) return g;
+  if (float_calls++ == 0) return g * 2;
+  throw std::runtime_error("CUDA error: an illegal memory access was encountered");
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, CPU, m) {
   m.impl("threshold_backward", &ThresholdBackward);
   m.impl("sigmoid_backward", &SigmoidBackward);
+  m.impl("tanh_backward", &TanhBackward);
 }

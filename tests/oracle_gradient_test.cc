@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "gmock/gmock.h"
+#include "nlohmann/json.hpp"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -87,6 +88,45 @@ output %g
   EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu-f64"));
   EXPECT_THAT(out, HasSubstr("witness: exact-derivative"));
   EXPECT_THAT(out, HasSubstr("float64 backwards were set aside"));
+}
+
+// A CUDA fault while the oracle reruns a backward kernel to judge it poisons
+// the worker's context as a fault in the run itself does: nothing of that
+// run is judged, and the harness aborts so the supervisor starts a fresh
+// worker (session 35: two of C5's error splits were such reruns). The
+// plugin's tanh_backward raises the fault's message on its rerun.
+TEST(GradientOracle, ACudaFaultWhileTheOracleRerunsABackwardJudgesNothing) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("triage_fault");
+  const char* program = R"(divfuzz v1
+input %x: f32[4] = values(0.5, 3.0, -1.0, 2.0)
+input %v: f32[4] = fill(1.0)
+%y = aten::tanh(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)";
+  const std::string out = Replay(dir, "fault.dfz", program);
+  EXPECT_THAT(out, HasSubstr("the CUDA context failed while the backward kernels were rerun"));
+  EXPECT_THAT(out, Not(HasSubstr("tier: bug")));
+  EXPECT_THAT(out, Not(HasSubstr("tier: expected")));
+  // The harness: the worker aborts and files a crash of the gradient
+  // statement; no bug or error split.
+  const std::string findings = dir + "/findings";
+  testing::CommandRun r = RunShell(
+      "DIVFUZZ_PLUGINS=" + std::string(DIVFUZZ_FAULTY_BACKWARD_PLUGIN) +
+      " DIVFUZZ_TARGETS=cpu,cpu-f64 DIVFUZZ_FINDINGS=" + findings + " " + kTool + " fuzz " + dir +
+      "/fault.dfz 2>&1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("CUDA fault; aborting so the supervisor restarts the worker"));
+  std::ifstream index(findings + "/index.jsonl");
+  ASSERT_TRUE(index.good()) << findings;
+  int crashes = 0;
+  for (std::string line; std::getline(index, line);) {
+    const nlohmann::json e = nlohmann::json::parse(line);
+    EXPECT_EQ(e["class"], "crash") << line;
+    crashes += e["class"] == "crash" && e["signature"] == "autograd::grad|f32|crash|cpu-f64";
+  }
+  EXPECT_EQ(crashes, 1);
 }
 
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {

@@ -384,7 +384,7 @@ Outcome Harness::RunOne(const graph::Program& program, const ops::TypeEnv& types
     if (d->cuda_fault_in_triage) {
       RecordCudaFaultAndAbort(program, types, outcome.verdict,
                               run.a.target == exec::Target::kCuda || run.a.target == exec::Target::kCudaF64 ? run.a : run.b,
-                              graph::PrintProgram(program));
+                              graph::PrintProgram(program), d->node_index);
     }
   }
   for (const oracles::Divergence* d : outcome.verdict.Roots()) {
@@ -634,13 +634,15 @@ void Harness::WriteReproPy(const graph::Program& program, const oracles::Verdict
 
 void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::TypeEnv& types,
                                       const oracles::Verdict& verdict, const exec::RunResult& bad,
-                                      const std::string& text) {
+                                      const std::string& text, int node) {
   // The node that faulted names the bucket, as the campaign names the crash
   // artifact this abort leaves: one bucket for both (fuzz/harness/crash_hang_triage.h).
-  int node = -1;
-  for (size_t i = 0; i < bad.nodes.size() && node < 0; ++i) {
+  for (size_t i = 0; i < bad.nodes.size(); ++i) {
     const auto& e = bad.nodes[i].error;
-    if (e && e->kind == exec::NodeError::Kind::kCudaFatal) node = static_cast<int>(i);
+    if (e && e->kind == exec::NodeError::Kind::kCudaFatal) {
+      node = static_cast<int>(i);
+      break;
+    }
   }
   // The isolated lane files it once its confirming replay has localized it
   // (fuzz/campaign/isolated_lane.h): this line names the node, as locate's does.
@@ -654,7 +656,10 @@ void Harness::RecordCudaFaultAndAbort(const graph::Program& program, const ops::
   if (config_.on_mps) {
     FlushHits();
     std::cerr << "divfuzz: CUDA fault on the campaign's MPS server ("
-              << (node >= 0 ? bad.nodes[node].error->message : std::string("node unknown"))
+              << (node >= 0 && node < static_cast<int>(bad.nodes.size()) && bad.nodes[node].error
+                      ? bad.nodes[node].error->message
+                      : std::string(node >= 0 ? "in the oracle's rerun of a backward"
+                                              : "node unknown"))
               << "); exiting so the supervisor replays the input alone\n";
     std::_Exit(kExitMpsFault);
   }

@@ -172,11 +172,14 @@ class Harness {
   void WriteReproPy(const graph::Program& program, const oracles::Verdict& verdict,
                     const oracles::Divergence& d, const std::string& id);
   // `bad` poisoned its CUDA context: files the crash bucket of the node that
-  // faulted, flushes, and aborts so the supervisor starts a fresh worker.
+  // faulted (`node` where no node of `bad` did: the oracle's rerun of that
+  // node's backward faulted), flushes, and aborts so the supervisor starts a
+  // fresh worker.
   [[noreturn]] void RecordCudaFaultAndAbort(const graph::Program& program,
                                             const ops::TypeEnv& types,
                                             const oracles::Verdict& verdict,
-                                            const exec::RunResult& bad, const std::string& text);
+                                            const exec::RunResult& bad, const std::string& text,
+                                            int node = -1);
   // Every second (and at the first program): counters to the stats file;
   // every 10 s: batched hits to the store.
   void FlushPeriodically();
