@@ -16,6 +16,7 @@
 #include "oracles/expected_rules.h"
 #include "oracles/gradient.h"
 #include "oracles/trigger.h"
+#include "oracles/triage_memo.h"
 
 namespace divfuzz::oracles {
 namespace {
@@ -75,81 +76,107 @@ std::string RelevantVariantSide(const Divergence& d) {
 }
 
 
+namespace {
+
+// One root divergence: the wrong side, the witness, the tier.
+void TriageRoot(const graph::Program& program, const ops::TypeEnv& types,
+                const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
+                Divergence& d, const exec::WitnessPlan* plan) {
+  d.trigger = TriggerClass(program, a, d);
+  if (CudaFaultAt(a, d) || CudaFaultAt(b, d)) {
+    // A CUDA fault surfaces at the next synchronizing node, not always the
+    // one that launched it: only the campaign's replay with
+    // CUDA_LAUNCH_BLOCKING=1 can say which node (it files that bucket).
+    d.tier = "divergence";
+    d.wrong_side = "undecided";
+    d.reason = "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
+               "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
+    return;
+  }
+  if (AtGradient(program, d)) {
+    TriageGradient(program, types, a, b, policy, d, plan);
+    return;
+  }
+  // Writing into an input the schema does not declare mutable is a bug in
+  // its own right, whatever the values: the writer is wrong, and no rule
+  // about the numbers excuses it (CUDA linalg_eigvals overwrote QR's Q).
+  if (const std::string writer = InputWriter(a, b, d); !writer.empty()) {
+    d.tier = "bug";
+    d.wrong_side = writer;
+    d.witness = "schema";
+    const exec::RunResult& w = writer == std::string(exec::TargetName(a.target)) ? a : b;
+    const std::string message =
+        writer == "both" ? a.nodes[d.node_index].error->message
+                         : w.nodes[d.node_index].error->message;
+    d.reason = absl::StrCat(writer == "both" ? "both sides" : writer, " ", message, " (",
+                            d.op, "): the schema says the op leaves that input as it was, so "
+                            "writing into it is a bug whatever the values",
+                            writer == "both" ? "" : "; the other side left it as it was");
+    return;
+  }
+  // An internal assertion is a bug of the side that raised it, whatever
+  // the values: PyTorch's message itself says so.
+  // Not where the node read inf or NaN: the notes let linear algebra "raise
+  // an exception, or even segfault" there, whatever the message (session
+  // 34: lstsq of a NaN, MKL's argument check as an internal assertion,
+  // pytorch#132693).
+  auto nonfinite_input = [&](const exec::RunResult& r) {
+    for (const auto& [name, t] : NodeInputs(program, d.node_index, r)) {
+      if (t.defined() && (t.is_floating_point() || t.is_complex()) &&
+          !at::isfinite(t).all().item<bool>()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (const std::string asserted = RaisedWith(a, b, d, kInternalAssert);
+      !asserted.empty() && !nonfinite_input(a) && !nonfinite_input(b)) {
+    d.tier = "bug";
+    d.wrong_side = asserted;
+    d.witness = "internal-assert";
+    const exec::RunResult& w = asserted == std::string(exec::TargetName(b.target)) ? b : a;
+    d.reason = absl::StrCat(asserted == "both" ? "both sides" : asserted, " failed an internal "
+                            "assertion of PyTorch's (", d.op, "): '",
+                            w.nodes[d.node_index].error->message.substr(0, 200),
+                            "'; PyTorch's own message calls that a bug to report");
+    return;
+  }
+  Attribute(program, types, a, b, policy, d, plan);
+  if (d.cls == DivergenceClass::kDtypeGap) {
+    d.tier = "dtype_gap";
+  } else if (std::optional<RuleMatch> m = MatchExpectedRule(program, types, a, b, policy, d)) {
+    d.tier = "expected";
+    d.expected_rule = m->rule;
+    d.reason = m->reason + "; " + d.reason;
+  } else if (d.wrong_side == "undecided") {
+    d.tier = "divergence";
+  } else {
+    d.tier = "bug";
+  }
+}
+
+}  // namespace
+
 void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
             const exec::RunResult& b, const Policy& policy, Verdict& verdict,
-            const exec::WitnessPlan* plan) {
+            const exec::WitnessPlan* plan, TriageMemo* memo) {
   for (Divergence& d : verdict.divergences) {
     if (!d.root) continue;  // downstream divergences repeat their root's story
-    d.trigger = TriggerClass(program, a, d);
-    if (CudaFaultAt(a, d) || CudaFaultAt(b, d)) {
-      // A CUDA fault surfaces at the next synchronizing node, not always the
-      // one that launched it: only the campaign's replay with
-      // CUDA_LAUNCH_BLOCKING=1 can say which node (it files that bucket).
-      d.tier = "divergence";
-      d.wrong_side = "undecided";
-      d.reason = "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
-                 "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
-      continue;
+    std::optional<std::string> key;
+    if (memo != nullptr && plan == nullptr) {
+      key = TriageMemo::KeyOf(program, d.node_index,
+                              absl::StrCat(verdict.target_a, " vs ", verdict.target_b), a, b);
     }
-    if (AtGradient(program, d)) {
-      TriageGradient(program, types, a, b, policy, d, plan);
-      continue;
-    }
-    // Writing into an input the schema does not declare mutable is a bug in
-    // its own right, whatever the values: the writer is wrong, and no rule
-    // about the numbers excuses it (CUDA linalg_eigvals overwrote QR's Q).
-    if (const std::string writer = InputWriter(a, b, d); !writer.empty()) {
-      d.tier = "bug";
-      d.wrong_side = writer;
-      d.witness = "schema";
-      const exec::RunResult& w = writer == std::string(exec::TargetName(a.target)) ? a : b;
-      const std::string message =
-          writer == "both" ? a.nodes[d.node_index].error->message
-                           : w.nodes[d.node_index].error->message;
-      d.reason = absl::StrCat(writer == "both" ? "both sides" : writer, " ", message, " (",
-                              d.op, "): the schema says the op leaves that input as it was, so "
-                              "writing into it is a bug whatever the values",
-                              writer == "both" ? "" : "; the other side left it as it was");
-      continue;
-    }
-    // An internal assertion is a bug of the side that raised it, whatever
-    // the values: PyTorch's message itself says so.
-    // Not where the node read inf or NaN: the notes let linear algebra "raise
-    // an exception, or even segfault" there, whatever the message (session
-    // 34: lstsq of a NaN, MKL's argument check as an internal assertion,
-    // pytorch#132693).
-    auto nonfinite_input = [&](const exec::RunResult& r) {
-      for (const auto& [name, t] : NodeInputs(program, d.node_index, r)) {
-        if (t.defined() && (t.is_floating_point() || t.is_complex()) &&
-            !at::isfinite(t).all().item<bool>()) {
-          return true;
-        }
+    if (key) {
+      if (const Divergence* judged = memo->Find(*key)) {
+        d = *judged;
+        continue;
       }
-      return false;
-    };
-    if (const std::string asserted = RaisedWith(a, b, d, kInternalAssert);
-        !asserted.empty() && !nonfinite_input(a) && !nonfinite_input(b)) {
-      d.tier = "bug";
-      d.wrong_side = asserted;
-      d.witness = "internal-assert";
-      const exec::RunResult& w = asserted == std::string(exec::TargetName(b.target)) ? b : a;
-      d.reason = absl::StrCat(asserted == "both" ? "both sides" : asserted, " failed an internal "
-                              "assertion of PyTorch's (", d.op, "): '",
-                              w.nodes[d.node_index].error->message.substr(0, 200),
-                              "'; PyTorch's own message calls that a bug to report");
-      continue;
     }
-    Attribute(program, types, a, b, policy, d, plan);
-    if (d.cls == DivergenceClass::kDtypeGap) {
-      d.tier = "dtype_gap";
-    } else if (std::optional<RuleMatch> m = MatchExpectedRule(program, types, a, b, policy, d)) {
-      d.tier = "expected";
-      d.expected_rule = m->rule;
-      d.reason = m->reason + "; " + d.reason;
-    } else if (d.wrong_side == "undecided") {
-      d.tier = "divergence";
-    } else {
-      d.tier = "bug";
+    TriageRoot(program, types, a, b, policy, d, plan);
+    // A CUDA fault ends the worker: nothing of such a run is kept.
+    if (key && !d.cuda_fault_in_triage && !CudaFaultAt(a, d) && !CudaFaultAt(b, d)) {
+      memo->Put(*key, d);
     }
   }
   for (Divergence& d : verdict.divergences) {

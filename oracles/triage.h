@@ -10,13 +10,16 @@
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/policy.h"
+#include "oracles/triage_memo.h"
 #include "oracles/verdict.h"
 
 namespace divfuzz::oracles {
 
+// With a memo, a root it has judged before (oracles/triage_memo.h) takes
+// that judgement instead of being judged again.
 void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
             const exec::RunResult& b, const Policy& policy, Verdict& verdict,
-            const exec::WitnessPlan* plan = nullptr);
+            const exec::WitnessPlan* plan = nullptr, TriageMemo* memo = nullptr);
 
 // d.wrong_side without the CUDA switches that do not change the root op's
 // kernels ("cuda+cublaslt" blamed for embedding_renorm is "cuda"): Triage

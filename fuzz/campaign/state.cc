@@ -75,6 +75,8 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"over_budget", 0},
                           {"one_sided", 0},
                           {"gradient_programs", 0},
+                          {"triage_judged", 0},
+                          {"triage_reused", 0},
                           {"batches", 0},
                           {"variant_cases", 0},
                           {"isolated_queued", 0},
@@ -83,7 +85,7 @@ nlohmann::json SumWorkerStats(const std::string& work) {
                           {"phases", nlohmann::json::object()}};
   ForEachWorkerStats(work, [&](int, const nlohmann::json& j) {
     for (const char* key :
-         {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "gradient_programs", "batches",
+         {"executions", "moved_by_rules", "quarantined", "over_budget", "one_sided", "gradient_programs", "triage_judged", "triage_reused", "batches",
           "variant_cases", "isolated_queued", "isolated_dropped"}) {
       if (j.contains(key) && j[key].is_number_integer()) {
         total[key] = total[key].get<int64_t>() + j[key].get<int64_t>();

@@ -201,6 +201,14 @@ void PrintSummary(const std::string& findings_dir, const std::string& work_dir, 
                          executions > 0 ? 100.0 * gradient_programs / executions : 0.0);
   for (const auto& [tier, n] : gradient_by_tier) out << " " << tier << "=" << n;
   out << "\n";
+  // Roots a worker had judged before, on the same slice of a program
+  // (oracles/triage_memo.h): their judgement was reused, not rerun.
+  const int64_t judged = totals.value("triage_judged", int64_t{0});
+  const int64_t reused = totals.value("triage_reused", int64_t{0});
+  out << absl::StrFormat("root divergences judged: %d; taken from an identical earlier root "
+                         "(same node, same slice of its program): %d (%.1f%%)\n",
+                         judged, reused,
+                         judged + reused > 0 ? 100.0 * reused / (judged + reused) : 0.0);
   PrintPhases(totals.value("phases", nlohmann::json::object()), executions, out);
   // Root-cause groups first: one mechanism often files many buckets.
   std::vector<report::Bucket> buckets;

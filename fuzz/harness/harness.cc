@@ -87,6 +87,8 @@ struct Harness::State {
   int64_t over_budget = 0;     // programs skipped for their memory footprint
   int64_t one_sided = 0;       // programs with a pair some device rejects (ops/generic.h)
   int64_t gradient_programs = 0;  // programs with a gradient statement (graph/gradient.h)
+  // Roots judged once and reused for later copies (oracles/triage_memo.h).
+  oracles::TriageMemo triage_memo;
   // Nodes not run, per op: inputs that break a precondition the kernel does
   // not survive (exec::NodeError::declined); nothing was compared there.
   std::map<std::string, int64_t> declined_by_op;
@@ -115,6 +117,7 @@ struct Harness::State {
             {"moved_by_rules", moved_by_rules}, {"quarantined", quarantined},
             {"over_budget", over_budget},       {"one_sided", one_sided},
             {"gradient_programs", gradient_programs},
+            {"triage_judged", triage_memo.judged()}, {"triage_reused", triage_memo.reused()},
             {"batches", batches},               {"variant_cases", variant_cases},
             {"declined_by_op", declined_by_op},
             {"isolated_queued", isolated_queued},   {"isolated_dropped", isolated_dropped},
@@ -513,7 +516,8 @@ oracles::Verdict Harness::Judge(const graph::Program& program, const ops::TypeEn
     return oracles::Compare(program, types, run.a, run.b, config_.policy);
   }();
   PhaseClock::Scope phase(&state_->phases, PhaseClock::k_triage);
-  oracles::Triage(program, types, run.a, run.b, config_.policy, verdict);
+  oracles::Triage(program, types, run.a, run.b, config_.policy, verdict, nullptr,
+                  &state_->triage_memo);
   CheckDeterminism(program, types, run.a, run.b, verdict);
   return verdict;
 }
