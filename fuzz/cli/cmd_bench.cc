@@ -279,6 +279,7 @@ int RunBench(const std::vector<std::string>& args) {
     config.findings_dir = findings;
     config.policy = *policy;
     config.variants = absl::GetFlag(FLAGS_variants);
+    config.triage_memo = false;  // the second pass repeats the first's programs
     Harness harness(config);
     Harness::Counts before;
     for (double* seconds : {&t.harness_seconds, &t.repeat_seconds}) {

@@ -517,7 +517,7 @@ oracles::Verdict Harness::Judge(const graph::Program& program, const ops::TypeEn
   }();
   PhaseClock::Scope phase(&state_->phases, PhaseClock::k_triage);
   oracles::Triage(program, types, run.a, run.b, config_.policy, verdict, nullptr,
-                  &state_->triage_memo);
+                  config_.triage_memo ? &state_->triage_memo : nullptr);
   CheckDeterminism(program, types, run.a, run.b, verdict);
   return verdict;
 }

@@ -55,6 +55,10 @@ struct HarnessConfig {
   // into one batched program. 1: off (a harness built in code); a worker's
   // is --variants'.
   int variants = 1;
+  // Reuse the judgement of a root judged before on the same slice and values
+  // (oracles/triage_memo.h). The bench turns it off: it repeats one program
+  // set, so every root of its later passes would be a repeat.
+  bool triage_memo = true;
   // The share of generated programs with a gradient statement, and the rate
   // at which mutation adds them (mutators::GenerateOptions): 0 for a harness
   // built in code; a worker's is --grad_share's.

@@ -68,7 +68,34 @@ bool NonFiniteIncoming(const GradientContext& c, const GradientSide& s) {
 
 }  // namespace
 
+// An elementwise op whose forward result is NaN at the element on both sides
+// from inputs that are not: the function is not defined there (log(-1) in
+// xlogy's other argument, digamma at a pole), rule 5's own examples
+// (session 36: DigammaBackward0 at -3 and XlogyBackward1 at y = -2.03,
+// judged expected; the float64 gradient at a pole runs the same reflection
+// formula and is no witness).
+bool NotDefinedThere(const GradientContext& c) {
+  if (!c.pointwise || c.d.element < 0) return false;
+  auto nan_at = [&](const GradientSide& s) {
+    for (const at::Tensor& r : s.results) {
+      if (r.defined() && !r.is_complex() && r.numel() == s.outgoing.numel() &&
+          std::isnan(ElementAt(r, c.d.element))) {
+        return true;
+      }
+    }
+    return false;
+  };
+  return nan_at(c.a) && nan_at(c.b);
+}
+
 std::optional<RuleMatch> gradient_undefined_point(const GradientContext& c) {
+  if (NotDefinedThere(c)) {
+    return RuleMatch{"gradient_undefined_point",
+                     absl::StrCat(c.node.QualifiedName(), " is NaN there on both sides from "
+                                  "inputs that are not (the function is not defined there: "
+                                  "log(-1), a pole): the autograd notes leave its gradient "
+                                  "arbitrary")};
+  }
   if (NonFiniteInput(c, c.a) || NonFiniteInput(c, c.b)) {
     return RuleMatch{"gradient_undefined_point",
                      absl::StrCat(c.node.QualifiedName(), " reads a NaN there, or an infinity "
