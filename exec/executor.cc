@@ -821,7 +821,7 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target, bool round_results,
                      const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results,
-                     const BackwardProbeOptions* probe) {
+                     const BackwardProbeOptions* probe, bool create_graph) {
   VjpResult r;
   if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
@@ -891,11 +891,11 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
     }
     std::vector<at::Tensor> grads(wrt.size());
     if (!ys.empty() && !wrt.empty()) {
-      grads = torch::autograd::grad(ys, wrt, vs, /*retain_graph=*/false, /*create_graph=*/false,
+      grads = torch::autograd::grad(ys, wrt, vs, /*retain_graph=*/create_graph, create_graph,
                                     /*allow_unused=*/true);
     }
     for (size_t i = 0; i < wrt.size(); ++i) {
-      at::Tensor g = grads[i].defined() ? grads[i] : at::zeros_like(wrt[i].detach());
+      at::Tensor g = grads[i].defined() ? grads[i].detach() : at::zeros_like(wrt[i].detach());
       at::Tensor host = Snapshot(g);
       if (target == Target::kCpuF64 || target == Target::kCudaF64) {
         r.result.exact.push_back(host);

@@ -95,7 +95,8 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
                      Target target, bool round_results = false,
                      const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results =
                          nullptr,
-                     const BackwardProbeOptions* probe = nullptr);
+                     const BackwardProbeOptions* probe = nullptr,
+                     bool create_graph = false);
 
 // The same node in forward mode: `tangents` (by value name) ride along as
 // dual numbers; outputs are the results' tangents (J u) on the CPU, in the

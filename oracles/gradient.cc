@@ -32,6 +32,12 @@ graph::DType DTypeOf(const ops::TypeEnv& types, const std::string& name) {
 
 // What one side's backward of forward node k took in and gave out.
 struct Step {
+  // The program's run built this backward differentiable (a later gradient
+  // statement differentiates it again): PyTorch then takes other backward
+  // routines (group_norm's infinitely_differentiable_native_group_norm_backward
+  // rounds in f16 and overflows where the fused kernel does not), so reruns do
+  // too.
+  bool create_graph = false;
   std::map<std::string, at::Tensor> inputs;  // node k's forward inputs on this side
   std::vector<at::Tensor> incoming;          // dL/d(result j), undefined where none
   exec::VjpResult vjp;                       // rerun alone on this side's target
@@ -70,7 +76,8 @@ std::string ErrorOf(const exec::NodeResult& r) { return r.error ? r.error->messa
 // The float64 backward of node k from one side's own step: the witness.
 exec::VjpResult WitnessOf(const graph::Node& node, const Step& s, const ops::TypeEnv& types,
                           Target target) {
-  return exec::RunNodeVjp(node, s.inputs, s.incoming, types, target);
+  return exec::RunNodeVjp(node, s.inputs, s.incoming, types, target, false, nullptr, nullptr,
+                          s.create_graph);
 }
 
 bool WithinTolerance(const at::Tensor& x, const at::Tensor& ref, graph::DType dt,
@@ -264,6 +271,12 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   if (ga.error || gb.error) {
     d.reason = "the gradient statement raised on one side only";
   }
+  // As the executor does: a later gradient statement makes this one's
+  // backward differentiable.
+  bool later = false;
+  for (size_t j = g + 1; j < program.nodes.size(); ++j) {
+    later = later || graph::IsGradNode(program.nodes[j]);
+  }
   // Backward order: the forward nodes on the path, last first.
   int root = -1;
   Step sa, sb;
@@ -274,8 +287,11 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     Step xa = StepOf(program, types, a, ga, k), xb = StepOf(program, types, b, gb, k);
     if (!AnyIncoming(xa) && !AnyIncoming(xb)) continue;  // not on the path
     if (!SameIncoming(xa, xb, node, types, policy)) continue;
-    xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, types, a.target);
-    xb.vjp = exec::RunNodeVjp(node, xb.inputs, xb.incoming, types, b.target);
+    xa.create_graph = xb.create_graph = later;
+    xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, types, a.target, false, nullptr,
+                              nullptr, later);
+    xb.vjp = exec::RunNodeVjp(node, xb.inputs, xb.incoming, types, b.target, false, nullptr,
+                              nullptr, later);
     const exec::NodeResult &ra = xa.vjp.result, &rb = xb.vjp.result;
     auto fatal = [](const exec::NodeResult& r) {
       return r.error && r.error->kind == exec::NodeError::Kind::kCudaFatal;

@@ -129,6 +129,40 @@ output %g
   EXPECT_EQ(crashes, 1);
 }
 
+// A gradient statement that a later one differentiates again runs with
+// create_graph, and PyTorch then takes another backward routine: group_norm's
+// infinitely_differentiable_native_group_norm_backward rounds rstd^3 in f16
+// and gives NaN for a constant group (session 36's 269a22ef, judged real),
+// where the fused kernel gives 0. The oracle's reruns take the same routine,
+// so they find the kernel; without the later statement nothing diverges.
+TEST(GradientOracle, ReRunsTakeTheDifferentiableBackwardWhereTheProgramDid) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("create_graph");
+  const std::string head = R"(divfuzz v1
+input %x: f16[2,2,1,1] = fill(0.0)
+input %w: f16[2] = fill(1.0)
+input %b: f16[2] = fill(0.0)
+input %v: f32[2,2,1,1] = fill(1.0)
+input %s: f32[3] = fill(0.5)
+input %ct: f32[3] = fill(1.0)
+%y = aten::group_norm(%x, 2, %w, %b)
+%dx = autograd::grad(%y, [%x], grad_outputs=%v)
+)";
+  std::ofstream(dir + "/second.dfz") << head << R"(%z = aten::sin(%s)
+%ds = autograd::grad(%z, [%s], grad_outputs=%ct)
+output %dx, %ds
+)";
+  std::ofstream(dir + "/first.dfz") << head << "output %dx\n";
+  testing::CommandRun r =
+      RunShell(kTool + " replay --targets=cpu,cpu-f64 " + dir + "/second.dfz 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("backward of node 0 (aten::group_norm): "
+                                  "NativeGroupNormBackward0"));
+  EXPECT_THAT(r.output, HasSubstr("tier: bug, wrong side: cpu"));
+  EXPECT_EQ(RunShell(kTool + " replay --targets=cpu,cpu-f64 " + dir + "/first.dfz 2>&1").exit_code,
+            0);
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");
