@@ -163,6 +163,28 @@ output %dx, %ds
             0);
 }
 
+// Blame measures a side's distance from the exact derivative in the dtype's
+// ulps; below the smallest normal the spacing is fixed. sinc's f16 gradient
+// at 65504 is -1.0e-7 exactly; the float64 side's -1.19e-7 is its f16
+// rounding (a third of a subnormal step), not 195 eps off, so only the CPU's
+// NaN is wrong (session 36's SincBackward0 f16 bucket had blamed both).
+TEST(GradientOracle, ASubnormalGradientIsMeasuredInItsOwnSpacing) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("subnormal_ulps");
+  std::ofstream(dir + "/sinc.dfz") << R"(divfuzz v1
+input %h: f16[2] = values(0.5, 0x1.ffcp+15)
+input %vh: f32[2] = values(1.0, -0.0065)
+%sh = aten::sinc(%h)
+%gh = autograd::grad([%sh], [%h], grad_outputs=[%vh])
+output %gh
+)";
+  testing::CommandRun r =
+      RunShell(kTool + " replay --targets=cpu,cpu-f64 " + dir + "/sinc.dfz 2>&1");
+  EXPECT_THAT(r.output, HasSubstr("SincBackward0"));
+  EXPECT_THAT(r.output, HasSubstr("wrong side: cpu,"));
+  EXPECT_THAT(r.output, Not(HasSubstr("wrong side: both")));
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");
