@@ -360,6 +360,30 @@ output %y
   EXPECT_FALSE(gradient_extremal_values(far).has_value());
 }
 
+TEST(GradientRules, ANodeReadingAValueTwiceIsJudgedByEachUsesPartial) {
+  // Session 36's DivBackward0 bf16 (judged expected): x / x with an
+  // incoming gradient of 3e38; each use's partial is +-v/x = +-1.5e39, beyond
+  // bf16 and float32, so the kernel's inf and -inf add to NaN where the exact
+  // gradient is 0.
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: bf16[2] = values(0.2, 1.0)
+%y = aten::div.Tensor(%x, %x)
+output %y
+)", DivergenceClass::kClassSplit, 0);
+  const at::Tensor x = at::tensor({0.2, 1.0}, at::kDouble);
+  const at::Tensor zero = at::zeros({2}, at::kDouble);
+  const at::Tensor nan = at::tensor({NAN, 0.0f}).to(at::kBFloat16);
+  GradientContext c = ContextOf(k, {{"x", x}}, {at::tensor({3.0e38, 1.0}, at::kDouble)}, nan,
+                                zero.to(at::kBFloat16), zero, true, graph::DType::kBF16);
+  std::optional<RuleMatch> m = gradient_extremal_values(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("reads one value twice"), std::string::npos) << m->reason;
+  // With 1e37 each partial is 5e37 and fits: a NaN there is the kernel's.
+  GradientContext fits = ContextOf(k, {{"x", x}}, {at::tensor({1.0e37, 1.0}, at::kDouble)}, nan,
+                                   zero.to(at::kBFloat16), zero, true, graph::DType::kBF16);
+  EXPECT_FALSE(gradient_extremal_values(fits).has_value());
+}
+
 TEST(GradientRules, AGradientWhereTheFunctionIsNotDefinedIsArbitrary) {
   // Session 36's DigammaBackward0 f32 (judged expected): digamma(-1) is NaN
   // on both sides (a pole); polygamma(1, -1) is reflection-formula garbage

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -57,6 +59,40 @@ double AccumulatedMagnitude(const GradientSide& s) {
 
 }  // namespace
 
+// A node that reads one value twice (atan2(g, g), x / x): autograd sums the
+// kernel's partials for each use, and where a partial itself (the float64
+// backward for that use alone, incoming gradient included) exceeds the
+// dtype's range the kernel's inf and -inf add to NaN though their exact sum
+// fits (session 36: Atan2Backward0 and DivBackward0 bf16, judged expected).
+bool APartialOfARepeatedUseOverflows(const GradientContext& c) {
+  std::map<std::string, int> uses;
+  graph::Node split = c.node;
+  std::map<std::string, at::Tensor> inputs = c.a.inputs;
+  ops::TypeEnv types = c.types;
+  bool repeated = false;
+  for (graph::Argument& arg : split.args) {
+    if (arg.value.kind != graph::Literal::Kind::kValue) continue;
+    const std::string name = arg.value.s;
+    if (uses[name]++ == 0) continue;
+    auto in = c.a.inputs.find(name);
+    auto type = c.types.find(name);
+    if (in == c.a.inputs.end() || type == c.types.end()) return false;
+    const std::string copy = absl::StrCat(name, "__use", uses[name]);
+    arg.value.s = copy;
+    inputs[copy] = in->second;
+    types[copy] = type->second;
+    repeated = true;
+  }
+  if (!repeated) return false;
+  exec::VjpResult parts =
+      exec::RunNodeVjp(split, inputs, c.a.incoming, types, exec::Target::kCpuF64);
+  if (parts.result.error) return false;
+  for (const at::Tensor& p : parts.result.exact) {
+    if (BeyondRange(c, p)) return true;
+  }
+  return false;
+}
+
 // An elementwise backward whose input at the element is within 16x of the
 // dtype's largest value (gelu's x * x, xlog1py's grad * self, sinc's pi * x),
 // or whose incoming gradient there is and whose local derivative is not a
@@ -64,9 +100,10 @@ double AccumulatedMagnitude(const GradientSide& s) {
 // grad * (+-1) cannot overflow, nor a select's grad * 0): a product the
 // formula forms first overflows though the result fits (session 36: elu,
 // xlog1py, gelu and sinc class splits at 88-100% of the range, judged
-// expected). atan2(g, g), whose two partials overflow and cancel to a local
-// derivative of 0, stays a finding, as does an f16 value far from its range
-// whose float32 product would fit (asinh's x^2 at |x| >= 256).
+// expected). atan2(g, g), whose two partials cancel to a local derivative of
+// 0, is judged by its partials (APartialOfARepeatedUseOverflows); an f16
+// value far from its range whose float32 product would fit stays a finding
+// (asinh's x^2 at |x| >= 256).
 std::optional<double> ExtremalOperand(const GradientContext& c, const GradientSide& s,
                                       double local) {
   if (!c.pointwise || c.d.element < 0) return std::nullopt;
@@ -98,6 +135,13 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
       exec::RunNodeVjp(c.node, c.a.inputs, unit, c.types, exec::Target::kCpuF64);
   const bool have_local = !local.result.error && c.out < local.result.exact.size();
   const double local_here = have_local ? ElementAt(local.result.exact[c.out], c.d.element) : NAN;
+  if (APartialOfARepeatedUseOverflows(c)) {
+    return RuleMatch{"gradient_extremal_values",
+                     absl::StrCat(c.node.QualifiedName(), " reads one value twice, and the "
+                                  "float64 partial of one use there overflows ",
+                                  std::string(graph::DTypeName(c.dtype)), ": the kernel's inf and "
+                                  "-inf add to NaN though their exact sum fits")};
+  }
   std::optional<double> big = ExtremalOperand(c, c.a, local_here);
   if (!big) big = ExtremalOperand(c, c.b, local_here);
   if (big) {
