@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -159,12 +160,21 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
       const std::string op = e["root_op"];
       // PyTorch's orthogonal-polynomial kernels really do loop n times: a
       // mutated huge n is a genuine hang, not a bad input that got through.
-      const bool real_hang = e["class"] == "hang" && op.find("_polynomial_") != std::string::npos;
+      // special_zeta is slow on some values (scripts/test.sh's fuzzer run
+      // ignores timeouts for it): a faster worker reached one on cpu-f64 in
+      // 1 of 3 runs at 310625f.
+      const bool real_hang = e["class"] == "hang" && (op.find("_polynomial_") != std::string::npos ||
+                                                      op.find("special_zeta") != std::string::npos);
       // lcm(INT64_MIN, odd) dies of SIGFPE inside libtorch (gcd gives -1,
       // then INT64_MIN / -1): a genuine crash the integer-limits payloads
       // reach (scripts/test.sh quarantines it for the same reason); with
       // gradient statements in the mix, this campaign's mutations got there.
-      const bool real_crash = e["class"] == "crash" && op == "aten::lcm";
+      // The isolated lane runs, on purpose, the nodes workers decline because
+      // their kernels crash or hang (LAPACK's geev on NaN: linalg_eigvals c64,
+      // signal 11, in a fresh clone's CI run at 310625f): such a crash is
+      // genuine, and the lane files it.
+      const bool lane = e["detail"].value("isolated_lane", false);
+      const bool real_crash = e["class"] == "crash" && (op == "aten::lcm" || lane);
       // A gradient statement's backward may call a faulty kernel itself
       // (derivative formulas use expm1, log1p and exp2): the plugin's crash
       // then surfaces at the autograd::grad node (a fresh clone's CI run at
@@ -413,10 +423,25 @@ TEST(CampaignReliability, AWorkerWedgedPastLibFuzzersTimeoutIsKilledAndItsInputK
   ASSERT_EQ(hang.size(), 1u) << run.output;
   EXPECT_EQ(hang[0]["dtype"], "f32");
   EXPECT_EQ(hang[0]["detail"]["reproduced"], true);
-  // The campaign went on with a new worker and ended on time, not at its
-  // budget plus the 30 s it gives a worker that missed its own deadline.
+  // The campaign went on with a new worker and its fuzzing ended on time, not
+  // at its budget plus the 30 s it gives a worker that missed its own
+  // deadline: the last status line with a worker running (every 5 s while
+  // workers fuzz; the final one, after the replays, says 0 workers) comes
+  // before 25 + 15 s. The replays of the inputs that killed workers follow
+  // and take as long as their count (a hang's confirmation up to six
+  // --timeout's: a fresh clone's CI run at 310625f, whose faster worker met
+  // five killers, spent 30 s there), so the whole run is held to a looser
+  // bound.
   EXPECT_NE(run.output.find("worker 0 died: killed by signal 9"), std::string::npos) << run.output;
-  EXPECT_LT(seconds, 25 + 25) << run.output;
+  int last_status = -1;
+  const std::regex status(R"(\[\s*(\d+)s\] [^\n]*?, [1-9][0-9]* workers,)");
+  for (std::sregex_iterator it(run.output.begin(), run.output.end(), status), end; it != end;
+       ++it) {
+    last_status = std::max(last_status, std::stoi((*it)[1].str()));
+  }
+  EXPECT_GE(last_status, 0) << run.output;
+  EXPECT_LT(last_status, 25 + 15) << run.output;
+  EXPECT_LT(seconds, 25 + 75) << run.output;
 }
 
 TEST(CampaignReliability, AReducerCrashCostsOneBucketNotItsBatch) {
