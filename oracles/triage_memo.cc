@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <set>
+#include <string_view>
 
 #include <ATen/ATen.h>
 
@@ -12,7 +13,7 @@
 namespace divfuzz::oracles {
 namespace {
 
-// A tensor's dtype, sizes, strides and bytes, hashed (FNV-1a, 64 bits).
+// A tensor's dtype, sizes, strides and its bytes' hash.
 void AppendTensor(std::string* key, const at::Tensor& t) {
   if (!t.defined()) {
     absl::StrAppend(key, "undefined;");
@@ -22,10 +23,10 @@ void AppendTensor(std::string* key, const at::Tensor& t) {
   for (int64_t v : t.sizes()) absl::StrAppend(key, v, ",");
   for (int64_t v : t.strides()) absl::StrAppend(key, v, ",");
   const at::Tensor c = t.device().is_cpu() ? t.contiguous() : t.cpu().contiguous();
-  uint64_t h = 1469598103934665603ull;
-  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-  for (size_t i = 0, n = c.nbytes(); i < n; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  absl::StrAppend(key, "#", h, ";");
+  // The library's string hash reads words, not bytes: this runs for every
+  // root of every execution.
+  const std::string_view bytes(static_cast<const char*>(c.data_ptr()), c.nbytes());
+  absl::StrAppend(key, "#", std::hash<std::string_view>{}(bytes), ";");
 }
 
 void AppendSide(std::string* key, const graph::Program& program, int node,

@@ -104,54 +104,40 @@ bool APartialOfARepeatedUseOverflows(const GradientContext& c) {
 // 0, is judged by its partials (APartialOfARepeatedUseOverflows); an f16
 // value far from its range whose float32 product would fit stays a finding
 // (asinh's x^2 at |x| >= 256).
+// The magnitude at the divergence's element of the first of `operands` within
+// 16x of the dtype's largest value (an elementwise op, operands of the
+// output's size only).
 std::optional<double> ExtremalOperand(const GradientContext& c, const GradientSide& s,
-                                      double local) {
+                                      const std::vector<at::Tensor>& operands) {
   if (!c.pointwise || c.d.element < 0) return std::nullopt;
   const double limit = graph::MaxFinite(c.dtype) / 16;
-  auto big = [&](const at::Tensor& t) -> std::optional<double> {
+  for (const at::Tensor& t : operands) {
     if (!t.defined() || t.is_complex() || !t.is_floating_point() ||
         t.numel() != s.outgoing.numel()) {
-      return std::nullopt;
+      continue;
     }
     const double v = std::abs(ElementAt(t, c.d.element));
     if (std::isfinite(v) && v >= limit) return v;
-    return std::nullopt;
-  };
-  for (const auto& [name, t] : s.inputs) {
-    if (std::optional<double> v = big(t)) return v;
-  }
-  const bool sign = local == 0 || std::abs(local) == 1;
-  for (const at::Tensor& t : s.incoming) {
-    if (std::optional<double> v = big(t); v && !sign && std::isfinite(local)) return v;
   }
   return std::nullopt;
 }
 
+std::vector<at::Tensor> InputsOf(const GradientSide& s) {
+  std::vector<at::Tensor> out;
+  for (const auto& [name, t] : s.inputs) out.push_back(t);
+  return out;
+}
+
+RuleMatch ExtremalOperandMatch(const GradientContext& c, double big) {
+  return RuleMatch{"gradient_extremal_values",
+                   absl::StrCat("an operand of ", c.node.QualifiedName(), "'s backward there is ",
+                                big, ", within 16x of ", std::string(graph::DTypeName(c.dtype)),
+                                "'s largest value: a product the formula forms first may "
+                                "overflow though the gradient fits")};
+}
+
 std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kClassSplit) return std::nullopt;
-  std::vector<at::Tensor> unit;
-  for (const at::Tensor& t : c.a.incoming) unit.push_back(t.defined() ? at::ones_like(t) : t);
-  exec::VjpResult local =
-      exec::RunNodeVjp(c.node, c.a.inputs, unit, c.types, exec::Target::kCpuF64);
-  const bool have_local = !local.result.error && c.out < local.result.exact.size();
-  const double local_here = have_local ? ElementAt(local.result.exact[c.out], c.d.element) : NAN;
-  if (APartialOfARepeatedUseOverflows(c)) {
-    return RuleMatch{"gradient_extremal_values",
-                     absl::StrCat(c.node.QualifiedName(), " reads one value twice, and the "
-                                  "float64 partial of one use there overflows ",
-                                  std::string(graph::DTypeName(c.dtype)), ": the kernel's inf and "
-                                  "-inf add to NaN though their exact sum fits")};
-  }
-  std::optional<double> big = ExtremalOperand(c, c.a, local_here);
-  if (!big) big = ExtremalOperand(c, c.b, local_here);
-  if (big) {
-    return RuleMatch{"gradient_extremal_values",
-                     absl::StrCat("an operand of ", c.node.QualifiedName(), "'s backward there "
-                                  "is ", *big, ", within 16x of ",
-                                  std::string(graph::DTypeName(c.dtype)), "'s largest value: "
-                                  "a product the formula forms first may overflow though the "
-                                  "gradient fits")};
-  }
   if (BeyondRange(c, c.a.witness) || BeyondRange(c, c.b.witness)) {
     return RuleMatch{"gradient_extremal_values",
                      absl::StrCat("the float64 gradient of ", c.node.QualifiedName(),
@@ -179,13 +165,40 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                     "intermediate sum may overflow though the gradient fits")};
     }
   }
-  if (!have_local) return std::nullopt;
-  if (!BeyondRange(c, local.result.exact[c.out])) return std::nullopt;
-  return RuleMatch{"gradient_extremal_values",
-                   absl::StrCat("the local derivative of ", c.node.QualifiedName(),
-                                " (its float64 backward with unit incoming gradients) overflows ",
-                                std::string(graph::DTypeName(c.dtype)),
-                                " before the incoming gradient scales it back into range")};
+  // The clauses below rerun the op's float64 backward: after the ones that
+  // read what the context holds.
+  std::optional<double> big = ExtremalOperand(c, c.a, InputsOf(c.a));
+  if (!big) big = ExtremalOperand(c, c.b, InputsOf(c.b));
+  if (big) return ExtremalOperandMatch(c, *big);
+  std::vector<at::Tensor> unit;
+  for (const at::Tensor& t : c.a.incoming) unit.push_back(t.defined() ? at::ones_like(t) : t);
+  exec::VjpResult local =
+      exec::RunNodeVjp(c.node, c.a.inputs, unit, c.types, exec::Target::kCpuF64);
+  if (!local.result.error && c.out < local.result.exact.size()) {
+    const double here = ElementAt(local.result.exact[c.out], c.d.element);
+    // An incoming gradient near the range, scaled by a coefficient that is
+    // not a sign (0, +-1: copysign, a select).
+    if (std::isfinite(here) && here != 0 && std::abs(here) != 1) {
+      big = ExtremalOperand(c, c.a, c.a.incoming);
+      if (!big) big = ExtremalOperand(c, c.b, c.b.incoming);
+      if (big) return ExtremalOperandMatch(c, *big);
+    }
+    if (BeyondRange(c, local.result.exact[c.out])) {
+      return RuleMatch{"gradient_extremal_values",
+                       absl::StrCat("the local derivative of ", c.node.QualifiedName(),
+                                    " (its float64 backward with unit incoming gradients) "
+                                    "overflows ", std::string(graph::DTypeName(c.dtype)),
+                                    " before the incoming gradient scales it back into range")};
+    }
+  }
+  if (APartialOfARepeatedUseOverflows(c)) {
+    return RuleMatch{"gradient_extremal_values",
+                     absl::StrCat(c.node.QualifiedName(), " reads one value twice, and the "
+                                  "float64 partial of one use there overflows ",
+                                  std::string(graph::DTypeName(c.dtype)), ": the kernel's inf and "
+                                  "-inf add to NaN though their exact sum fits")};
+  }
+  return std::nullopt;
 }
 
 }  // namespace divfuzz::oracles::rules
