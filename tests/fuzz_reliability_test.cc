@@ -180,13 +180,18 @@ TEST(CampaignReliability, FaultyKernelsAndBadInputsEachBecomeOneFindingAndTheCam
       // then surfaces at the autograd::grad node (a fresh clone's CI run at
       // 8699ea8: SIGABRT there, reproduced).
       const bool through_backward = op == "autograd::grad";
+      // A hang that did not recur in a fresh process is the machine's load,
+      // not an input: with --timeout=3 under ctest -j, a long program on
+      // cpu-f64 ran past it once in CI at e814318 (root <unknown>, replay
+      // clean). The campaign files it as undecided, which is what it is.
+      const bool load_hang = e["class"] == "hang" && !e["detail"].value("reproduced", true);
       EXPECT_TRUE(op.find("expm1") != std::string::npos || op.find("log1p") != std::string::npos ||
                   op.find("exp2") != std::string::npos || op.find("log2") != std::string::npos ||
                   op.find("log10") != std::string::npos ||
                   // The plugin's erfc faults on any [7, *, *] input, batched
                   // or not, which a longer campaign's mutations reach.
                   op.find("erfc") != std::string::npos || real_hang || real_crash ||
-                  through_backward)
+                  through_backward || load_hang)
           << e.dump();
     }
   }
