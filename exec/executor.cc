@@ -307,6 +307,7 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
     for (auto& [name, g] : nr.value_grads) {
       auto it = types.find(name);
       if (g.defined() && it != types.end() && g.scalar_type() != ToScalarType(it->second.dtype)) {
+        nr.value_grads_exact[name] = g;
         g = ToDTypeKeepingNaNs(g, ToScalarType(it->second.dtype));
       }
     }

@@ -45,10 +45,13 @@ struct NodeResult {
   std::string grad_fn;
   // A gradient statement (graph/gradient.h): dL/dv of L = sum(cotangent * y)
   // for every value v on a path from its inputs to its outputs (program
-  // inputs and forward results alike), on the CPU, in the run's dtype (the
-  // float64 targets keep float64 here). How the oracle finds the backward
-  // kernel where the two sides part.
+  // inputs and forward results alike), on the CPU, rounded to the value's
+  // dtype as the outputs are. How the oracle finds the backward kernel where
+  // the two sides part.
   std::map<std::string, at::Tensor> value_grads;
+  // On the float64 targets: the same before rounding (a sum past the dtype's
+  // range that the run carried on finite: the oracle's accumulation check).
+  std::map<std::string, at::Tensor> value_grads_exact;
 };
 
 struct RunResult {

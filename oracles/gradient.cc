@@ -14,6 +14,7 @@
 #include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "graph/gradient.h"
+#include "graph/printer.h"
 #include "oracles/attribution.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
@@ -217,6 +218,120 @@ std::string InnerKernel(const graph::Node& node, const Step& sa, const Step& sb,
   return "";
 }
 
+// The gradients each value receives from its uses on the way back, per side,
+// for the engine's sums (InputBuffer::add): the cotangents of the outputs it
+// is, and each use's rerun backward output for it (float64 on a float64
+// side). A value some use of which was not rerun (its incoming gradients
+// differ, an earlier gradient statement reads it) is `unknown`.
+struct UseGradients {
+  bool tracked = true;  // off where an in-place node aliases values
+  std::map<std::string, std::vector<at::Tensor>> a, b;
+  std::set<std::string> unknown;
+
+  void Add(const std::string& v, const at::Tensor& ga, const at::Tensor& gb) {
+    if (!ga.defined() || !gb.defined()) {
+      unknown.insert(v);
+      return;
+    }
+    a[v].push_back(ga), b[v].push_back(gb);
+  }
+  void Unknown(const graph::Node& node) {
+    for (const std::string& v : node.Uses()) unknown.insert(v);
+  }
+  // A VjpResult's gradient for input o, float64 where the side kept it.
+  static at::Tensor Of(const exec::VjpResult& r, size_t o) {
+    if (o < r.result.exact.size() && r.result.exact[o].defined()) return r.result.exact[o];
+    return o < r.result.outputs.size() ? r.result.outputs[o] : at::Tensor();
+  }
+};
+
+UseGradients StartUses(const graph::Program& program, const exec::RunResult& a,
+                       const exec::RunResult& b, int g) {
+  UseGradients u;
+  for (int k = 0; k < g; ++k) {
+    const std::string& op = program.nodes[k].op;
+    if (!op.empty() && op.back() == '_') u.tracked = false;
+  }
+  graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]);
+  if (!call.call) {
+    u.tracked = false;
+    return u;
+  }
+  const std::map<std::string, at::Tensor> ia = NodeInputs(program, g, a), ib = NodeInputs(program, g, b);
+  for (size_t i = 0; i < call.call->outputs.size() && i < call.call->cotangents.size(); ++i) {
+    auto x = ia.find(call.call->cotangents[i]), y = ib.find(call.call->cotangents[i]);
+    u.Add(call.call->outputs[i], x == ia.end() ? at::Tensor() : x->second,
+          y == ib.end() ? at::Tensor() : y->second);
+  }
+  return u;
+}
+
+// Where one side is finite and the other not, before any rounding to the
+// dtype: a class split.
+std::optional<Divergence> RawClassSplit(const at::Tensor& x, const at::Tensor& y) {
+  if (x.sizes() != y.sizes() || x.is_complex() || y.is_complex()) return std::nullopt;
+  const at::Tensor fx = at::isfinite(x).reshape(-1), fy = at::isfinite(y).reshape(-1);
+  const at::Tensor split = fx != fy;
+  if (!split.any().item<bool>()) return std::nullopt;
+  Divergence d;
+  d.cls = DivergenceClass::kClassSplit;
+  d.element = split.nonzero().reshape(-1)[0].item<int64_t>();
+  d.value_a = graph::FormatFloat(x.reshape(-1)[d.element].to(at::kDouble).item<double>());
+  d.value_b = graph::FormatFloat(y.reshape(-1)[d.element].to(at::kDouble).item<double>());
+  return d;
+}
+
+// Where the gradients of `values` (a node's results, or the program inputs
+// differentiated against) differ though every use of one agreed when rerun:
+// the engine's sum of those uses' gradients parts the sides. Returns that
+// value's index, or -1.
+int AccumulationRoot(const std::vector<std::string>& values, const std::string& op,
+                     const ops::TypeEnv& types, const exec::NodeResult& ga,
+                     const exec::NodeResult& gb, const UseGradients& uses, const Policy& policy,
+                     Divergence* diff_out, at::Tensor* sum_a, at::Tensor* sum_b) {
+  if (!uses.tracked) return -1;
+  // Each side's sum as its run held it: float64 on a float64 side.
+  auto raw = [](const exec::NodeResult& n, const std::string& v) {
+    if (auto it = n.value_grads_exact.find(v); it != n.value_grads_exact.end()) return it->second;
+    auto it = n.value_grads.find(v);
+    return it == n.value_grads.end() ? at::Tensor() : it->second;
+  };
+  auto rounded = [](const exec::NodeResult& n, const std::string& v) {
+    auto it = n.value_grads.find(v);
+    return it == n.value_grads.end() ? at::Tensor() : it->second;
+  };
+  for (size_t j = 0; j < values.size(); ++j) {
+    const std::string& r = values[j];
+    const at::Tensor x = raw(ga, r), y = raw(gb, r);
+    const at::Tensor xr = rounded(ga, r), yr = rounded(gb, r);
+    if (!xr.defined() || !yr.defined() || uses.unknown.count(r)) continue;
+    auto ca = uses.a.find(r), cb = uses.b.find(r);
+    if (ca == uses.a.end() || cb == uses.b.end() || ca->second.size() < 2 ||
+        ca->second.size() != cb->second.size()) {
+      continue;
+    }
+    const graph::DType dt = DTypeOf(types, r);
+    const Tolerance tol = policy.For(op, dt);
+    std::optional<Divergence> diff = CompareTensors(xr, yr, dt, tol);
+    // A float64 side's sum past the dtype's range compares equal to the
+    // other side's inf, but is carried on finite (a later 1/6 brings it back).
+    if (!diff) diff = RawClassSplit(x, y);
+    if (!diff) continue;
+    bool agree = true;
+    for (size_t i = 0; i < ca->second.size() && agree; ++i) {
+      const at::Tensor &p = ca->second[i], &q = cb->second[i];
+      agree = p.sizes() == q.sizes() && p.sizes() == xr.sizes() &&
+              !CompareTensors(exec::ToDTypeKeepingNaNs(p, exec::ToScalarType(dt)),
+                              exec::ToDTypeKeepingNaNs(q, exec::ToScalarType(dt)), dt, tol);
+    }
+    if (!agree) continue;
+    *diff_out = *diff;
+    *sum_a = x, *sum_b = y;
+    return static_cast<int>(j);
+  }
+  return -1;
+}
+
 }  // namespace
 
 bool AtGradient(const graph::Program& program, const Divergence& d) {
@@ -230,8 +345,10 @@ std::optional<RuleMatch> FirstGradientRule(const rules::GradientContext& c, cons
   std::optional<RuleMatch> m;
   try {
 #define DIVFUZZ_RULE(name, meaning)
-#define DIVFUZZ_GRADIENT_RULE(name, meaning) \
-  if (!m && policy.rules.name) m = rules::name(c);
+#define DIVFUZZ_GRADIENT_RULE(name, meaning)                                         \
+  if (!m && policy.rules.name &&                                                     \
+      (!c.accumulation || std::string_view(#name) == "gradient_accumulation_overflow")) \
+    m = rules::name(c);
 #include "oracles/rules.def"
   } catch (const std::exception&) {
     // A rule that cannot be evaluated does not apply.
@@ -263,6 +380,106 @@ bool SideExcused(const rules::GradientContext& c, const rules::GradientSide& s,
 
 namespace {
 
+// The engine's sum of one value's gradients, where the sides part.
+struct Accumulated {
+  std::string value;     // "" when no sum is the root
+  at::Tensor a, b;       // each side's sum (float64 on a float64 side)
+  Divergence diff;       // the two sums compared
+};
+
+// Judges the engine's sum at `acc`: each side's sum against the float64 sum
+// of its own contributions, then gradient_accumulation_overflow.
+void JudgeAccumulation(const graph::Program& program, const ops::TypeEnv& types,
+                       const exec::RunResult& a, const exec::RunResult& b, const Policy& policy,
+                       const UseGradients& uses, int producer, const Accumulated& acc,
+                       Divergence& d) {
+  const std::vector<at::Tensor>& ca = uses.a.at(acc.value);
+  const std::vector<at::Tensor>& cb = uses.b.at(acc.value);
+  const graph::DType dt = DTypeOf(types, acc.value);
+  graph::Node input_node;  // a program input's sum belongs to no forward node
+  input_node.op = graph::kGradOp;
+  const graph::Node& node = producer >= 0 ? program.nodes[producer] : input_node;
+  d.cls = acc.diff.cls;
+  d.element = acc.diff.element;
+  d.component = acc.diff.component;
+  d.value_a = acc.diff.value_a;
+  d.value_b = acc.diff.value_b;
+  d.abs_error = acc.diff.abs_error;
+  d.allowed = acc.diff.allowed;
+  d.dtype = std::string(graph::DTypeName(dt));
+  d.backward_of = producer;
+  d.forward_op = producer >= 0 ? node.QualifiedName() : "";
+  // PyTorch's name for the sum: torch/csrc/autograd/input_buffer.cpp.
+  d.op = "InputBuffer::add";
+  auto sum = [](const std::vector<at::Tensor>& c) {
+    at::Tensor s = at::zeros(c[0].sizes(), at::kDouble);
+    for (const at::Tensor& t : c) s = s + t.to(at::kDouble);
+    return s;
+  };
+  const at::Tensor sa = sum(ca), sb = sum(cb);
+  d.witness = "float64-sum";
+  d.reference_a = At(sa, d.element, d.component);
+  d.reference_b = At(sb, d.element, d.component);
+  d.detail = absl::StrCat("the autograd engine's sum of the ", ca.size(), " gradients of %",
+                          acc.value, " (one per use", producer >= 0 ? absl::StrCat(
+                          "; node ", producer, ", ", node.QualifiedName(), ", made it") : "",
+                          ") gives ", d.value_a, " on ", exec::TargetName(a.target), " and ",
+                          d.value_b, " on ", exec::TargetName(b.target),
+                          ", though each use's gradient agrees between the sides");
+  // Each side's sum against its contributions' float64 sum rounded to the
+  // dtype: 0 agrees (within the tolerance or the summation bound
+  // n·eps·sum|terms|), 1 off by more, 2 of another class (inf or NaN from
+  // terms whose sum fits, or the reverse): only that blames a side. A float64
+  // side's contributions are reruns from its rounded incoming gradients, not
+  // the terms its run summed, so they never blame it.
+  auto off = [&](const at::Tensor& mine, const std::vector<at::Tensor>& c, const at::Tensor& s,
+                 Target t) {
+    if (t == Target::kCpuF64 || t == Target::kCudaF64) return 0;
+    const c10::ScalarType st = exec::ToScalarType(dt);
+    const at::Tensor m = exec::ToDTypeKeepingNaNs(mine, st).to(at::kDouble);
+    const at::Tensor r = exec::ToDTypeKeepingNaNs(s, st).to(at::kDouble);
+    if ((at::isfinite(m) != at::isfinite(r)).any().item<bool>()) return 2;
+    if (!CompareTensors(m.to(st), r.to(st), dt, policy.For(node.QualifiedName(), dt))) return 0;
+    at::Tensor terms = at::zeros_like(s);
+    for (const at::Tensor& x : c) terms = terms + x.to(at::kDouble).abs();
+    const at::Tensor within =
+        (m - s).abs() <= static_cast<double>(c.size()) * graph::Epsilon(dt) * terms;
+    return (within | (m == s) | at::isnan(m)).all().item<bool>() ? 0 : 1;
+  };
+  const int oa = off(acc.a, ca, sa, a.target), ob = off(acc.b, cb, sb, b.target);
+  rules::GradientContext c{node, types, policy, d, 0, acc.value, dt, true,
+                           {{}, {}, acc.a, sa, {}, ca}, {{}, {}, acc.b, sb, {}, cb}, 0};
+  c.accumulation = true;
+  d.reason = absl::StrCat("float64 sum of each side's own contributions: ", d.reference_a, " (",
+                          exec::TargetName(a.target), "), ", d.reference_b, " (",
+                          exec::TargetName(b.target), ")");
+  if (std::optional<RuleMatch> m = FirstGradientRule(c, policy)) {
+    d.tier = "expected";
+    d.wrong_side = "undecided";
+    d.expected_rule = m->rule;
+    d.reason = m->reason + "; " + d.reason;
+    return;
+  }
+  if ((oa == 2) != (ob == 2)) {
+    d.wrong_side = std::string(exec::TargetName(oa == 2 ? a.target : b.target));
+    d.tier = "bug";
+    return;
+  }
+  if (oa == 0 && ob == 0 && policy.rules.inherited_difference) {
+    d.tier = "expected";
+    d.expected_rule = "inherited_difference";
+    d.reason = absl::StrCat("each side's sum is its own contributions' sum (which differ within "
+                            "tolerance between the sides); ", d.reason);
+    return;
+  }
+  // A sum off its terms by more than rounding on a side, or on both: a use
+  // the walk does not see, or a rerun that differs from the run.
+  d.tier = "divergence";
+  d.wrong_side = "undecided";
+  absl::StrAppend(&d.reason, "; a side's sum is not its contributions' (a use the walk does not "
+                             "see, or a kernel that varies between runs): not judged");
+}
+
 void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& types,
                              const exec::RunResult& a, const exec::RunResult& b,
                              const Policy& policy, Divergence& d,
@@ -286,12 +503,37 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   int root = -1;
   Step sa, sb;
   size_t out = 0;
+  UseGradients uses;
+  if (!ga.error && !gb.error) uses = StartUses(program, a, b, g);
+  Accumulated acc;  // set where the engine's sum is the root
   for (int k = g - 1; k >= 0 && !ga.error && !gb.error; --k) {
     const graph::Node& node = program.nodes[k];
-    if (graph::IsGradNode(node)) continue;
+    if (graph::IsGradNode(node)) {
+      // An earlier statement on this one's path: the uses its backward makes
+      // of the values it reads are not rerun.
+      for (const std::string& r : node.results) {
+        if (ga.value_grads.count(r)) uses.Unknown(node);
+      }
+      continue;
+    }
     Step xa = StepOf(program, types, a, ga, k), xb = StepOf(program, types, b, gb, k);
     if (!AnyIncoming(xa) && !AnyIncoming(xb)) continue;  // not on the path
-    if (!SameIncoming(xa, xb, node, types, policy)) continue;
+    const bool same = SameIncoming(xa, xb, node, types, policy);
+    {
+      Divergence diff;
+      at::Tensor x, y;
+      const int j = AccumulationRoot(node.results, node.QualifiedName(), types, ga, gb, uses,
+                                     policy, &diff, &x, &y);
+      if (j >= 0) {
+        root = k;
+        acc = Accumulated{node.results[j], x, y, diff};
+        break;
+      }
+    }
+    if (!same) {
+      uses.Unknown(node);
+      continue;
+    }
     xa.create_graph = xb.create_graph = later;
     xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, types, a.target, false, nullptr,
                               nullptr, later);
@@ -307,7 +549,10 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       return;
     }
     if (ra.error || rb.error) {
-      if (ra.error && rb.error) continue;
+      if (ra.error && rb.error) {
+        uses.Unknown(node);
+        continue;
+      }
       root = k;
       d.cls = ((ra.error ? *ra.error : *rb.error).kind == exec::NodeError::Kind::kNotImplemented)
                   ? DivergenceClass::kDtypeGap
@@ -338,6 +583,24 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       sa = std::move(xa), sb = std::move(xb);
       break;
     }
+    for (size_t o = 0; o < xa.vjp.wrt.size(); ++o) {
+      uses.Add(xa.vjp.wrt[o], UseGradients::Of(xa.vjp, o), UseGradients::Of(xb.vjp, o));
+    }
+  }
+  // Past the first node: the program inputs' gradients are the engine's sums
+  // of their uses too.
+  if (root < 0 && !ga.error && !gb.error) {
+    if (graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]); call.call) {
+      Divergence diff;
+      at::Tensor x, y;
+      const int j = AccumulationRoot(call.call->wrt, graph::kGradOp, types, ga, gb, uses, policy,
+                                     &diff, &x, &y);
+      if (j >= 0) acc = Accumulated{call.call->wrt[j], x, y, diff};
+    }
+  }
+  if (!acc.value.empty()) {
+    JudgeAccumulation(program, types, a, b, policy, uses, root, acc, d);
+    return;
   }
   if (root < 0) {
     if (d.reason.empty()) {

@@ -44,6 +44,11 @@ void AppendSide(std::string* key, const graph::Program& program, int node,
     absl::StrAppend(key, "d", name, "=");
     AppendTensor(key, t);
   }
+  // A float64 side's sums before rounding decide the engine's accumulation.
+  for (const auto& [name, t] : n.value_grads_exact) {
+    absl::StrAppend(key, "D", name, "=");
+    AppendTensor(key, t);
+  }
   absl::StrAppend(key, "\n");
 }
 

@@ -185,6 +185,28 @@ output %gh
   EXPECT_THAT(r.output, Not(HasSubstr("wrong side: both")));
 }
 
+// A hardsigmoid output used twice with a cotangent of 3e38: the engine sums
+// 3e38 + 3e38 in f32 (inf) before HardsigmoidBackward0 divides by 6, while
+// the float64 run carries 6e38 on to 1e38 (session 36's 06e52422, judged
+// expected). No kernel parts the sides; the sum does, and the walk names it.
+TEST(GradientOracle, TheEnginesSumOfTwoUsesIsARootAndItsOverflowIsExpected) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("accumulation");
+  std::ofstream(dir + "/twice.dfz") << R"(divfuzz v1
+input %x: f32[2] = fill(0.0)
+input %v: f32[2] = values(0x0p+0, 0x1.c363ccp+127)
+%hg = aten::hardsigmoid(%x)
+%gx = autograd::grad([%hg, %hg], [%x], grad_outputs=[%v, %v])
+output %gx
+)";
+  testing::CommandRun r =
+      RunShell(kTool + " replay --targets=cpu,cpu-f64 " + dir + "/twice.dfz 2>&1");
+  EXPECT_THAT(r.output, HasSubstr("InputBuffer::add"));
+  EXPECT_THAT(r.output, HasSubstr("the autograd engine's sum of the 2 gradients of %hg"));
+  EXPECT_THAT(r.output, HasSubstr("rule: gradient_accumulation_overflow"));
+  EXPECT_THAT(r.output, HasSubstr("tier: expected"));
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");

@@ -73,6 +73,43 @@ output %y
   EXPECT_FALSE(gradient_extremal_values(in_range).has_value());
 }
 
+// The engine's sum of a value's gradients (InputBuffer::add): an f32 sum of
+// 3e38 + 3e38 overflows though the float64 side carries 6e38 on; inf from
+// terms of opposite signs, whose sums of one sign fit, is the engine's fault.
+TEST(GradientRules, AnAccumulatedSumPastTheRangeIsExtremalOneWhoseTermsFitIsNot) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[2] = values(0.0, 1.0)
+%y = aten::hardsigmoid(%x)
+output %y
+)", DivergenceClass::kClassSplit, 0);
+  const at::Tensor big = at::tensor({3e38f, 1.0f});
+  const at::Tensor f64_sum = at::tensor({6e38, 2.0}, at::kDouble);
+  GradientContext c = ContextOf(k, {}, {}, at::tensor({INFINITY, 2.0f}), f64_sum, f64_sum, true);
+  c.accumulation = true;
+  c.wrt = "y";
+  c.a.contributions = {big, big};
+  c.b.contributions = {big.to(at::kDouble), big.to(at::kDouble)};
+  std::optional<RuleMatch> m = gradient_accumulation_overflow(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_accumulation_overflow");
+  EXPECT_NE(m->reason.find("%y's 2 uses in f32"), std::string::npos) << m->reason;
+  // 3e38 + (-3e38): no order of the sum leaves the range.
+  GradientContext fits = c;
+  const at::Tensor minus = at::tensor({-3e38f, 1.0f});
+  fits.a.contributions = {big, minus};
+  fits.b.contributions = {big.to(at::kDouble), minus.to(at::kDouble)};
+  fits.b.outgoing = at::tensor({0.0, 2.0}, at::kDouble);
+  EXPECT_FALSE(gradient_accumulation_overflow(fits).has_value());
+  // Outside an accumulation root the rule says nothing.
+  GradientContext kernel = c;
+  kernel.accumulation = false;
+  EXPECT_FALSE(gradient_accumulation_overflow(kernel).has_value());
+  // A difference beside the overflow, where both sides are finite, stays.
+  GradientContext beside = c;
+  beside.a.outgoing = at::tensor({INFINITY, 2.5f});
+  EXPECT_FALSE(gradient_accumulation_overflow(beside).has_value());
+}
+
 TEST(GradientRules, ConditioningExcusesAnIllConditionedSolveNotAWellConditionedOne) {
   const Case k = CaseOf(R"(divfuzz v1
 input %a: f32[2,2] = values(1.0, 1.0, 1.0, 1.0001)

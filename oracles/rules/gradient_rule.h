@@ -28,6 +28,9 @@ struct GradientSide {
   at::Tensor outgoing;                       // the diverging gradient (d/d `wrt`)
   at::Tensor witness;                        // its float64 backward from these inputs
   std::vector<at::Tensor> results;           // the forward node's results on this side
+  // At an accumulation root (GradientContext::accumulation): the gradients
+  // the engine summed into the value, one per use, float64 on a float64 side.
+  std::vector<at::Tensor> contributions;
 };
 
 struct GradientContext {
@@ -44,6 +47,13 @@ struct GradientContext {
   // A CUDA side ran with TF32 (--tf32, or its +tf32 switch): its float32
   // products, the backward's matmuls included, read 10 mantissa bits.
   bool tf32 = false;
+  // The sides part at the autograd engine's sum of one value's incoming
+  // gradients (torch/csrc/autograd/input_buffer.cpp), not at a kernel: each
+  // use's gradient agrees between the sides, their sums do not. Then `wrt`
+  // names the value, each side's `outgoing` is its sum and `witness` the
+  // float64 sum of its contributions. Only gradient_accumulation_overflow
+  // judges such a root.
+  bool accumulation = false;
 
   // The unit roundoff the backward's products carry: the dtype's, or TF32's
   // 2^-10 for float32 under tf32.
