@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -480,6 +481,89 @@ void JudgeAccumulation(const graph::Program& program, const ops::TypeEnv& types,
                              "see, or a kernel that varies between runs): not judged");
 }
 
+// PyTorch's dispatch message, `"i1_backward" not implemented for 'BFloat16'`:
+// the kernel and the dtype it was asked to run in.
+std::optional<std::pair<std::string, graph::DType>> NotImplementedKernel(const std::string& m) {
+  static const std::regex kMessage("\"([A-Za-z0-9_:.]+)\" not implemented for '([A-Za-z0-9]+)'");
+  std::smatch match;
+  if (!std::regex_search(m, match, kMessage)) return std::nullopt;
+  for (c10::ScalarType st : {at::kHalf, at::kBFloat16, at::kFloat, at::kDouble, at::kComplexFloat,
+                             at::kComplexDouble, at::kLong, at::kInt, at::kShort, at::kChar,
+                             at::kByte, at::kBool}) {
+    if (match[2].str() == c10::toString(st)) {
+      if (std::optional<graph::DType> dt = exec::FromScalarType(st)) {
+        return std::make_pair(match[1].str(), *dt);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// One side's gradient statement raised, so it captured no gradients: the
+// first forward node on the path, in backward order, whose backward raises
+// on that side only when each side reruns it from its own forward inputs and
+// the other side's incoming gradients, names the finding (its kernel, and
+// the dtype that kernel ran in, not the statement's first output's).
+void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& types,
+                         const exec::RunResult& a, const exec::RunResult& b, int g, bool later,
+                         Divergence& d) {
+  const exec::NodeResult& ran = a.nodes[g].error ? b.nodes[g] : a.nodes[g];
+  for (int k = g - 1; k >= 0; --k) {
+    const graph::Node& node = program.nodes[k];
+    if (graph::IsGradNode(node)) continue;
+    std::vector<at::Tensor> incoming;
+    bool any = false;
+    for (const std::string& r : node.results) {
+      auto it = ran.value_grads.find(r);
+      incoming.push_back(it == ran.value_grads.end() ? at::Tensor() : it->second);
+      any = any || incoming.back().defined();
+    }
+    if (!any) continue;
+    const exec::VjpResult va = exec::RunNodeVjp(node, NodeInputs(program, k, a), incoming, types,
+                                                a.target, false, nullptr, nullptr, later);
+    const exec::VjpResult vb = exec::RunNodeVjp(node, NodeInputs(program, k, b), incoming, types,
+                                                b.target, false, nullptr, nullptr, later);
+    if (static_cast<bool>(va.result.error) == static_cast<bool>(vb.result.error)) continue;
+    const exec::NodeError& e = va.result.error ? *va.result.error : *vb.result.error;
+    if (e.kind == exec::NodeError::Kind::kCudaFatal) return;
+    const std::string grad_fn = !va.grad_fn.empty() ? va.grad_fn : vb.grad_fn;
+    d.cls = e.kind == exec::NodeError::Kind::kNotImplemented ? DivergenceClass::kDtypeGap
+                                                              : DivergenceClass::kErrorSplit;
+    d.backward_of = k;
+    d.forward_op = node.QualifiedName();
+    d.op = grad_fn.empty() ? absl::StrCat(node.QualifiedName(), ".backward") : grad_fn;
+    for (const std::string& u : node.Uses()) {
+      auto it = types.find(u);
+      if (it != types.end() && (graph::IsFloating(it->second.dtype) || graph::IsComplex(it->second.dtype))) {
+        d.dtype = std::string(graph::DTypeName(it->second.dtype));
+        break;
+      }
+    }
+    d.value_a = ErrorOf(va.result);
+    d.value_b = ErrorOf(vb.result);
+    d.detail = absl::StrCat("backward of node ", k, " (", node.QualifiedName(), "): ", d.op,
+                            " raises on ", exec::TargetName(va.result.error ? a.target : b.target),
+                            " only, rerun from each side's own inputs: ", e.message.substr(0, 200));
+    d.tier = d.cls == DivergenceClass::kDtypeGap ? "dtype_gap" : "divergence";
+    d.reason = d.cls == DivergenceClass::kDtypeGap
+                   ? absl::StrCat("the derivative of ", node.QualifiedName(),
+                                  " is implemented on one device only")
+                   : absl::StrCat(d.op, " raised on one side only");
+    return;
+  }
+  // No forward node's backward raises alone (the kernel is inside an
+  // earlier statement's backward: i0's second derivative, i1_backward, has
+  // no bf16): where PyTorch's message names the kernel and dtype, so does
+  // the finding, rather than the statement's first output's dtype (session
+  // 36 filed that one gap under f32 and bf16).
+  const exec::NodeError& e = a.nodes[g].error ? *a.nodes[g].error : *b.nodes[g].error;
+  if (auto named = NotImplementedKernel(e.message)) {
+    d.op = named->first;
+    d.dtype = std::string(graph::DTypeName(named->second));
+    absl::StrAppend(&d.reason, ": ", named->first, " has no ", d.dtype, " kernel there");
+  }
+}
+
 void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& types,
                              const exec::RunResult& a, const exec::RunResult& b,
                              const Policy& policy, Divergence& d,
@@ -490,14 +574,16 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   d.tier = "divergence";
   d.wrong_side = "undecided";
   if (d.cls == DivergenceClass::kDtypeGap) d.tier = "dtype_gap";
-  if (ga.error || gb.error) {
-    d.reason = "the gradient statement raised on one side only";
-  }
   // As the executor does: a later gradient statement makes this one's
   // backward differentiable.
   bool later = false;
   for (size_t j = g + 1; j < program.nodes.size(); ++j) {
     later = later || graph::IsGradNode(program.nodes[j]);
+  }
+  if (ga.error || gb.error) {
+    d.reason = "the gradient statement raised on one side only";
+    LocateRaisingKernel(program, types, a, b, g, later, d);
+    return;
   }
   // Backward order: the forward nodes on the path, last first.
   int root = -1;

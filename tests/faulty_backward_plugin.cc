@@ -15,6 +15,9 @@
 // gradient on its first call in a process and then raises a CUDA fault's
 // message on every later one: the oracle's rerun of that backward meets "the
 // CUDA context" failing, as a CUDA side's rerun can on a GPU host.
+// And aten::hardswish_backward (HardswishBackward0), which raises PyTorch's
+// dispatch message for bfloat16, as a derivative with no kernel for a dtype
+// does (i1_backward's for bf16): a one-sided dtype gap inside a backward.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -45,10 +48,20 @@ at::Tensor TanhBackward(const at::Tensor& grad, const at::Tensor& output) {
   throw std::runtime_error("CUDA error: an illegal memory access was encountered");
 }
 
+at::Tensor HardswishBackward(const at::Tensor& grad, const at::Tensor& self) {
+  if (self.scalar_type() == at::kBFloat16) {
+    throw std::runtime_error("\"hardswish_backward_cpu\" not implemented for 'BFloat16'");
+  }
+  const at::Tensor inner = at::where(self < -3, at::zeros_like(self),
+                                     at::where(self <= 3, self / 3 + 0.5, at::ones_like(self)));
+  return grad * inner;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, CPU, m) {
   m.impl("threshold_backward", &ThresholdBackward);
   m.impl("sigmoid_backward", &SigmoidBackward);
   m.impl("tanh_backward", &TanhBackward);
+  m.impl("hardswish_backward", &HardswishBackward);
 }

@@ -54,6 +54,43 @@ output %g
   EXPECT_THAT(out, HasSubstr("witness: cpu-f64"));
 }
 
+// A statement that raises on one side names the backward kernel that raised
+// and the dtype it ran in: hardswish's bf16 backward (the plugin raises
+// PyTorch's "not implemented" there), though the statement's first gradient
+// is f32. A raise inside an earlier statement's backward is named from
+// PyTorch's message.
+TEST(GradientOracle, AOneSidedRaiseNamesItsKernelAndTheDtypeItRanIn) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("raising_backward");
+  const std::string out = Replay(dir, "gap.dfz", R"(divfuzz v1
+input %x: f32[4] = values(0.5, 3.0, -1.0, 2.0)
+input %h: bf16[4] = values(0.5, 1.0, -4.0, 2.0)
+input %v: f32[4] = fill(1.0)
+input %w: bf16[4] = fill(1.0)
+%s = aten::sin(%x)
+%k = aten::hardswish(%h)
+%c = aten::cos(%k)
+%gx, %gh = autograd::grad([%s, %c], [%x, %h], grad_outputs=[%v, %w])
+output %gx, %gh
+)");
+  EXPECT_THAT(out, HasSubstr("dtype_gap at node 3 (%gx = HardswishBackward0, bf16)")) << out;
+  EXPECT_THAT(out, HasSubstr("backward of node 1 (aten::hardswish): HardswishBackward0 raises on "
+                             "cpu only"))
+      << out;
+  EXPECT_THAT(out, HasSubstr("tier: dtype_gap")) << out;
+  const std::string second = Replay(dir, "second.dfz", R"(divfuzz v1
+input %x: f32[] = fill(0.0)
+input %h: bf16[1,1] = fill(0.0)
+input %vh: f32[1,1] = fill(1.0)
+input %uh: f32[1,1] = fill(0.0)
+%g = aten::i0(%h)
+%gh = autograd::grad([%g], [%h], grad_outputs=[%vh])
+%ggx, %ggh = autograd::grad([%gh], [%x, %h], grad_outputs=[%uh])
+output %ggx
+)");
+  EXPECT_THAT(second, HasSubstr("dtype_gap at node 2 (%ggx = i1_backward, bf16)")) << second;
+}
+
 TEST(GradientOracle, ReluAtItsKinkIsExpectedWithTheRuleNamed) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("kink");
