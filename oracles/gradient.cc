@@ -429,8 +429,8 @@ void JudgeAccumulation(const graph::Program& program, const ops::TypeEnv& types,
                           ", though each use's gradient agrees between the sides");
   // Each side's sum against its contributions' float64 sum rounded to the
   // dtype: 0 agrees (within the tolerance or the summation bound
-  // n·eps·sum|terms|), 1 off by more, 2 of another class (inf or NaN from
-  // terms whose sum fits, or the reverse): only that blames a side. A float64
+  // n·eps·sum|terms|), 1 off by more, 2 inf or NaN from finite terms whose
+  // sum fits: only that blames a side. A float64
   // side's contributions are reruns from its rounded incoming gradients, not
   // the terms its run summed, so they never blame it.
   auto off = [&](const at::Tensor& mine, const std::vector<at::Tensor>& c, const at::Tensor& s,
@@ -439,7 +439,16 @@ void JudgeAccumulation(const graph::Program& program, const ops::TypeEnv& types,
     const c10::ScalarType st = exec::ToScalarType(dt);
     const at::Tensor m = exec::ToDTypeKeepingNaNs(mine, st).to(at::kDouble);
     const at::Tensor r = exec::ToDTypeKeepingNaNs(s, st).to(at::kDouble);
-    if ((at::isfinite(m) != at::isfinite(r)).any().item<bool>()) return 2;
+    if ((at::isfinite(m) != at::isfinite(r)).any().item<bool>()) {
+      // Only inf or NaN from finite terms whose sum fits is the engine's own:
+      // a non-finite term is the rerun's, which may not be the run's (a NaN
+      // input's gradient depends on the kernel's vector lanes, and reruns
+      // read contiguous copies: hardswish's channels_last backward passed
+      // the gradient through at a NaN where the rerun gave NaN).
+      at::Tensor terms_finite = at::ones_like(m, at::kBool);
+      for (const at::Tensor& x : c) terms_finite &= at::isfinite(x.to(at::kDouble));
+      return (~at::isfinite(m) & at::isfinite(r) & terms_finite).any().item<bool>() ? 2 : 1;
+    }
     if (!CompareTensors(m.to(st), r.to(st), dt, policy.For(node.QualifiedName(), dt))) return 0;
     at::Tensor terms = at::zeros_like(s);
     for (const at::Tensor& x : c) terms = terms + x.to(at::kDouble).abs();
@@ -595,10 +604,11 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   for (int k = g - 1; k >= 0 && !ga.error && !gb.error; --k) {
     const graph::Node& node = program.nodes[k];
     if (graph::IsGradNode(node)) {
-      // An earlier statement on this one's path: the uses its backward makes
-      // of the values it reads are not rerun.
+      // An earlier statement on this one's path: its backward's graph reads
+      // any value its outputs depend on, and those uses are not rerun, so no
+      // sum of a value made before it is known.
       for (const std::string& r : node.results) {
-        if (ga.value_grads.count(r)) uses.Unknown(node);
+        if (ga.value_grads.count(r)) uses.tracked = false;
       }
       continue;
     }
