@@ -297,6 +297,26 @@ absl::string_view ErrorKindName(NodeError::Kind kind) {
   return "?";
 }
 
+std::optional<c10::MemoryFormat> ChannelsLastFormat(const at::Tensor& t) {
+  if (!t.defined() || t.is_contiguous()) return std::nullopt;
+  if (t.dim() == 4 && t.is_contiguous(c10::MemoryFormat::ChannelsLast)) {
+    return c10::MemoryFormat::ChannelsLast;
+  }
+  if (t.dim() == 5 && t.is_contiguous(c10::MemoryFormat::ChannelsLast3d)) {
+    return c10::MemoryFormat::ChannelsLast3d;
+  }
+  return std::nullopt;
+}
+
+at::Tensor InRunFormat(const std::map<std::string, c10::MemoryFormat>& formats,
+                       const std::string& name, const at::Tensor& t) {
+  auto it = formats.find(name);
+  if (it == formats.end() || !t.defined() || t.dim() != (it->second == c10::MemoryFormat::ChannelsLast ? 4 : 5)) {
+    return t;
+  }
+  return t.contiguous(it->second);
+}
+
 namespace {
 
 // Snapshots made contiguous; on the float64 targets rounded back to the
@@ -420,7 +440,9 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
       nr.outputs.push_back(Snapshot(gi));
     }
     for (size_t i = 0; i < wrt.size(); ++i) {
-      if (grads[i].defined()) nr.value_grads[captured[i]] = Snapshot(grads[i]);
+      if (!grads[i].defined()) continue;
+      nr.value_grads[captured[i]] = Snapshot(grads[i]);
+      if (auto f = ChannelsLastFormat(grads[i])) nr.value_grad_formats[captured[i]] = *f;
     }
     FinishOutputs(node, types, target, nr);
   } catch (const std::exception& e) {
@@ -666,6 +688,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
       // move or upcast cannot make the tensor contiguous again.
       const auto copy_start = std::chrono::steady_clock::now();
       env[in.name] = ApplyLayout(Place(t, target), in.layout);
+      if (auto f = ChannelsLastFormat(env[in.name])) result.formats[in.name] = *f;
       result.transfer_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
     }
@@ -703,7 +726,10 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
     auto it = env.find(name);
     return it == env.end() ? at::Tensor() : it->second;
   };
-  const auto define = [&env](const std::string& name, const at::Tensor& t) { env[name] = t; };
+  const auto define = [&env, &result](const std::string& name, const at::Tensor& t) {
+    env[name] = t;
+    if (auto f = ChannelsLastFormat(t)) result.formats[name] = *f;
+  };
   // Deferred: on CUDA the outputs come back with one synchronization for
   // the whole program, not one per node (processes sharing a GPU wait for
   // their time slice at each one).

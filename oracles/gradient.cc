@@ -45,13 +45,27 @@ struct Step {
   exec::VjpResult vjp;                       // rerun alone on this side's target
 };
 
+// Node k's forward inputs on one side, in the layouts the run held them.
+std::map<std::string, at::Tensor> RunInputs(const graph::Program& program, int k,
+                                            const exec::RunResult& run) {
+  std::map<std::string, at::Tensor> inputs = NodeInputs(program, k, run);
+  for (auto& [name, t] : inputs) t = exec::InRunFormat(run.formats, name, t);
+  return inputs;
+}
+
 Step StepOf(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& run,
             const exec::NodeResult& grad, int k) {
   Step s;
-  s.inputs = NodeInputs(program, k, run);
+  // In the layouts the run held them: a kernel's path follows the layout
+  // (hardswish_backward's vector lanes and scalar tail give different
+  // gradients at a NaN, pytorch#195075), so a contiguous rerun is not the
+  // run's kernel.
+  s.inputs = RunInputs(program, k, run);
   for (const std::string& r : program.nodes[k].results) {
     auto it = grad.value_grads.find(r);
-    s.incoming.push_back(it == grad.value_grads.end() ? at::Tensor() : it->second);
+    s.incoming.push_back(it == grad.value_grads.end()
+                             ? at::Tensor()
+                             : exec::InRunFormat(grad.value_grad_formats, r, it->second));
   }
   return s;
 }
@@ -528,9 +542,9 @@ void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& type
       any = any || incoming.back().defined();
     }
     if (!any) continue;
-    const exec::VjpResult va = exec::RunNodeVjp(node, NodeInputs(program, k, a), incoming, types,
+    const exec::VjpResult va = exec::RunNodeVjp(node, RunInputs(program, k, a), incoming, types,
                                                 a.target, false, nullptr, nullptr, later);
-    const exec::VjpResult vb = exec::RunNodeVjp(node, NodeInputs(program, k, b), incoming, types,
+    const exec::VjpResult vb = exec::RunNodeVjp(node, RunInputs(program, k, b), incoming, types,
                                                 b.target, false, nullptr, nullptr, later);
     if (static_cast<bool>(va.result.error) == static_cast<bool>(vb.result.error)) continue;
     const exec::NodeError& e = va.result.error ? *va.result.error : *vb.result.error;

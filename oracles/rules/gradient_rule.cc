@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace divfuzz::oracles::rules {
 
 at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) {
@@ -48,6 +50,28 @@ std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x) {
     for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
   }
   return dims;
+}
+
+std::optional<SplitUses> SplitRepeatedUses(const graph::Node& node,
+                                           const std::map<std::string, at::Tensor>& inputs,
+                                           const ops::TypeEnv& types) {
+  SplitUses s{node, inputs, types, {}};
+  std::map<std::string, int> uses;
+  for (graph::Argument& arg : s.node.args) {
+    if (arg.value.kind != graph::Literal::Kind::kValue) continue;
+    const std::string name = arg.value.s;
+    if (uses[name]++ == 0) continue;
+    auto in = inputs.find(name);
+    auto type = types.find(name);
+    if (in == inputs.end() || type == types.end()) return std::nullopt;
+    const std::string copy = absl::StrCat(name, "__use", uses[name]);
+    arg.value.s = copy;
+    s.inputs[copy] = in->second;
+    s.types[copy] = type->second;
+    s.copies[name].push_back(copy);
+  }
+  if (s.copies.empty()) return std::nullopt;
+  return s;
 }
 
 double ElementAt(const at::Tensor& t, long long element) {

@@ -74,6 +74,20 @@ std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x);
 // 2k+1 the mirror of 2k. Non-finite elements stay.
 at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed);
 
+// A node that reads one value in several argument slots (x / x, atan2(g, g),
+// mul(g, g)) with each use after the first renamed `name__useN`, so that its
+// backward gives each use's partial apart: autograd sums them in the dtype,
+// and their cancellation or overflow is that sum's, not a formula's.
+struct SplitUses {
+  graph::Node node;
+  std::map<std::string, at::Tensor> inputs;
+  ops::TypeEnv types;
+  std::map<std::string, std::vector<std::string>> copies;  // name -> its renamed uses
+};
+std::optional<SplitUses> SplitRepeatedUses(const graph::Node& node,
+                                           const std::map<std::string, at::Tensor>& inputs,
+                                           const ops::TypeEnv& types);
+
 #define DIVFUZZ_RULE(name, meaning)
 #define DIVFUZZ_GRADIENT_RULE(name, meaning) \
   std::optional<RuleMatch> name(const GradientContext& c);

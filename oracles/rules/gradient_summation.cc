@@ -32,11 +32,34 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
     n = std::max<int64_t>(n, terms);
     t = t.abs();
   }
-  exec::VjpResult terms =
-      exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
-  if (terms.result.error || c.out >= terms.result.exact.size()) return std::nullopt;
-  const at::Tensor bound =
-      terms.result.exact[c.out].abs() * (2.0 * static_cast<double>(n) * c.ProductEps());
+  // A node reading one value in several slots (x / x): autograd sums each
+  // use's partial, which cancel in the float64 backward of |inputs| too
+  // (|x|/|x|'s two partials are +-|g|/|x|), so sum|terms| adds each use's
+  // partial apart (session 37's DivBackward0 bf16 of gh / gh, judged
+  // expected: -8 from partials of +-1734).
+  at::Tensor sum_terms;
+  if (std::optional<SplitUses> split = SplitRepeatedUses(c.node, inputs, c.types)) {
+    exec::VjpResult parts =
+        exec::RunNodeVjp(split->node, split->inputs, incoming, split->types, exec::Target::kCpuF64);
+    if (parts.result.error) return std::nullopt;
+    std::vector<std::string> names = {c.wrt};
+    if (auto it = split->copies.find(c.wrt); it != split->copies.end()) {
+      names.insert(names.end(), it->second.begin(), it->second.end());
+    }
+    for (size_t o = 0; o < parts.wrt.size() && o < parts.result.exact.size(); ++o) {
+      if (std::find(names.begin(), names.end(), parts.wrt[o]) == names.end()) continue;
+      const at::Tensor t = parts.result.exact[o].abs();
+      sum_terms = sum_terms.defined() ? sum_terms + t : t;
+    }
+    n += static_cast<int64_t>(names.size()) - 1;
+  } else {
+    exec::VjpResult terms =
+        exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
+    if (terms.result.error || c.out >= terms.result.exact.size()) return std::nullopt;
+    sum_terms = terms.result.exact[c.out].abs();
+  }
+  if (!sum_terms.defined()) return std::nullopt;
+  const at::Tensor bound = sum_terms * (2.0 * static_cast<double>(n) * c.ProductEps());
   const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
   if (bound.sizes() != diff.sizes()) return std::nullopt;
   // Where both sides are finite (a tolerance divergence has its non-finite
