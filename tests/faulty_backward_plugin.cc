@@ -17,7 +17,10 @@
 // CUDA context" failing, as a CUDA side's rerun can on a GPU host.
 // And aten::hardswish_backward (HardswishBackward0), which raises PyTorch's
 // dispatch message for bfloat16, as a derivative with no kernel for a dtype
-// does (i1_backward's for bf16): a one-sided dtype gap inside a backward.
+// does (i1_backward's for bf16): a one-sided dtype gap inside a backward;
+// and in float32 doubles the gradient where self is channels_last, as a
+// kernel whose path follows the layout can be wrong in one layout only
+// (pytorch#195075: hardswish_backward's vector lanes and scalar tail).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -54,6 +57,9 @@ at::Tensor HardswishBackward(const at::Tensor& grad, const at::Tensor& self) {
   }
   const at::Tensor inner = at::where(self < -3, at::zeros_like(self),
                                      at::where(self <= 3, self / 3 + 0.5, at::ones_like(self)));
+  const bool channels_last = self.dim() == 4 && !self.is_contiguous() &&
+                             self.is_contiguous(at::MemoryFormat::ChannelsLast);
+  if (self.scalar_type() == at::kFloat && channels_last) return grad * inner * 2;
   return grad * inner;
 }
 

@@ -91,6 +91,25 @@ output %ggx
   EXPECT_THAT(second, HasSubstr("dtype_gap at node 2 (%ggx = i1_backward, bf16)")) << second;
 }
 
+// The walk reruns each backward in the layouts the run held its values: the
+// plugin's hardswish_backward is wrong in float32 for a channels_last input
+// only, which a contiguous rerun would not show (no kernel would part the
+// sides, and the finding would stay undecided at the statement).
+TEST(GradientOracle, ReRunsKeepTheLayoutTheRunHeld) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("layout_backward");
+  const std::string out = Replay(dir, "cl.dfz", R"(divfuzz v1
+input %x: f32[1,2,3,3] layout=channels_last = uniform(seed=5, low=-2.0, high=2.0)
+input %v: f32[1,2,3,3] = fill(1.0)
+%k = aten::hardswish(%x)
+%c = aten::sin(%k)
+%g = autograd::grad([%c], [%x], grad_outputs=[%v])
+output %g
+)");
+  EXPECT_THAT(out, HasSubstr("(%g = HardswishBackward0, f32) [root]")) << out;
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
+}
+
 TEST(GradientOracle, ReluAtItsKinkIsExpectedWithTheRuleNamed) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("kink");
