@@ -83,14 +83,22 @@ double AccumulatedMagnitude(const GradientSide& s) {
 // backward for that use alone, incoming gradient included) exceeds the
 // dtype's range the kernel's inf and -inf add to NaN though their exact sum
 // fits (session 36: Atan2Backward0 and DivBackward0 bf16, judged expected).
+// So may one use's local derivative (its partial with unit incoming
+// gradients) where the incoming gradient is 0: h / h's -grad·h/h² at a
+// subnormal bf16 h is 0·inf = NaN though the gradient is 0 (session 37).
 bool APartialOfARepeatedUseOverflows(const GradientContext& c) {
   std::optional<SplitUses> split = SplitRepeatedUses(c.node, c.a.inputs, c.types);
   if (!split) return false;
-  exec::VjpResult parts =
-      exec::RunNodeVjp(split->node, split->inputs, c.a.incoming, split->types, exec::Target::kCpuF64);
-  if (parts.result.error) return false;
-  for (const at::Tensor& p : parts.result.exact) {
-    if (BeyondRange(c, p)) return true;
+  std::vector<at::Tensor> unit;
+  for (const at::Tensor& t : c.a.incoming) unit.push_back(t.defined() ? at::ones_like(t) : t);
+  const std::vector<at::Tensor>* const given = &c.a.incoming;
+  for (const std::vector<at::Tensor>* incoming : {given, static_cast<const std::vector<at::Tensor>*>(&unit)}) {
+    exec::VjpResult parts = exec::RunNodeVjp(split->node, split->inputs, *incoming, split->types,
+                                             exec::Target::kCpuF64);
+    if (parts.result.error) continue;
+    for (const at::Tensor& p : parts.result.exact) {
+      if (BeyondRange(c, p)) return true;
+    }
   }
   return false;
 }
@@ -257,9 +265,10 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
   if (APartialOfARepeatedUseOverflows(c)) {
     return RuleMatch{"gradient_extremal_values",
                      absl::StrCat(c.node.QualifiedName(), " reads one value twice, and the "
-                                  "float64 partial of one use there overflows ",
-                                  std::string(graph::DTypeName(c.dtype)), ": the kernel's inf and "
-                                  "-inf add to NaN though their exact sum fits")};
+                                  "float64 partial of one use there (or its local derivative) "
+                                  "overflows ", std::string(graph::DTypeName(c.dtype)),
+                                  ": the kernel's inf - inf or 0 * inf is NaN though the exact "
+                                  "gradient fits")};
   }
   return std::nullopt;
 }
