@@ -1,6 +1,8 @@
 #include "exec/executor.h"
 
 #include <ATen/Context.h>
+#include <deque>
+#include <mutex>
 #include <ATen/SequenceNumber.h>
 #include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -32,6 +34,7 @@
 
 #include "absl/strings/match.h"
 #include "exec/cuda_variant_guard.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "exec/arguments.h"
@@ -297,6 +300,65 @@ absl::string_view ErrorKindName(NodeError::Kind kind) {
   return "?";
 }
 
+namespace {
+
+struct VjpEntry {
+  graph::Node inner;
+  std::vector<std::string> incoming, wrt;
+};
+
+// The steps MakeVjpNode made in this process, by the index in their
+// overload: a node carries names, and the step needs its forward node whole.
+std::deque<VjpEntry>& VjpRegistry() {
+  static std::deque<VjpEntry> entries;  // stable references as it grows
+  return entries;
+}
+std::mutex& VjpRegistryMutex() {
+  static std::mutex m;
+  return m;
+}
+
+const VjpEntry* FindVjp(const graph::Node& node) {
+  if (node.op != kVjpOp) return nullptr;
+  size_t i = 0;
+  if (!absl::SimpleAtoi(node.overload, &i)) return nullptr;
+  std::lock_guard<std::mutex> lock(VjpRegistryMutex());
+  return i < VjpRegistry().size() ? &VjpRegistry()[i] : nullptr;
+}
+
+}  // namespace
+
+graph::Node MakeVjpNode(const graph::Node& inner, const std::vector<std::string>& incoming,
+                        const std::vector<std::string>& wrt,
+                        const std::vector<std::string>& results) {
+  graph::Node n;
+  n.op = kVjpOp;
+  n.args = inner.args;
+  std::vector<graph::Literal> items;
+  for (const std::string& v : incoming) {
+    if (!v.empty()) items.push_back(graph::Literal::Value(v));
+  }
+  n.args.push_back(graph::Argument{"grad_outputs", graph::Literal::List(std::move(items))});
+  n.results = results;
+  std::lock_guard<std::mutex> lock(VjpRegistryMutex());
+  // The same step again (a walk per finding) reuses its entry.
+  std::deque<VjpEntry>& entries = VjpRegistry();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].inner == inner && entries[i].incoming == incoming && entries[i].wrt == wrt) {
+      n.overload = std::to_string(i);
+      return n;
+    }
+  }
+  entries.push_back(VjpEntry{inner, incoming, wrt});
+  n.overload = std::to_string(entries.size() - 1);
+  return n;
+}
+
+const graph::Node* VjpInner(const graph::Node& node) {
+  const VjpEntry* e = FindVjp(node);
+  return e == nullptr ? nullptr : &e->inner;
+}
+
 std::optional<c10::MemoryFormat> ChannelsLastFormat(const at::Tensor& t) {
   if (!t.defined() || t.is_contiguous()) return std::nullopt;
   if (t.dim() == 4 && t.is_contiguous(c10::MemoryFormat::ChannelsLast)) {
@@ -326,6 +388,7 @@ void FinishOutputs(const graph::Node& node, const ops::TypeEnv& types, Target ta
   if (target == Target::kCpuF64 || target == Target::kCudaF64) {
     for (auto& [name, g] : nr.value_grads) {
       auto it = types.find(name);
+      if (it == types.end()) it = types.find(graph::FirstOrderBase(name));
       if (g.defined() && it != types.end() && g.scalar_type() != ToScalarType(it->second.dtype)) {
         nr.value_grads_exact[name] = g;
         g = ToDTypeKeepingNaNs(g, ToScalarType(it->second.dtype));
@@ -443,6 +506,11 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
       if (!grads[i].defined()) continue;
       nr.value_grads[captured[i]] = Snapshot(grads[i]);
       if (auto f = ChannelsLastFormat(grads[i])) nr.value_grad_formats[captured[i]] = *f;
+      // A later statement differentiates this one's backward: it captures
+      // dL2/d(dL1/dv) for these (graph/gradient.h, FirstOrderName).
+      if (create_graph && grads[i].requires_grad() && !node.results.empty()) {
+        define(graph::FirstOrderName(captured[i], node.results[0]), grads[i]);
+      }
     }
     FinishOutputs(node, types, target, nr);
   } catch (const std::exception& e) {
@@ -792,6 +860,12 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
       }
     }
     if (gradients && !nr.error) path.insert(path.end(), node.results.begin(), node.results.end());
+    if (graph::IsGradNode(node) && !nr.error && !node.results.empty()) {
+      for (const auto& [v, g] : nr.value_grads) {
+        const std::string name = graph::FirstOrderName(v, node.results[0]);
+        if (env.count(name)) path.push_back(name);
+      }
+    }
     if (nr.error) failed.insert(node.results.begin(), node.results.end());
     result.nodes.push_back(std::move(nr));
   }
@@ -832,7 +906,52 @@ bool AutogradRunsOn(Target target) {
 // Runs `node` on `target` over values already placed there, collecting its
 // tensor results (the forward of an autograd rerun).
 NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at::Tensor>& placed,
+                         const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs);
+
+// A MakeVjpNode step: inner's forward, then its first-order backward with
+// create_graph, its gradients the step's results.
+NodeResult ExecuteVjpStep(const VjpEntry& e, const std::map<std::string, at::Tensor>& placed,
+                          const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs) {
+  NodeResult nr;
+  std::vector<at::Tensor> inner_outs;
+  NodeResult forward = ExecutePlaced(e.inner, placed, types, target, &inner_outs);
+  if (forward.error) return forward;
+  try {
+    std::vector<at::Tensor> ys, vs, xs;
+    for (size_t i = 0; i < inner_outs.size() && i < e.incoming.size(); ++i) {
+      if (e.incoming[i].empty() || !inner_outs[i].defined() || !inner_outs[i].requires_grad()) {
+        continue;
+      }
+      auto w = placed.find(e.incoming[i]);
+      if (w == placed.end() || !w->second.defined()) continue;
+      ys.push_back(inner_outs[i]);
+      vs.push_back(w->second.to(inner_outs[i].scalar_type()));
+    }
+    for (const std::string& x : e.wrt) {
+      auto it = placed.find(x);
+      xs.push_back(it == placed.end() ? at::Tensor() : it->second);
+    }
+    std::vector<at::Tensor> grads(xs.size());
+    if (!ys.empty()) {
+      grads = torch::autograd::grad(ys, xs, vs, /*retain_graph=*/true, /*create_graph=*/true,
+                                    /*allow_unused=*/true);
+    }
+    for (size_t i = 0; i < xs.size(); ++i) {
+      at::Tensor g = grads[i].defined() ? grads[i] : at::zeros_like(xs[i]);
+      if (nr.grad_fn.empty() && g.grad_fn()) nr.grad_fn = g.grad_fn()->name();
+      outs->push_back(g);
+      nr.outputs.push_back(Snapshot(g));
+    }
+  } catch (const std::exception& ex) {
+    nr = NodeResult{};
+    nr.error = Classify(ex.what());
+  }
+  return nr;
+}
+
+NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at::Tensor>& placed,
                          const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs) {
+  if (const VjpEntry* e = FindVjp(node)) return ExecuteVjpStep(*e, placed, types, target, outs);
   const ValueLookup lookup = [&placed](const std::string& name) {
     auto it = placed.find(name);
     return it == placed.end() ? at::Tensor() : it->second;

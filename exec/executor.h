@@ -69,6 +69,21 @@ NodeError ClassifyAt(const graph::Node& node, const ops::TypeEnv& types, std::st
 NodeResult RunNode(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                    const ops::TypeEnv& types, Target target);
 
+// One backward step inside a gradient statement as a node of its own: the
+// first-order backward of `inner`, reading inner's values and, per result of
+// inner, its incoming gradient (`incoming`, "" where none), and giving the
+// gradient inner sends each value of `wrt` (named `results`). It runs under
+// autograd, differentiable again: RunNodeVjp of it reruns the double
+// backward a later statement took through that step (GeluBackwardBackward0),
+// from one side's own inputs. Its op is kVjpOp; the node is only valid in
+// this process.
+inline constexpr char kVjpOp[] = "autograd::vjp";
+graph::Node MakeVjpNode(const graph::Node& inner, const std::vector<std::string>& incoming,
+                        const std::vector<std::string>& wrt,
+                        const std::vector<std::string>& results);
+// The forward node a MakeVjpNode node steps back through; nullptr for others.
+const graph::Node* VjpInner(const graph::Node& node);
+
 // One forward node's backward on its own (a vector-Jacobian product): the
 // node runs under autograd on `target` from `values`, then autograd takes the
 // `cotangents` (one per result; undefined: none) back to each floating or

@@ -8,6 +8,15 @@ namespace divfuzz::graph {
 
 bool IsGradNode(const Node& node) { return node.op == kGradOp && node.overload.empty(); }
 
+std::string FirstOrderName(const std::string& value, const std::string& statement) {
+  return value + "@" + statement;
+}
+
+std::string FirstOrderBase(const std::string& name) {
+  const size_t at = name.find('@');
+  return at == std::string::npos ? "" : name.substr(0, at);
+}
+
 namespace {
 
 // A value or a list of values; false when anything else is there.

@@ -36,6 +36,16 @@ GradCallOrError ParseGradCall(const Node& node);
 // The node for a call (results named by the caller).
 Node MakeGradNode(const GradCall& call, std::vector<std::string> results);
 
+// A statement that a later one differentiates again keeps its first-order
+// gradients dL1/dv (v on its path) as values of the run, named
+// FirstOrderName(v, statement's first result): the later statement captures
+// dL2/d(dL1/dv) for them, which is how the oracle reruns the backward steps
+// inside the earlier statement. '@' is not an identifier character, so the
+// names never meet a program's.
+std::string FirstOrderName(const std::string& value, const std::string& statement);
+// v for FirstOrderName(v, s); "" for any other name.
+std::string FirstOrderBase(const std::string& name);
+
 // Whether any node of the program is a gradient statement.
 bool HasGradients(const Program& program);
 // The program inputs some gradient statement differentiates against.

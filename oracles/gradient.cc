@@ -40,6 +40,7 @@ struct Step {
   // rounds in f16 and overflows where the fused kernel does not), so reruns do
   // too.
   bool create_graph = false;
+  graph::Node pseudo;  // a step inside an earlier statement: its exec::MakeVjpNode node
   std::map<std::string, at::Tensor> inputs;  // node k's forward inputs on this side
   std::vector<at::Tensor> incoming;          // dL/d(result j), undefined where none
   exec::VjpResult vjp;                       // rerun alone on this side's target
@@ -68,6 +69,64 @@ Step StepOf(const graph::Program& program, const ops::TypeEnv& types, const exec
                              : exec::InRunFormat(grad.value_grad_formats, r, it->second));
   }
   return s;
+}
+
+// The backward step of forward node k2 inside statement g1, which the
+// statement being judged differentiates again, as each side's Step (its node
+// an exec::MakeVjpNode): node k2's inputs and the first-order gradients g1
+// sent into its results are the step's inputs, dL2/d(dL1/dx) for each
+// floating input x its incoming gradients. Adds the step's values to types.
+std::optional<std::pair<Step, Step>> StepsInside(const graph::Program& program,
+                                                 const exec::RunResult& a, const exec::RunResult& b,
+                                                 const exec::NodeResult& ga,
+                                                 const exec::NodeResult& gb, int g1, int k2,
+                                                 ops::TypeEnv* types) {
+  const graph::Node& first = program.nodes[g1];
+  const exec::NodeResult &fa = a.nodes[g1], &fb = b.nodes[g1];
+  if (first.results.empty() || fa.error || fb.error) return std::nullopt;
+  const std::string& s1 = first.results[0];
+  const graph::Node& inner = program.nodes[k2];
+  std::vector<std::string> incoming;
+  bool any = false;
+  for (const std::string& r : inner.results) {
+    const bool here = fa.value_grads.count(r) && fb.value_grads.count(r) && types->count(r);
+    incoming.push_back(here ? graph::FirstOrderName(r, s1) : "");
+    if (here) (*types)[incoming.back()] = types->at(r);
+    any = any || here;
+  }
+  if (!any) return std::nullopt;
+  std::vector<std::string> wrt, results;
+  for (const std::string& x : inner.Uses()) {
+    auto t = types->find(x);
+    if (t == types->end() || !(graph::IsFloating(t->second.dtype) || graph::IsComplex(t->second.dtype))) {
+      continue;
+    }
+    wrt.push_back(x);
+    results.push_back(absl::StrCat(graph::FirstOrderName(x, s1), ".", k2));
+    (*types)[results.back()] = t->second;
+  }
+  if (wrt.empty()) return std::nullopt;
+  const graph::Node pseudo = exec::MakeVjpNode(inner, incoming, wrt, results);
+  auto side = [&](const exec::RunResult& run, const exec::NodeResult& first_run,
+                  const exec::NodeResult& grad) {
+    Step s;
+    s.pseudo = pseudo;
+    s.inputs = RunInputs(program, k2, run);
+    for (size_t j = 0; j < incoming.size(); ++j) {
+      if (incoming[j].empty()) continue;
+      const std::string& r = inner.results[j];
+      s.inputs[incoming[j]] =
+          exec::InRunFormat(first_run.value_grad_formats, r, first_run.value_grads.at(r));
+    }
+    bool on_path = false;
+    for (const std::string& x : wrt) {
+      auto it = grad.value_grads.find(graph::FirstOrderName(x, s1));
+      s.incoming.push_back(it == grad.value_grads.end() ? at::Tensor() : it->second);
+      on_path = on_path || s.incoming.back().defined();
+    }
+    return s;
+  };
+  return std::make_pair(side(a, fa, ga), side(b, fb, gb));
 }
 
 bool SameIncoming(const Step& a, const Step& b, const graph::Node& node, const ops::TypeEnv& types,
@@ -616,39 +675,33 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   if (!ga.error && !gb.error) uses = StartUses(program, a, b, g);
   bool past_range = false;  // the root's sides agree once rounded (see below)
   Accumulated acc;  // set where the engine's sum is the root
-  for (int k = g - 1; k >= 0 && !ga.error && !gb.error; --k) {
-    const graph::Node& node = program.nodes[k];
-    if (graph::IsGradNode(node)) {
-      // An earlier statement on this one's path: its backward's graph reads
-      // any value its outputs depend on, and those uses are not rerun, so no
-      // sum of a value made before it is known.
-      for (const std::string& r : node.results) {
-        if (ga.value_grads.count(r)) uses.tracked = false;
-      }
-      continue;
-    }
-    Step xa = StepOf(program, types, a, ga, k), xb = StepOf(program, types, b, gb, k);
-    if (!AnyIncoming(xa) && !AnyIncoming(xb)) continue;  // not on the path
-    const bool same = SameIncoming(xa, xb, node, types, policy);
-    {
+  // One step of the walk: node k's backward (or, `forward` false, a backward
+  // step inside an earlier statement, exec::MakeVjpNode) from each side's own
+  // inputs and incoming gradients.
+  enum Visit { kNext, kRoot, kStop };
+  auto visit = [&](const graph::Node& node, int k, Step xa, Step xb, const ops::TypeEnv& env,
+                   bool forward) -> Visit {
+    if (!AnyIncoming(xa) && !AnyIncoming(xb)) return kNext;  // not on the path
+    const bool same = SameIncoming(xa, xb, node, env, policy);
+    if (forward) {
       Divergence diff;
       at::Tensor x, y;
-      const int j = AccumulationRoot(node.results, node.QualifiedName(), types, ga, gb, uses,
+      const int j = AccumulationRoot(node.results, node.QualifiedName(), env, ga, gb, uses,
                                      policy, &diff, &x, &y);
       if (j >= 0) {
         root = k;
         acc = Accumulated{node.results[j], x, y, diff};
-        break;
+        return kRoot;
       }
     }
     if (!same) {
       uses.Unknown(node);
-      continue;
+      return kNext;
     }
     xa.create_graph = xb.create_graph = later;
-    xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, types, a.target, false, nullptr,
+    xa.vjp = exec::RunNodeVjp(node, xa.inputs, xa.incoming, env, a.target, false, nullptr,
                               nullptr, later);
-    xb.vjp = exec::RunNodeVjp(node, xb.inputs, xb.incoming, types, b.target, false, nullptr,
+    xb.vjp = exec::RunNodeVjp(node, xb.inputs, xb.incoming, env, b.target, false, nullptr,
                               nullptr, later);
     const exec::NodeResult &ra = xa.vjp.result, &rb = xb.vjp.result;
     auto fatal = [](const exec::NodeResult& r) {
@@ -657,12 +710,12 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     if (fatal(ra) || fatal(rb)) {
       d.cuda_fault_in_triage = true;
       d.reason = "the CUDA context failed while the backward kernels were rerun to judge this";
-      return;
+      return kStop;
     }
     if (ra.error || rb.error) {
       if (ra.error && rb.error) {
         uses.Unknown(node);
-        continue;
+        return kNext;
       }
       root = k;
       d.cls = ((ra.error ? *ra.error : *rb.error).kind == exec::NodeError::Kind::kNotImplemented)
@@ -671,10 +724,10 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       d.value_a = ErrorOf(ra);
       d.value_b = ErrorOf(rb);
       sa = std::move(xa), sb = std::move(xb);
-      break;
+      return kRoot;
     }
     for (size_t o = 0; o < ra.outputs.size() && o < rb.outputs.size(); ++o) {
-      const graph::DType dt = DTypeOf(types, xa.vjp.wrt[o]);
+      const graph::DType dt = DTypeOf(env, xa.vjp.wrt[o]);
       if (std::optional<Divergence> diff =
               CompareTensors(ra.outputs[o], rb.outputs[o], dt, policy.For(node.QualifiedName(), dt))) {
         root = k;
@@ -706,16 +759,52 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
         d.component = 0;
         d.value_a = split->value_a;
         d.value_b = split->value_b;
-        d.dtype = std::string(graph::DTypeName(DTypeOf(types, xa.vjp.wrt[o])));
+        d.dtype = std::string(graph::DTypeName(DTypeOf(env, xa.vjp.wrt[o])));
       }
     }
     if (root >= 0) {
       sa = std::move(xa), sb = std::move(xb);
-      break;
+      return kRoot;
     }
     for (size_t o = 0; o < xa.vjp.wrt.size(); ++o) {
       uses.Add(xa.vjp.wrt[o], UseGradients::Of(xa.vjp, o), UseGradients::Of(xb.vjp, o));
     }
+    return kNext;
+  };
+  // The values of the backward steps inside earlier statements (their
+  // first-order gradients, graph::FirstOrderName) typed as their bases.
+  ops::TypeEnv step_types = types;
+  graph::Node root_node;
+  const ops::TypeEnv* root_types = &types;
+  for (int k = g - 1; k >= 0 && !ga.error && !gb.error && root < 0; --k) {
+    const graph::Node& node = program.nodes[k];
+    if (graph::IsGradNode(node)) {
+      // An earlier statement on this one's path: its backward's graph reads
+      // any value its outputs depend on, and those uses are not rerun, so no
+      // sum of a value made before it is known.
+      bool on_path = false;
+      for (const std::string& r : node.results) on_path = on_path || ga.value_grads.count(r) > 0;
+      if (!on_path) continue;
+      uses.tracked = false;
+      // Its backward steps, in the order this statement differentiates them
+      // (the reverse of the earlier one's: first forward node first).
+      for (int k2 = 0; k2 < k && root < 0; ++k2) {
+        if (graph::IsGradNode(program.nodes[k2])) continue;
+        std::optional<std::pair<Step, Step>> steps =
+            StepsInside(program, a, b, ga, gb, k, k2, &step_types);
+        if (!steps) continue;
+        const graph::Node pseudo = steps->first.pseudo;
+        const Visit v = visit(pseudo, k2, std::move(steps->first), std::move(steps->second),
+                              step_types, false);
+        if (v == kStop) return;
+        if (v == kRoot) root_node = pseudo, root_types = &step_types;
+      }
+      continue;
+    }
+    const Visit v = visit(node, k, StepOf(program, types, a, ga, k),
+                          StepOf(program, types, b, gb, k), types, true);
+    if (v == kStop) return;
+    if (v == kRoot) root_node = node;
   }
   // Past the first node: the program inputs' gradients are the engine's sums
   // of their uses too.
@@ -741,28 +830,35 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     if (d.cls == DivergenceClass::kDtypeGap) d.tier = "dtype_gap";
     return;
   }
-  const graph::Node& node = program.nodes[root];
+  const graph::Node& node = root_node;
+  const ops::TypeEnv& rtypes = *root_types;
+  // A step inside an earlier statement: named after its forward node.
+  const graph::Node* inside = exec::VjpInner(node);
   std::string grad_fn = !sa.vjp.grad_fn.empty() ? sa.vjp.grad_fn : sb.vjp.grad_fn;
   std::string inner_note;
   if (d.cls != DivergenceClass::kErrorSplit && d.cls != DivergenceClass::kDtypeGap) {
-    const std::string inner = InnerKernel(node, sa, sb, types, a.target, b.target, policy);
+    const std::string inner = InnerKernel(node, sa, sb, rtypes, a.target, b.target, policy);
     if (!inner.empty() && inner != grad_fn) {
       inner_note = absl::StrCat(" (inside its backward, ", inner, " is the first of its kernels "
                                 "whose outputs part the sides; ", grad_fn, " ends it)");
       grad_fn = inner;
     }
   }
+  const std::string forward_name = inside ? inside->QualifiedName() : node.QualifiedName();
   d.backward_of = root;
-  d.forward_op = node.QualifiedName();
-  d.op = grad_fn.empty() ? absl::StrCat(node.QualifiedName(), ".backward") : grad_fn;
+  d.forward_op = forward_name;
+  d.op = grad_fn.empty() ? absl::StrCat(forward_name, inside ? ".double_backward" : ".backward")
+                         : grad_fn;
   const std::string wrt = out < sa.vjp.wrt.size() ? sa.vjp.wrt[out] : "";
-  d.detail = absl::StrCat("backward of node ", root, " (", node.QualifiedName(), "): ", d.op,
-                          " gives d/d%", wrt, " ", d.value_a, " on ", exec::TargetName(a.target),
-                          " and ", d.value_b, " on ", exec::TargetName(b.target),
-                          " from the same incoming gradients", inner_note);
+  d.detail = absl::StrCat(inside ? "double backward of node " : "backward of node ", root, " (",
+                          forward_name, inside ? ", inside an earlier gradient statement" : "",
+                          "): ", d.op, " gives d/d%", wrt, " ", d.value_a, " on ",
+                          exec::TargetName(a.target), " and ", d.value_b, " on ",
+                          exec::TargetName(b.target), " from the same incoming gradients",
+                          inner_note);
   if (d.cls == DivergenceClass::kDtypeGap) {
     d.tier = "dtype_gap";
-    d.reason = absl::StrCat("the derivative of ", node.QualifiedName(), " is implemented on one "
+    d.reason = absl::StrCat("the derivative of ", forward_name, " is implemented on one "
                             "device only");
     return;
   }
@@ -776,8 +872,11 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // inputs, on the CPU and (with a CUDA side) on the GPU.
   const exec::WitnessPlan plan = plan_override ? *plan_override : exec::PlanFor(a.target, b.target);
   const bool second = plan.second_f64 == Target::kCudaF64 && exec::CudaAvailable();
-  const graph::DType dt = DTypeOf(types, wrt);
-  const std::string opname = node.QualifiedName();
+  const graph::DType dt = DTypeOf(rtypes, wrt);
+  // Policy and messages name the forward op; a step inside an earlier
+  // statement is "the backward of" it.
+  const std::string opname =
+      inside ? absl::StrCat("the backward of ", forward_name) : node.QualifiedName();
   struct Judged {
     bool cpu_says_wrong = false, cuda_says_wrong = false, have_cuda = false, ok = false;
     at::Tensor ref;
@@ -807,7 +906,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   };
   auto judge = [&](const Step& s) {
     Judged j;
-    exec::VjpResult wc = WitnessOf(node, s, types, Target::kCpuF64);
+    exec::VjpResult wc = WitnessOf(node, s, rtypes, Target::kCpuF64);
     if (wc.result.error || out >= wc.result.outputs.size()) return j;
     j.ok = true;
     j.ref = wc.result.exact[out];
@@ -815,7 +914,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     j.cpu_says_wrong =
         !WithinTolerance(mine, on_differing(wc.result.outputs[out]), dt, policy, opname);
     if (second) {
-      exec::VjpResult wg = WitnessOf(node, s, types, Target::kCudaF64);
+      exec::VjpResult wg = WitnessOf(node, s, rtypes, Target::kCudaF64);
       if (!wg.result.error && out < wg.result.outputs.size()) {
         j.have_cuda = true;
         j.cuda_says_wrong =
@@ -846,8 +945,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   d.witness = second ? "cpu-f64+cuda-f64" : "cpu-f64";
   // The exact derivative, where MPFR models the op, decides over both float64
   // backwards (which may share a side's formula, or be that side's kernel).
-  const at::Tensor ea = ExactGradient(node, sa, wrt, types, differing);
-  const at::Tensor eb = ExactGradient(node, sb, wrt, types, differing);
+  const at::Tensor ea = ExactGradient(node, sa, wrt, rtypes, differing);
+  const at::Tensor eb = ExactGradient(node, sb, wrt, rtypes, differing);
   std::string exact_note;
   if (ea.defined() && eb.defined() && !sa.vjp.result.outputs[out].is_complex()) {
     // Judged on the differing elements whose derivative is known on both sides.
@@ -912,8 +1011,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   }
   // Where float64 cannot tell, forward mode against reverse mode on each side.
   if (d.wrong_side == "undecided" || d.wrong_side == "both") {
-    const std::optional<bool> ma = ModesDisagree(node, sa, wrt, out, types, a.target, dt);
-    const std::optional<bool> mb = ModesDisagree(node, sb, wrt, out, types, b.target, dt);
+    const std::optional<bool> ma = ModesDisagree(node, sa, wrt, out, rtypes, a.target, dt);
+    const std::optional<bool> mb = ModesDisagree(node, sb, wrt, out, rtypes, b.target, dt);
     if (ma && mb && *ma != *mb) {
       d.wrong_side = std::string(exec::TargetName(*ma ? a.target : b.target));
       d.witness = "forward-mode";
@@ -925,11 +1024,11 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
 
   // The gradient rules of oracles/rules.def, in its order; the first that
   // explains the divergence names it.
-  rules::GradientContext c{node, types, policy, d, out, wrt, dt, pointwise,
+  rules::GradientContext c{node, rtypes, policy, d, out, wrt, dt, pointwise,
                            {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref,
-                            a.nodes[root].outputs},
+                            inside ? std::vector<at::Tensor>() : a.nodes[root].outputs},
                            {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref,
-                            b.nodes[root].outputs},
+                            inside ? std::vector<at::Tensor>() : b.nodes[root].outputs},
                            spec != nullptr ? static_cast<uint64_t>(spec->hints) : 0};
   c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
   // Blamed on both: a side whose own distance from the witness a rule

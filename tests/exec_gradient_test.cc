@@ -165,6 +165,51 @@ output %y
   EXPECT_EQ(f64.result.outputs[0].scalar_type(), at::kFloat);
 }
 
+// One backward step inside a statement, as a node of its own
+// (MakeVjpNode): its first-order gradient and, under RunNodeVjp, its double
+// backward equal libtorch's torch.autograd.grad taken twice, bit for bit; a
+// second statement captures dL2/d(dL1/dv) under graph::FirstOrderName.
+TEST(Gradients, ABackwardStepAsANodeIsTheDoubleBackwardOfItsOp) {
+  graph::Program p = MustParse(R"(divfuzz v1
+input %h: f32[4] = values(0.5, 1.0, -2.0, 3.0)
+input %w: f32[4] = values(1.0, -0.5, 2.0, 0.25)
+input %u: f32[4] = values(0.75, 1.5, -1.0, 2.0)
+%g = aten::gelu(%h, approximate="tanh")
+%gh = autograd::grad([%g], [%h], grad_outputs=[%w])
+%ggh = autograd::grad([%gh], [%h], grad_outputs=[%u])
+output %ggh
+)");
+  ops::TypeEnv types = MustInfer(p);
+  const std::string w_name = graph::FirstOrderName("g", "gh");
+  const std::string out_name = graph::FirstOrderName("h", "gh") + ".0";
+  types[w_name] = types.at("g");
+  types[out_name] = types.at("h");
+  const graph::Node step = MakeVjpNode(p.nodes[0], {w_name}, {"h"}, {out_name});
+  EXPECT_EQ(VjpInner(step)->op, "aten::gelu");
+  const at::Tensor h = at::tensor({0.5f, 1.0f, -2.0f, 3.0f});
+  const at::Tensor w = at::tensor({1.0f, -0.5f, 2.0f, 0.25f});
+  const at::Tensor u = at::tensor({0.75f, 1.5f, -1.0f, 2.0f});
+  VjpResult r = RunNodeVjp(step, {{"h", h}, {w_name, w}}, {u}, types, Target::kCpu);
+  ASSERT_FALSE(r.result.error) << r.result.error->message;
+  EXPECT_EQ(r.grad_fn, "GeluBackwardBackward0");
+  ASSERT_EQ(r.wrt, (std::vector<std::string>{"h", w_name}));
+
+  at::Tensor th = h.detach().requires_grad_(true), tw = w.detach().requires_grad_(true);
+  const at::Tensor y = at::gelu(th, "tanh");
+  const at::Tensor first = torch::autograd::grad({y}, {th}, {tw}, true, true)[0];
+  const std::vector<at::Tensor> second = torch::autograd::grad({first}, {th, tw}, {u}, true);
+  EXPECT_TRUE(SameBits(r.result.outputs[0], second[0]));
+  EXPECT_TRUE(SameBits(r.result.outputs[1], second[1]));
+
+  // The program's run: %ggh captured dL2/d(dL1/dg) for the first statement's
+  // gradient of %g, which is the step's incoming gradient dL2/dw above with
+  // u as the cotangent of dL1/dh.
+  RunResult run = exec::Run(p, types, Target::kCpu);
+  ASSERT_FALSE(run.nodes[2].error) << run.nodes[2].error->message;
+  ASSERT_TRUE(run.nodes[2].value_grads.count(graph::FirstOrderName("h", "gh")));
+  EXPECT_TRUE(SameBits(run.nodes[2].outputs[0], second[0]));
+}
+
 // A composite op's backward runs through several of its own kernels, which a
 // probe observes (and, for the rounding witness, moves by eps in mirrored
 // pairs); a plain op's backward is one kernel.

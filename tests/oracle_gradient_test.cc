@@ -347,6 +347,31 @@ output %ggh
   EXPECT_THAT(out, HasSubstr("rule: gradient_extremal_values")) << out;
 }
 
+// Second order: the later statement's gradient parts the sides inside the
+// earlier one's backward, at gelu's double backward (FunctionsManual's
+// gelu_double_backward, about 15 ops each rounded to bf16 at h = 1: within
+// the rounding of its inputs, session 36's judge). The walk reruns that step
+// from each side's own inputs and names it; before, no kernel was found.
+TEST(GradientOracle, ASecondOrderDivergenceIsRootedAtTheDoubleBackwardInsideTheFirstStatement) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("second_order");
+  std::ofstream(dir + "/gelu.dfz") << R"(divfuzz v1
+input %h: bf16[1,1] = fill(1.0)
+input %vh: f32[1,1] = fill(1.0)
+input %uh: f32[1,1] = fill(1.0)
+%g = aten::gelu(%h, approximate="tanh")
+%gh = autograd::grad([%g], [%h], grad_outputs=[%vh])
+%ggh = autograd::grad([%gh], [%h], grad_outputs=[%uh])
+output %ggh
+)";
+  const std::string out =
+      RunShell(kTool + " replay --targets=cpu,cpu-f64 " + dir + "/gelu.dfz 2>&1").output;
+  EXPECT_THAT(out, HasSubstr("(%ggh = GeluBackwardBackward0, bf16) [root]: double backward of "
+                             "node 0 (aten::gelu, inside an earlier gradient statement)"))
+      << out;
+  EXPECT_THAT(out, HasSubstr("tier: expected")) << out;
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");
