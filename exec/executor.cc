@@ -905,18 +905,26 @@ bool AutogradRunsOn(Target target) {
 
 // Runs `node` on `target` over values already placed there, collecting its
 // tensor results (the forward of an autograd rerun).
+// What RunNodeVjp does to the forward results a backward saves before the
+// backward reads them (round_results, move_results); a MakeVjpNode step
+// applies it to its inner forward's results, which its backward saves.
+using SavedResults = std::function<void(std::vector<at::Tensor>&)>;
+
 NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at::Tensor>& placed,
-                         const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs);
+                         const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs,
+                         const SavedResults* saved = nullptr);
 
 // A MakeVjpNode step: inner's forward, then its first-order backward with
 // create_graph, its gradients the step's results.
 NodeResult ExecuteVjpStep(const VjpEntry& e, const std::map<std::string, at::Tensor>& placed,
-                          const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs) {
+                          const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs,
+                          const SavedResults* saved) {
   NodeResult nr;
   std::vector<at::Tensor> inner_outs;
   NodeResult forward = ExecutePlaced(e.inner, placed, types, target, &inner_outs);
   if (forward.error) return forward;
   try {
+    if (saved != nullptr) (*saved)(inner_outs);
     std::vector<at::Tensor> ys, vs, xs;
     for (size_t i = 0; i < inner_outs.size() && i < e.incoming.size(); ++i) {
       if (e.incoming[i].empty() || !inner_outs[i].defined() || !inner_outs[i].requires_grad()) {
@@ -950,8 +958,11 @@ NodeResult ExecuteVjpStep(const VjpEntry& e, const std::map<std::string, at::Ten
 }
 
 NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at::Tensor>& placed,
-                         const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs) {
-  if (const VjpEntry* e = FindVjp(node)) return ExecuteVjpStep(*e, placed, types, target, outs);
+                         const ops::TypeEnv& types, Target target, std::vector<at::Tensor>* outs,
+                         const SavedResults* saved) {
+  if (const VjpEntry* e = FindVjp(node)) {
+    return ExecuteVjpStep(*e, placed, types, target, outs, saved);
+  }
   const ValueLookup lookup = [&placed](const std::string& name) {
     auto it = placed.find(name);
     return it == placed.end() ? at::Tensor() : it->second;
@@ -995,31 +1006,38 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
   }
   std::vector<at::Tensor> outs;
   const uint64_t first_seq = at::sequence_number::peek();
-  NodeResult forward = ExecutePlaced(node, placed, types, target, &outs);
+  // The results the backward saves, rounded to their dtypes (and moved):
+  // a step inside a statement saves its inner forward's, not its own.
+  const graph::Node* inner = VjpInner(node);
+  const std::vector<std::string>& saved_names = inner ? inner->results : node.results;
+  const SavedResults round_saved = [&](std::vector<at::Tensor>& saved) {
+    if (saved.size() != saved_names.size()) return;
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < saved.size(); ++i) {
+      auto it = types.find(saved_names[i]);
+      if (!saved[i].defined() || it == types.end() ||
+          !(saved[i].is_floating_point() || saved[i].is_complex())) {
+        continue;
+      }
+      // variable_data(): a fresh version counter, so autograd's saved copy of
+      // this output sees the rounded values without an in-place
+      // modification error.
+      at::Tensor data = saved[i].variable_data();
+      at::Tensor rounded = ToDTypeKeepingNaNs(data.cpu(), ToScalarType(it->second.dtype))
+                               .to(data.scalar_type());
+      if (move_results) rounded = move_results(i, rounded).to(data.scalar_type());
+      data.copy_(rounded);
+    }
+  };
+  NodeResult forward = ExecutePlaced(node, placed, types, target, &outs,
+                                     inner && round_results ? &round_saved : nullptr);
   r.grad_fn = forward.grad_fn;
   if (forward.error) {
     r.result.error = forward.error;
     return r;
   }
   try {
-    if (round_results && outs.size() == node.results.size()) {
-      at::NoGradGuard no_grad;
-      for (size_t i = 0; i < outs.size(); ++i) {
-        auto it = types.find(node.results[i]);
-        if (!outs[i].defined() || it == types.end() ||
-            !(outs[i].is_floating_point() || outs[i].is_complex())) {
-          continue;
-        }
-        // variable_data(): a fresh version counter, so autograd's saved
-        // copy of this output sees the rounded values without an in-place
-        // modification error.
-        at::Tensor data = outs[i].variable_data();
-        at::Tensor rounded = ToDTypeKeepingNaNs(data.cpu(), ToScalarType(it->second.dtype))
-                                 .to(data.scalar_type());
-        if (move_results) rounded = move_results(i, rounded).to(data.scalar_type());
-        data.copy_(rounded);
-      }
-    }
+    if (round_results && !inner) round_saved(outs);
     std::vector<at::Tensor> ys, vs;
     for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i) {
       if (!outs[i].defined() || !outs[i].requires_grad() || !cotangents[i].defined()) continue;
