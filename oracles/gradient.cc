@@ -976,7 +976,9 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // formula on both devices (FunctionsManual's sinc_backward cancels on
   // each; sessions 33-35 judged sinc buckets blamed on one side where the
   // other was 490 ulp off), so a blame on one side alone names both.
-  const ops::OpSpec* spec = ops::FindOp(opname);
+  // A step inside an earlier statement maps elements as its forward op does
+  // (the double backward of an elementwise op is elementwise).
+  const ops::OpSpec* spec = ops::FindOp(forward_name);
   const bool pointwise = spec != nullptr && (spec->hints & ops::kPointwise) != 0;
   bool far_both = false;  // blamed on both by the ulps check: no side is excused
   if (wa != wb && !self_witness && pointwise) {
