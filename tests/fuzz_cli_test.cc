@@ -4,6 +4,7 @@
 // cannot record findings, --resume's rules, targets this machine cannot run,
 // and corrupt index lines said on stderr.
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -166,6 +167,29 @@ TEST(Preflight, ACampaignWhoseWorkersCannotStartExitsTwo) {
   EXPECT_TRUE(Contains(run.output, "no worker could start (every one exited 2")) << run.output;
 }
 
+// A batch of programs with one malformed file among them: that file is
+// reported by name and skipped, the others still run and print their
+// verdicts, and the exit code says a file could not be run.
+TEST(Replay, AMalformedFileInABatchIsReportedAndTheOthersStillRun) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("replay-batch");
+  const std::string good = R"(divfuzz v1
+input %x: f32[3] = values(0.5, 1.0, 2.0)
+%y = aten::sin(%x)
+output %y
+)";
+  std::ofstream(dir + "/a.dfz") << good;
+  std::ofstream(dir + "/bad.dfz") << "divfuzz v1\n%y = aten::sin(%nothing)\noutput %y\n";
+  std::ofstream(dir + "/c.dfz") << good;
+  const testing::CommandRun run = testing::RunShell(kTool + " replay --targets=cpu,cpu-f64 " +
+                                                   dir + "/a.dfz " + dir + "/bad.dfz " + dir +
+                                                   "/c.dfz");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(Contains(run.output, dir + "/bad.dfz:")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "== " + dir + "/c.dfz")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "1 of 3 file(s) could not be run")) << run.output;
+}
+
 TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTheBudget) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-failon");
@@ -179,10 +203,29 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
   // (without the isolated lane: it runs declined programs, and the CPU's
   // linalg_eigvals segfaults on some, a crash bucket when it gets there in 4 s).
   run = Campaign(dir, "--seconds=4 --fail_on=crash --isolated_share=0");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(
-      Contains(run.output, "fail_on=crash: no bucket at or above crash was hit in this run"))
-      << run.output;
+  if (run.exit_code == 1) {
+    // Under ctest's load a worker can still die of a crash that does not
+    // recur in a fresh process (libFuzzer's exit 77 at 3762ed9, filed as
+    // "did not recur"): a crash bucket all the same, and exit 1 is right for
+    // it. Every crash bucket of such a run must be one that did not recur.
+    auto store = store::FindingsStore::Open(dir + "/findings");
+    ASSERT_TRUE(store.ok()) << run.output;
+    auto index = (*store)->Load();
+    ASSERT_TRUE(index.ok()) << run.output;
+    bool crash = false;
+    for (const nlohmann::json& e : *index) {
+      if (e.value("severity", "") != "crash") continue;
+      crash = true;
+      EXPECT_FALSE(e["detail"].value("reproduced", true)) << e.dump();
+    }
+    EXPECT_TRUE(crash) << run.output;
+    EXPECT_TRUE(Contains(run.output, "hit in this run (exit 1)")) << run.output;
+  } else {
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(
+        Contains(run.output, "fail_on=crash: no bucket at or above crash was hit in this run"))
+        << run.output;
+  }
   // Paths in campaign.json are relative to the work folder.
   const std::string config = testing::ReadTextFile(dir + "/campaign/campaign.json");
   EXPECT_TRUE(Contains(config, "\"findings\": \"../findings\"")) << config;

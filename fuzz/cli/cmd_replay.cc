@@ -64,22 +64,23 @@ int RunReplay(const std::vector<std::string>& args) {
   const exec::Target* tb = &pair->second;
   const oracles::Policy& policy = *loaded;
   int worst = kExitClean;
+  // A file that cannot be run is reported and skipped: the files after it in
+  // a batch still run (a batch of 40 judged programs stopped at one invalid
+  // file and lost the verdicts of the rest), and the exit code says 2.
+  std::vector<std::string> unusable;
   for (const std::string& path : args) {
     absl::StatusOr<graph::Program> program = LoadProgramFile(path);
-    if (!program.ok()) {
-      std::cerr << program.status().message() << "\n";
-      return 2;
+    absl::StatusOr<ops::TypeEnv> types =
+        program.ok() ? ops::InferProgram(*program, path) : absl::StatusOr<ops::TypeEnv>(program.status());
+    absl::Status usable = types.status();
+    if (usable.ok()) {
+      usable =
+          exec::CheckMemoryBudget(*program, *types, absl::GetFlag(FLAGS_memory_budget_mb), path);
     }
-    absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(*program, path);
-    if (!types.ok()) {
-      std::cerr << types.status().message() << "\n";
-      return 2;
-    }
-    if (absl::Status budget =
-            exec::CheckMemoryBudget(*program, *types, absl::GetFlag(FLAGS_memory_budget_mb), path);
-        !budget.ok()) {
-      std::cerr << budget.message() << "\n";
-      return 2;
+    if (!usable.ok()) {
+      std::cerr << usable.message() << "\n";
+      unusable.push_back(path);
+      continue;
     }
     const exec::RunResult a = exec::Run(*program, *types, *ta);
     const exec::RunResult b = exec::Run(*program, *types, *tb);
@@ -124,6 +125,11 @@ int RunReplay(const std::vector<std::string>& args) {
                 << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
                 << "  why: " << d.reason << "\n";
     }
+  }
+  if (!unusable.empty()) {
+    std::cerr << "divfuzz replay: " << unusable.size() << " of " << args.size()
+              << " file(s) could not be run (the messages above); the others ran\n";
+    return 2;
   }
   return worst;
 }
