@@ -453,7 +453,11 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
           out = 0;
         }
         record(std::move(*d), out);
-        break;  // one divergence a node: its other outputs are the same story
+        // One divergence a node: its other outputs are the same story. Not
+        // so a gradient statement's: each input's gradient runs through its
+        // own kernels (sinc's on %x's path, asinh's on %h's), and each is
+        // rooted on its own path (oracles/gradient.cc).
+        if (!grad) break;
       }
     }
   }

@@ -674,6 +674,29 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   UseGradients uses;
   if (!ga.error && !gb.error) uses = StartUses(program, a, b, g);
   bool past_range = false;  // the root's sides agree once rounded (see below)
+  // Only the kernels on the diverging gradient's path can part it: the
+  // nodes that depend on the input it is taken with respect to. A statement
+  // over [%x, %h] whose gradient for %x diverges at sinc's backward was
+  // rooted at digamma's on %h's path (session 37's judge).
+  std::set<std::string> reach;
+  if (graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]);
+      call.call && d.output_index >= 0 &&
+      static_cast<size_t>(d.output_index) < call.call->wrt.size()) {
+    reach.insert(call.call->wrt[d.output_index]);
+    for (int k = 0; k < g; ++k) {
+      const graph::Node& n = program.nodes[k];
+      bool reads = false;
+      for (const std::string& u : n.Uses()) reads = reads || reach.count(u) > 0;
+      if (reads) reach.insert(n.results.begin(), n.results.end());
+    }
+  }
+  auto on_diverging_path = [&](int k) {
+    if (reach.empty()) return true;
+    for (const std::string& r : program.nodes[k].results) {
+      if (reach.count(r)) return true;
+    }
+    return false;
+  };
   Accumulated acc;  // set where the engine's sum is the root
   // One step of the walk: node k's backward (or, `forward` false, a backward
   // step inside an earlier statement, exec::MakeVjpNode) from each side's own
@@ -789,7 +812,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       // Its backward steps, in the order this statement differentiates them
       // (the reverse of the earlier one's: first forward node first).
       for (int k2 = 0; k2 < k && root < 0; ++k2) {
-        if (graph::IsGradNode(program.nodes[k2])) continue;
+        if (graph::IsGradNode(program.nodes[k2]) || !on_diverging_path(k2)) continue;
         std::optional<std::pair<Step, Step>> steps =
             StepsInside(program, a, b, ga, gb, k, k2, &step_types);
         if (!steps) continue;
@@ -801,6 +824,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       }
       continue;
     }
+    if (!on_diverging_path(k)) continue;
     const Visit v = visit(node, k, StepOf(program, types, a, ga, k),
                           StepOf(program, types, b, gb, k), types, true);
     if (v == kStop) return;
@@ -812,9 +836,13 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     if (graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]); call.call) {
       Divergence diff;
       at::Tensor x, y;
-      const int j = AccumulationRoot(call.call->wrt, graph::kGradOp, types, ga, gb, uses, policy,
-                                     &diff, &x, &y);
-      if (j >= 0) acc = Accumulated{call.call->wrt[j], x, y, diff};
+      std::vector<std::string> inputs;
+      for (const std::string& x : call.call->wrt) {
+        inputs.push_back(reach.empty() || reach.count(x) ? x : "");
+      }
+      const int j = AccumulationRoot(inputs, graph::kGradOp, types, ga, gb, uses, policy, &diff,
+                                     &x, &y);
+      if (j >= 0) acc = Accumulated{inputs[j], x, y, diff};
     }
   }
   if (!acc.value.empty()) {

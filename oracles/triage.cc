@@ -164,8 +164,11 @@ void Triage(const graph::Program& program, const ops::TypeEnv& types, const exec
     if (!d.root) continue;  // downstream divergences repeat their root's story
     std::optional<std::string> key;
     if (memo != nullptr && plan == nullptr) {
+      // A gradient statement has a root per diverging input's gradient.
       key = TriageMemo::KeyOf(program, d.node_index,
-                              absl::StrCat(verdict.target_a, " vs ", verdict.target_b), a, b);
+                              absl::StrCat(verdict.target_a, " vs ", verdict.target_b, " #",
+                                           d.output_index),
+                              a, b);
     }
     if (key) {
       if (const Divergence* judged = memo->Find(*key)) {
