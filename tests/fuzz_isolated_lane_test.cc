@@ -6,6 +6,7 @@
 // hang finding, and the workers go on. --isolated_share=0 keeps the decline.
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -260,13 +261,22 @@ TEST(IsolatedLane, WhatStaysQueuedWhenACampaignStopsRunsWhenItResumes) {
   const std::string left = dir + "/campaign/lane/0123456789abcdef.dfz";
   testing::WriteTextFile(left, kOverflowingExp);
   fs::last_write_time(left, fs::last_write_time(left) - std::chrono::hours(1));
+  // Under load the first run's mutations may already have filed a
+  // matrix_exp bucket (ctest -j3 at 8285383: a 3-s campaign ran 14 s); the
+  // lane's finding then adds a hit to it rather than a bucket of its own.
+  std::map<std::string, int64_t> before;
+  for (const nlohmann::json& e : ReadIndex(dir + "/findings")) {
+    before[e.value("id", "")] = e.value("count", int64_t{0});
+  }
   run = testing::RunShell("cd " + dir + " && " + kTool + " campaign --resume=campaign --seconds=3");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_FALSE(fs::exists(dir + "/campaign/lane/0123456789abcdef.dfz")) << run.output;
   bool found = false;
   for (const nlohmann::json& e : ReadIndex(dir + "/findings")) {
-    found = found || (e.value("root_op", "") == "aten::linalg_matrix_exp" &&
-                      e["detail"].value("isolated_lane", false));
+    if (e.value("root_op", "") != "aten::linalg_matrix_exp") continue;
+    const auto was = before.find(e.value("id", ""));
+    found = found || e["detail"].value("isolated_lane", false) ||
+            (was != before.end() && e.value("count", int64_t{0}) > was->second);
   }
   EXPECT_TRUE(found) << run.output;
 }
