@@ -12,6 +12,23 @@ std::string FirstOrderName(const std::string& value, const std::string& statemen
   return value + "@" + statement;
 }
 
+GradPath PathOfGradient(const Program& program, int g, int out) {
+  GradPath path;
+  if (g < 0 || static_cast<size_t>(g) >= program.nodes.size() || out < 0) return path;
+  const GradCallOrError call = ParseGradCall(program.nodes[g]);
+  if (!call.call || static_cast<size_t>(out) >= call.call->wrt.size()) return path;
+  path.values.insert(call.call->wrt[out]);
+  for (int k = 0; k < g; ++k) {
+    const Node& n = program.nodes[k];
+    bool reads = false;
+    for (const std::string& u : n.Uses()) reads = reads || path.values.count(u) > 0;
+    if (!reads) continue;
+    path.values.insert(n.results.begin(), n.results.end());
+    path.nodes.insert(k);
+  }
+  return path;
+}
+
 std::string FirstOrderBase(const std::string& name) {
   const size_t at = name.find('@');
   return at == std::string::npos ? "" : name.substr(0, at);

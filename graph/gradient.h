@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,16 @@ Node MakeGradNode(const GradCall& call, std::vector<std::string> results);
 std::string FirstOrderName(const std::string& value, const std::string& statement);
 // v for FirstOrderName(v, s); "" for any other name.
 std::string FirstOrderBase(const std::string& name);
+
+// The path of gradient statement g's output `out`: its input (wrt[out]) and
+// every value of a node before g that depends on it, with those nodes. Only
+// their backward kernels form that gradient. Empty when g is no statement or
+// has no such output.
+struct GradPath {
+  std::set<std::string> values;
+  std::set<int> nodes;
+};
+GradPath PathOfGradient(const Program& program, int g, int out);
 
 // Whether any node of the program is a gradient statement.
 bool HasGradients(const Program& program);

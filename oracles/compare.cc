@@ -294,28 +294,6 @@ std::optional<Divergence> RerunDifference(const exec::NodeResult& first,
   return std::nullopt;
 }
 
-namespace {
-
-// The forward nodes before gradient statement g that depend on the input its
-// output `out` is taken with respect to.
-std::set<int> DependentNodes(const graph::Program& program, size_t g, size_t out) {
-  std::set<int> nodes;
-  const graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]);
-  if (!call.call || out >= call.call->wrt.size()) return nodes;
-  std::set<std::string> reach = {call.call->wrt[out]};
-  for (size_t k = 0; k < g; ++k) {
-    const graph::Node& n = program.nodes[k];
-    bool reads = false;
-    for (const std::string& u : n.Uses()) reads = reads || reach.count(u) > 0;
-    if (!reads) continue;
-    reach.insert(n.results.begin(), n.results.end());
-    nodes.insert(static_cast<int>(k));
-  }
-  return nodes;
-}
-
-}  // namespace
-
 Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
                 const exec::RunResult& b, const Policy& policy) {
   Verdict v;
@@ -483,7 +461,8 @@ Verdict Compare(const graph::Program& program, const ops::TypeEnv& types, const 
         // the first stands for them (each more root is a walk and a
         // judgement: triage per execution tripled at 8285383 without this).
         if (grad) {
-          const std::set<int> path = DependentNodes(program, i, out);
+          const std::set<int> path =
+              graph::PathOfGradient(program, static_cast<int>(i), static_cast<int>(out)).nodes;
           if (!grad_paths.insert(path).second) continue;
         }
         record(std::move(*d), out);

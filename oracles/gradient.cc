@@ -678,18 +678,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // nodes that depend on the input it is taken with respect to. A statement
   // over [%x, %h] whose gradient for %x diverges at sinc's backward was
   // rooted at digamma's on %h's path (session 37's judge).
-  std::set<std::string> reach;
-  if (graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]);
-      call.call && d.output_index >= 0 &&
-      static_cast<size_t>(d.output_index) < call.call->wrt.size()) {
-    reach.insert(call.call->wrt[d.output_index]);
-    for (int k = 0; k < g; ++k) {
-      const graph::Node& n = program.nodes[k];
-      bool reads = false;
-      for (const std::string& u : n.Uses()) reads = reads || reach.count(u) > 0;
-      if (reads) reach.insert(n.results.begin(), n.results.end());
-    }
-  }
+  const std::set<std::string> reach = graph::PathOfGradient(program, g, d.output_index).values;
   auto on_diverging_path = [&](int k) {
     if (reach.empty()) return true;
     for (const std::string& r : program.nodes[k].results) {
