@@ -155,6 +155,19 @@ exec::VjpResult WitnessOf(const graph::Node& node, const Step& s, const ops::Typ
                           s.create_graph);
 }
 
+// The results forward node `root` gave on one side, which its backward (or,
+// for a step inside an earlier statement, the step's inner forward) saves;
+// none where they do not line up with the node's results.
+std::vector<at::Tensor> SavedResults(const exec::RunResult& run, int root, const graph::Node& node) {
+  const graph::Node* inner = exec::VjpInner(node);
+  const size_t n = inner ? inner->results.size() : node.results.size();
+  if (root < 0 || static_cast<size_t>(root) >= run.nodes.size() ||
+      run.nodes[root].outputs.size() != n) {
+    return {};
+  }
+  return run.nodes[root].outputs;
+}
+
 bool WithinTolerance(const at::Tensor& x, const at::Tensor& ref, graph::DType dt,
                      const Policy& policy, const std::string& op) {
   return !CompareTensors(x, ref, dt, policy.For(op, dt)).has_value();
@@ -998,6 +1011,23 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   const ops::OpSpec* spec = ops::FindOp(forward_name);
   const bool pointwise = spec != nullptr && (spec->hints & ops::kPointwise) != 0;
   bool far_both = false;  // blamed on both by the ulps check: no side is excused
+  // Each side's error at the element, in its dtype's ulps and relative, as
+  // the forward's attribution gives them (the report's headline).
+  auto element = [&](const at::Tensor& t) {
+    if (!t.defined() || t.is_complex() || d.element < 0 || d.element >= t.numel()) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return t.reshape(-1)[d.element].item<double>();
+  };
+  auto errors = [&](const Step& s, const at::Tensor& ref, double* ulp, double* rel) {
+    const double v = element(s.vjp.result.outputs[out]), r = element(ref);
+    if (!std::isfinite(v) || !std::isfinite(r)) return;
+    *ulp = std::fabs(v - r) / Ulp(dt, r);
+    *rel = r == 0 ? (v == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::fabs(v - r) / std::fabs(r);
+  };
+  const bool by_exact = d.witness == "exact-derivative";
+  errors(sa, by_exact ? ea : ja.ref, &d.ulp_a, &d.rel_a);
+  errors(sb, by_exact ? eb : jb.ref, &d.ulp_b, &d.rel_b);
   if (wa != wb && !self_witness && pointwise) {
     const bool exact = d.witness == "exact-derivative";
     const Step& other = wa ? sb : sa;
@@ -1045,11 +1075,13 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // explains the divergence names it.
   rules::GradientContext c{node, rtypes, policy, d, out, wrt, dt, pointwise,
                            {sa.inputs, sa.incoming, sa.vjp.result.outputs[out], ja.ref,
-                            inside ? std::vector<at::Tensor>() : a.nodes[root].outputs},
+                            SavedResults(a, root, node)},
                            {sb.inputs, sb.incoming, sb.vjp.result.outputs[out], jb.ref,
-                            inside ? std::vector<at::Tensor>() : b.nodes[root].outputs},
+                            SavedResults(b, root, node)},
                            spec != nullptr ? static_cast<uint64_t>(spec->hints) : 0};
   c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
+  c.a.cuda = a.target.base() == Target::kCuda;
+  c.b.cuda = b.target.base() == Target::kCuda;
   // Blamed on both: a side whose own distance from the witness a rule
   // explains is not wrong, when the other's is not explained.
   if (d.wrong_side == "both" && !far_both) {

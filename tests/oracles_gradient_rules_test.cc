@@ -691,18 +691,24 @@ output %y
   const at::Tensor v = at::linspace(0.5, 1, 16, at::kDouble).to(at::kBFloat16);
   const at::Tensor w =
       GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v.to(at::kDouble));
-  auto ctx = [&](const at::Tensor& a) {
+  auto ctx = [&](const at::Tensor& a, bool cuda) {
     GradientContext c = ContextOf(k, {{"x", x}}, {v}, a.to(at::kBFloat16), w.to(at::kBFloat16),
                                   w, false);
     c.dtype = graph::DType::kBF16;
     c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+    c.a.cuda = cuda;
     return c;
   };
-  // 10% of the gradient (v > 0: the parts are the gradient itself): a bf16
-  // exponent of magnitude ~5 carried over 16 steps (delta = 0.45 here).
-  ASSERT_TRUE(gradient_scan_carry(ctx(w * 1.1)).has_value());
-  // Twice the gradient is no carry.
-  EXPECT_FALSE(gradient_scan_carry(ctx(w * 2)).has_value());
+  // v > 0: the parts are the gradient itself. The formula rounds an exponent
+  // of magnitude M = 1 + 2 log 16 + log 2 ~ 7.2 three times in bf16:
+  // expm1(3 u (1 + M)) ~ 10% of it on either device.
+  ASSERT_TRUE(gradient_scan_carry(ctx(w * 1.05, false)).has_value());
+  // 30% is more than the CPU's formula rounds (it carries in float) ...
+  EXPECT_FALSE(gradient_scan_carry(ctx(w * 1.3, false)).has_value());
+  // ... but within CUDA's bf16 carry over 16 steps (pytorch#180155), which
+  // may lose up to half the result and no more.
+  EXPECT_TRUE(gradient_scan_carry(ctx(w * 1.3, true)).has_value());
+  EXPECT_FALSE(gradient_scan_carry(ctx(w * 2, true)).has_value());
 }
 
 // Session 35's f16 logcumsumexp near 3000: one f16 step of the running value
@@ -803,7 +809,7 @@ output %y
   const at::Tensor w =
       GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 1); }, x, v.to(at::kDouble));
   at::Tensor off = w.clone();
-  off[0] = off[0] * 1.1;  // row 0: within its own carry (delta 0.45)
+  off[0] = off[0] * 1.05;  // row 0: within its own formula's rounding (~10%)
   GradientContext c = ContextOf(k, {{"x", x}}, {v}, off.to(at::kBFloat16),
                                 w.to(at::kBFloat16), w, false, graph::DType::kBF16);
   c.hints = ops::FindOp("aten::logcumsumexp")->hints;
@@ -1012,6 +1018,37 @@ output %y
                    .has_value());
 }
 
+// Session 38's msort of a softmax in f16: 13 probabilities tied on one side
+// and one ulp apart on the other (each device's softmax rounds its own way).
+// A tie either side saw is a valid routing; inputs past the tolerance are not.
+TEST(GradientRules, ATieOnEitherSideOfInputsWithinToleranceIsARoutingChoice) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f16[4] = values(0.0739, 0.0739, 0.0739, 0.5)
+%y = aten::msort(%x)
+output %y
+)", DivergenceClass::kTolerance);
+  const at::Tensor tied = at::tensor({0.0739, 0.0739, 0.0739, 0.5}).to(at::kHalf).to(at::kDouble);
+  at::Tensor near = tied.clone();
+  near[1] = tied[1] + std::ldexp(1.0, -14);  // one f16 ulp up (0.0739 is in [2^-4, 2^-3))
+  near = near.to(at::kHalf).to(at::kDouble);
+  ASSERT_FALSE(at::equal(tied, near));
+  const at::Tensor v = at::tensor({0.1f, -0.7f, 0.3f, 1.9f}).to(at::kHalf);
+  auto ctx = [&](const at::Tensor& xb, const at::Tensor& b) {
+    const at::Tensor a = v;
+    GradientContext c = ContextOf(k, {{"x", tied}}, {v}, a, b, a.to(at::kDouble), false,
+                                  graph::DType::kF16);
+    c.b.inputs = {{"x", xb}};
+    c.hints = ops::FindOp("aten::msort")->hints;
+    return c;
+  };
+  const at::Tensor routed = at::tensor({-0.7f, 0.1f, 0.3f, 1.9f}).to(at::kHalf);
+  EXPECT_TRUE(nondifferentiable_point(ctx(near, routed)).has_value());
+  // The other side's input 3 far from side A's: no tie explains a difference.
+  at::Tensor far = tied.clone();
+  far[3] = 0.9;
+  EXPECT_FALSE(nondifferentiable_point(ctx(far, routed)).has_value());
+}
+
 
 
 // Session 34's cosine_similarity buckets: d/dc of a composite's backward whose
@@ -1045,6 +1082,42 @@ output %v
   GradientContext bad = ContextOf(k, {{"c", c}, {"m", m}}, {v}, wrong, w.to(at::kFloat), w, false);
   EXPECT_FALSE(gradient_composite_rounding(bad).has_value());
 }
+
+// Session 38's f16 batch_norm with weights of -1.7e23: the backward's terms
+// (6e23) cancel to 0, and float's rounding of their sum alone passes f16's
+// range, so an infinite side is within it. Here mm's x-gradient A^T g: terms
+// of 6e11 cancelling to 0 in f16, where float's 2 n eps sum|terms| is 5.7e5.
+TEST(GradientRules, TermsWhoseRoundingAlonePassesTheRangeExcuseAnInfiniteSide) {
+  Case k{MustParse(R"(divfuzz v1
+input %a: f16[2,2] = fill(3000.0)
+input %x: f16[2,2] = fill(1.0)
+%y = aten::mm(%a, %x)
+output %y
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kClassSplit;
+  k.d.element = 0;
+  const at::Tensor a = at::full({2, 2}, 3000.0, at::kDouble);
+  const at::Tensor x = at::ones({2, 2}, at::kDouble);
+  static const Policy policy = DefaultPolicy();  // the context holds a reference
+  auto ctx = [&](double g) {
+    const at::Tensor v = at::tensor({g, g, -g, -g}, at::kDouble).reshape({2, 2});
+    GradientContext c{k.program.nodes[0], k.types, policy, k.d, 1, "x",
+                      graph::DType::kF16, false,
+                      {{{"a", a}, {"x", x}}, {v},
+                       at::tensor({INFINITY, 0.0, 0.0, 0.0}).reshape({2, 2}).to(at::kHalf),
+                       at::zeros({2, 2}, at::kDouble)},
+                      {{{"a", a}, {"x", x}}, {v}, at::zeros({2, 2}, at::kHalf),
+                       at::zeros({2, 2}, at::kDouble)}};
+    return c;
+  };
+  std::optional<RuleMatch> m = gradient_extremal_values(ctx(1e8));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("rounding alone"), std::string::npos) << m->reason;
+  // Terms of 6e7: float rounds their sum to within 29, far inside f16's range.
+  EXPECT_FALSE(gradient_extremal_values(ctx(1e4)).has_value());
+}
+
 
 }  // namespace
 }  // namespace divfuzz::oracles::rules

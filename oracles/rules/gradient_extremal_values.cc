@@ -199,6 +199,57 @@ bool FlushesBelowTheBand(const GradientContext& c) {
   return false;
 }
 
+// A class split where the backward's terms (the float64 backward of |inputs|
+// with |incoming|: what the kernel multiplies and sums before any cancels)
+// pass the range: one term past the accumulation type's (session 38's CUDA
+// renorm backward, p = 0.5 at x = 2^-149: a term of 8.4e44 in float where the
+// CPU works in double, the gradient -8.45e14), or a summation whose rounding
+// alone, 2 n eps(acc) sum|terms|, passes the dtype's (session 38's f16
+// batch_norm with weights of -1.7e23: terms of 6e23 cancelling to 0, float
+// rounding of 3.7e16, so inf and 0 are both within it).
+static std::optional<RuleMatch> TermsPastTheRange(const GradientContext& c) {
+  if (c.d.cls != DivergenceClass::kClassSplit) return std::nullopt;
+  std::map<std::string, at::Tensor> inputs = c.a.inputs;
+  for (auto& [name, t] : inputs) {
+    if (t.defined() && (t.is_floating_point() || t.is_complex())) t = t.abs();
+  }
+  std::vector<at::Tensor> incoming;
+  int64_t n = 1;
+  for (const at::Tensor& t : c.a.incoming) {
+    incoming.push_back(t.defined() ? t.abs() : t);
+    if (t.defined()) n = std::max<int64_t>(n, t.numel());
+  }
+  if (c.pointwise) n = 4;  // an elementwise formula's few roundings
+  exec::VjpResult terms = exec::RunNodeVjp(c.node, inputs, incoming, c.types, exec::Target::kCpuF64);
+  if (terms.result.error || c.out >= terms.result.exact.size()) return std::nullopt;
+  at::Tensor t = terms.result.exact[c.out].to(at::kDouble).abs();
+
+  const double here =
+      c.pointwise ? ElementAt(t, c.d.element)
+                  : at::where(at::isfinite(t), t, at::zeros_like(t)).max().item<double>();
+  if (!std::isfinite(here)) return std::nullopt;
+  const graph::DType acc = c.dtype == graph::DType::kF64 || c.dtype == graph::DType::kC128
+                               ? graph::DType::kF64
+                               : graph::DType::kF32;
+  if (here > graph::MaxFinite(acc)) {
+    return RuleMatch{"gradient_extremal_values",
+                     absl::StrCat("the backward of ", c.node.QualifiedName(), " forms terms up to ",
+                                  here, " (its float64 backward of |inputs| with |incoming|), "
+                                  "beyond ", std::string(graph::DTypeName(acc)), "'s range: an "
+                                  "intermediate may overflow though the gradient fits")};
+  }
+  const double rounding = 2.0 * static_cast<double>(n) * graph::Epsilon(acc) * here;
+  if (rounding > graph::MaxFinite(c.dtype)) {
+    return RuleMatch{"gradient_extremal_values",
+                     absl::StrCat("the backward of ", c.node.QualifiedName(), " sums terms up to ",
+                                  here, " in ", std::string(graph::DTypeName(acc)),
+                                  ": their rounding alone (2 n eps sum|terms| = ", rounding,
+                                  ", n = ", n, ") passes ", std::string(graph::DTypeName(c.dtype)),
+                                  "'s range, so an infinite side is within it")};
+  }
+  return std::nullopt;
+}
+
 std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kClassSplit && !FlushedToZero(c)) return std::nullopt;
   if (BeyondRange(c, c.a.witness) || BeyondRange(c, c.b.witness)) {
@@ -262,6 +313,7 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                     " before the incoming gradient scales it back into range")};
     }
   }
+  if (std::optional<RuleMatch> m = TermsPastTheRange(c)) return m;
   if (APartialOfARepeatedUseOverflows(c)) {
     return RuleMatch{"gradient_extremal_values",
                      absl::StrCat(c.node.QualifiedName(), " reads one value twice, and the "

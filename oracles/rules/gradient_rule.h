@@ -31,6 +31,9 @@ struct GradientSide {
   // At an accumulation root (GradientContext::accumulation): the gradients
   // the engine summed into the value, one per use, float64 on a float64 side.
   std::vector<at::Tensor> contributions;
+  // The side ran on CUDA: its kernels' documented algorithms (a scan carried
+  // in the dtype) may differ from the CPU's.
+  bool cuda = false;
 };
 
 struct GradientContext {
