@@ -6,6 +6,7 @@
 #include <ATen/SequenceNumber.h>
 #include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -359,24 +360,23 @@ const graph::Node* VjpInner(const graph::Node& node) {
   return e == nullptr ? nullptr : &e->inner;
 }
 
-std::optional<c10::MemoryFormat> ChannelsLastFormat(const at::Tensor& t) {
-  if (!t.defined() || t.is_contiguous()) return std::nullopt;
-  if (t.dim() == 4 && t.is_contiguous(c10::MemoryFormat::ChannelsLast)) {
-    return c10::MemoryFormat::ChannelsLast;
+std::optional<std::vector<int64_t>> RunStrides(const at::Tensor& t) {
+  if (!t.defined() || t.numel() <= 1 || t.is_contiguous() ||
+      at::has_internal_overlap(t) != at::MemOverlap::No) {
+    return std::nullopt;
   }
-  if (t.dim() == 5 && t.is_contiguous(c10::MemoryFormat::ChannelsLast3d)) {
-    return c10::MemoryFormat::ChannelsLast3d;
-  }
-  return std::nullopt;
+  return t.strides().vec();
 }
 
-at::Tensor InRunFormat(const std::map<std::string, c10::MemoryFormat>& formats,
+at::Tensor InRunFormat(const std::map<std::string, std::vector<int64_t>>& formats,
                        const std::string& name, const at::Tensor& t) {
   auto it = formats.find(name);
-  if (it == formats.end() || !t.defined() || t.dim() != (it->second == c10::MemoryFormat::ChannelsLast ? 4 : 5)) {
+  if (it == formats.end() || !t.defined() || t.dim() != static_cast<int64_t>(it->second.size())) {
     return t;
   }
-  return t.contiguous(it->second);
+  at::Tensor out = at::empty_strided(t.sizes(), it->second, t.options());
+  out.copy_(t);
+  return out;
 }
 
 namespace {
@@ -505,7 +505,7 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
     for (size_t i = 0; i < wrt.size(); ++i) {
       if (!grads[i].defined()) continue;
       nr.value_grads[captured[i]] = Snapshot(grads[i]);
-      if (auto f = ChannelsLastFormat(grads[i])) nr.value_grad_formats[captured[i]] = *f;
+      if (auto f = RunStrides(grads[i])) nr.value_grad_formats[captured[i]] = *f;
       // A later statement differentiates this one's backward: it captures
       // dL2/d(dL1/dv) for these (graph/gradient.h, FirstOrderName).
       if (create_graph && grads[i].requires_grad() && !node.results.empty()) {
@@ -756,7 +756,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
       // move or upcast cannot make the tensor contiguous again.
       const auto copy_start = std::chrono::steady_clock::now();
       env[in.name] = ApplyLayout(Place(t, target), in.layout);
-      if (auto f = ChannelsLastFormat(env[in.name])) result.formats[in.name] = *f;
+      if (auto f = RunStrides(env[in.name])) result.formats[in.name] = *f;
       result.transfer_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
     }
@@ -796,7 +796,7 @@ RunResult Run(const graph::Program& program, const ops::TypeEnv& types, Target t
   };
   const auto define = [&env, &result](const std::string& name, const at::Tensor& t) {
     env[name] = t;
-    if (auto f = ChannelsLastFormat(t)) result.formats[name] = *f;
+    if (auto f = RunStrides(t)) result.formats[name] = *f;
   };
   // Deferred: on CUDA the outputs come back with one synchronization for
   // the whole program, not one per node (processes sharing a GPU wait for

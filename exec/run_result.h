@@ -53,7 +53,7 @@ struct NodeResult {
   // range that the run carried on finite: the oracle's accumulation check).
   std::map<std::string, at::Tensor> value_grads_exact;
   // The layouts of those gradients as the engine made them (RunResult::formats).
-  std::map<std::string, c10::MemoryFormat> value_grad_formats;
+  std::map<std::string, std::vector<int64_t>> value_grad_formats;
 };
 
 struct RunResult {
@@ -66,17 +66,20 @@ struct RunResult {
   // Seconds spent moving values: inputs to the target's device and dtype, and
   // every node's snapshot back to the host (a synchronizing copy on CUDA).
   double transfer_seconds = 0;
-  // The values the run held channels_last or channels_last_3d (snapshots are
-  // contiguous): the oracle's reruns restore them, since a kernel's path
-  // (its vector lanes, cuDNN's algorithm) follows the layout.
-  std::map<std::string, c10::MemoryFormat> formats;
+  // The strides of the values the run held in another layout than plain
+  // contiguous (channels_last, a transpose, a strided slice; snapshots are
+  // contiguous): the oracle's reruns restore them, since a kernel's path (its
+  // vector lanes, cuDNN's algorithm, SDPA's choice of backend) follows the
+  // layout.
+  std::map<std::string, std::vector<int64_t>> formats;
 };
 
-// Where `t` is channels_last (3d) and not plain contiguous: that format.
-std::optional<c10::MemoryFormat> ChannelsLastFormat(const at::Tensor& t);
+// `t`'s strides where it is not plain contiguous and no two elements share
+// memory (a broadcast's stride 0 cannot be rebuilt by a copy).
+std::optional<std::vector<int64_t>> RunStrides(const at::Tensor& t);
 
-// `t` in `format` where `formats` records one for `name`, else `t`.
-at::Tensor InRunFormat(const std::map<std::string, c10::MemoryFormat>& formats,
+// `t` copied into the strides `formats` records for `name` (same rank), else `t`.
+at::Tensor InRunFormat(const std::map<std::string, std::vector<int64_t>>& formats,
                        const std::string& name, const at::Tensor& t);
 
 }  // namespace divfuzz::exec
