@@ -462,5 +462,28 @@ output %g
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// Session 38's MulBackward1 bucket (8eed812d), reduced on a 2xH200 host: the
+// double backward of attention over constant values, exactly 0, where the
+// CPU's f32 gives 1.9e-5 (the order of its sums over the keys).
+TEST(GradientOracle, AttentionDoubleBackwardResidueIsTheOrderOfTheKeys) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("attention_order");
+  const std::string out = ReplayPlain(dir, "sdpa.dfz", R"(divfuzz v1
+input %q: f32[1,1,6,2] = values(0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, -0x1.4p+3)
+input %k: f32[1,1,6,2] = values(0x0p+0, 0x0p+0, 0x0p+0, -0x1p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0)
+input %v: f32[6,2] = fill(1.0)
+input %ct5: f32[1,1,6,2] = fill(1.0)
+input %ct6: f32[1,1,6,2] = fill(1.0)
+input %ct2: f32[1,1,6,2] = fill(1.0)
+%o = aten::scaled_dot_product_attention(%q, %k, %v, scale=1.0)
+%gq, %gk = autograd::grad([%o], [%q, %k], grad_outputs=[%ct2])
+%g5 = autograd::grad([%gq, %gk], [%k], grad_outputs=[%ct5, %ct6])
+output %g5
+)").output;
+  EXPECT_THAT(out, HasSubstr("double backward of node 0 (aten::scaled_dot_product_attention"));
+  EXPECT_THAT(out, HasSubstr("rule: gradient_attention_key_order")) << out;
+}
+
+
 }  // namespace
 }  // namespace divfuzz

@@ -1118,6 +1118,39 @@ output %y
   EXPECT_FALSE(gradient_extremal_values(ctx(1e4)).has_value());
 }
 
+// Session 38's attention buckets: v constant in the keys makes the output
+// constant, so q's gradient is exactly 0 and each device returns the f32
+// residue of its order of the sums over the keys. The CPU's own kernel over
+// other orders of the keys spans it; a gradient off by 1 does not fit.
+TEST(GradientRules, AttentionResidueWithinTheCpusOrdersOfTheKeysIsExpected) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %q: f32[1,1,6,4] = normal(seed=1)
+input %k: f32[1,1,6,4] = normal(seed=2)
+input %v: f32[1,1,6,4] = fill(1.0)
+%o = aten::scaled_dot_product_attention(%q, %k, %v)
+output %o
+)", DivergenceClass::kTolerance);
+  const at::Tensor q = at::randn({1, 1, 6, 4}, at::TensorOptions().dtype(at::kFloat)) * 10;
+  const at::Tensor kk = at::randn({1, 1, 6, 4}, at::TensorOptions().dtype(at::kFloat)) * 10;
+  const at::Tensor v = at::ones({1, 1, 6, 4}, at::kFloat);
+  const at::Tensor g = at::randn({1, 1, 6, 4}, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor cpu = GradOf([&](const at::Tensor& x) {
+    return at::scaled_dot_product_attention(x, kk, v);
+  }, q, g, at::kFloat);
+  const std::map<std::string, at::Tensor> inputs = {{"q", q}, {"k", kk}, {"v", v}};
+  auto ctx = [&](const at::Tensor& a) {
+    GradientContext c = ContextOf(k, inputs, {g}, a, cpu, at::zeros({1, 1, 6, 4}, at::kDouble),
+                                  false);
+    return c;
+  };
+  std::optional<RuleMatch> m = gradient_attention_key_order(ctx(cpu));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_attention_key_order");
+  EXPECT_FALSE(gradient_attention_key_order(ctx(cpu + 1.0f)).has_value());
+}
+
+
+
 
 }  // namespace
 }  // namespace divfuzz::oracles::rules
