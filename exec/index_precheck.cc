@@ -224,10 +224,23 @@ std::optional<std::string> NonFiniteInput(const std::string& name,
 namespace {
 
 // Key and value of different sequence lengths (dim -2): session 35's
-// campaigns crashed workers with it on the CPU (the math backend raises).
+// campaigns crashed workers with it on the CPU (the math backend raises);
+// and q, k or v without heads.
 std::optional<std::string> KeyValueLengthsDiffer(const std::string& name,
                                                  const torch::jit::Stack& stack) {
   if (stack.size() < 3 || !stack[1].isTensor() || !stack[2].isTensor()) return std::nullopt;
+  // Zero heads: the CPU's flash attention divides by the head count
+  // (SIGFPE, pytorch#141219; PR #191325). Session 38: workers died of it
+  // in the mutator's shape inference, which runs the CPU kernel on stand-ins.
+  for (int i = 0; i < 3; ++i) {
+    if (!stack[i].isTensor()) continue;
+    const at::Tensor& t = stack[i].toTensor();
+    if (t.defined() && t.dim() >= 3 && t.size(-3) == 0) {
+      return absl::StrCat(name, ": ", i == 0 ? "query" : i == 1 ? "key" : "value",
+                          " has no heads (dim -3 is 0), which the CPU's flash attention divides "
+                          "by: SIGFPE (pytorch#141219; ", kOnlyInTheLane, ")");
+    }
+  }
   const at::Tensor& key = stack[1].toTensor();
   const at::Tensor& value = stack[2].toTensor();
   if (!key.defined() || !value.defined() || key.dim() < 2 || value.dim() < 2 ||

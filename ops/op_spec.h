@@ -152,7 +152,8 @@ enum class UncheckedPrecondition {
                            // wedged for 50 s on a 2-core host
   kKeyValueSameLength,     // scaled_dot_product_attention: the CPU's flash attention takes
                            // the sequence length from value and reads (and in the backward
-                           // writes) past a shorter key: heap corruption (PR #193728)
+                           // writes) past a shorter key: heap corruption (PR #193728);
+                           // and it divides by the head count: SIGFPE at 0 heads (#141219)
 };
 
 // Where inputs should lie for the op to be interesting rather than NaN.

@@ -147,6 +147,24 @@ TEST(IndexPrecheck, DeclinesAttentionWithKeyAndValueOfDifferentLengths) {
   EXPECT_TRUE(IsolatedLaneRuns(sdpa));
 }
 
+// Session 38: q, k and v with no heads (dim -3 of 0) make the CPU's flash
+// attention divide by zero (SIGFPE, pytorch#141219): workers died of it in
+// the mutator's shape inference, which runs the CPU kernel on stand-ins.
+TEST(IndexPrecheck, DeclinesAttentionWithoutHeads) {
+  const c10::OperatorHandle sdpa = Op("aten::scaled_dot_product_attention", "");
+  torch::jit::Stack none = {at::zeros({1, 0, 4, 8}), at::zeros({1, 0, 4, 8}),
+                            at::zeros({1, 0, 4, 8})};
+  std::optional<std::string> why = UncheckedRead(sdpa, none);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("query has no heads"), std::string::npos) << *why;
+  // No head dim at all (2-d q, k, v) and empty sequences are fine.
+  torch::jit::Stack flat = {at::zeros({4, 8}), at::zeros({4, 8}), at::zeros({4, 8})};
+  EXPECT_FALSE(UncheckedRead(sdpa, flat).has_value());
+  torch::jit::Stack empty_seq = {at::zeros({1, 2, 0, 8}), at::zeros({1, 2, 4, 8}),
+                                 at::zeros({1, 2, 4, 8})};
+  EXPECT_FALSE(UncheckedRead(sdpa, empty_seq).has_value());
+}
+
 TEST(IndexPrecheck, DeclinesSetOntoASourceOfAnotherDType) {
   const c10::OperatorHandle set = Op("aten::set", "source_Tensor");
   torch::jit::Stack same = {at::zeros({}, at::kDouble), at::zeros({3}, at::kDouble)};

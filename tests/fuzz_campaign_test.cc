@@ -46,18 +46,27 @@ TEST(Campaign, ShortCampaignWritesFindingsAndASummary) {
         << phase << "\n" << out;
   }
   {
-    std::ifstream in(dir + "/campaign/logs/stats-0-0.json");
-    const nlohmann::json stats = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    ASSERT_TRUE(stats.contains("phases")) << stats.dump();
-    double wall = 0;
-    for (const auto& [name, v] : stats["phases"].items()) {
-      if (!v.is_object()) continue;
-      EXPECT_LE(v["cpu"].get<double>(), v["wall"].get<double>() + 0.05) << name;
-      wall += v["wall"].get<double>();
+    // Worker 0's lives (stats-0-N.json: a worker that an input crashed,
+    // lcm(INT64_MIN, 5)'s SIGFPE among the seed corpus's mutants, is
+    // restarted and writes a new file) add up to most of the 10 s.
+    double wall = 0, run_a = 0;
+    std::string all;
+    for (int life = 0; life < 16; ++life) {
+      std::ifstream in(dir + "/campaign/logs/stats-0-" + std::to_string(life) + ".json");
+      if (!in) continue;
+      const nlohmann::json stats = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      ASSERT_TRUE(stats.contains("phases")) << stats.dump();
+      all += stats["phases"].dump() + "\n";
+      for (const auto& [name, v] : stats["phases"].items()) {
+        if (!v.is_object()) continue;
+        EXPECT_LE(v["cpu"].get<double>(), v["wall"].get<double>() + 0.05) << name;
+        wall += v["wall"].get<double>();
+      }
+      run_a += stats["phases"]["run_a"]["wall"].get<double>();
     }
-    EXPECT_GT(wall, 5.0) << stats["phases"].dump();
-    EXPECT_LT(wall, 30.0) << stats["phases"].dump();
-    EXPECT_GT(stats["phases"]["run_a"]["wall"].get<double>(), 0.0);
+    EXPECT_GT(wall, 5.0) << all;
+    EXPECT_LT(wall, 30.0) << all;
+    EXPECT_GT(run_a, 0.0);
   }
   auto store = store::FindingsStore::Open(dir + "/findings");
   ASSERT_TRUE(store.ok());
