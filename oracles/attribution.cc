@@ -556,6 +556,13 @@ double Ulp(DType dtype, double x) {
   return std::max(spacing, denorm);
 }
 
+void ErrorAgainst(double value, double ref, DType dtype, double* ulp, double* rel) {
+  if (!std::isfinite(value) || !std::isfinite(ref)) return;
+  *ulp = std::fabs(value - ref) / Ulp(dtype, ref);
+  *rel = ref == 0 ? (value == 0 ? 0 : std::numeric_limits<double>::infinity())
+                  : std::fabs(value - ref) / std::fabs(ref);
+}
+
 std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int node,
                                              const exec::RunResult& run) {
   std::map<std::string, std::pair<int, int>> producer;
@@ -603,12 +610,8 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
                     double* rel) {
     char* end = nullptr;
     const double v = std::strtod(shown.c_str(), &end);
-    if (!ref || !dtype || end == shown.c_str() || !std::isfinite(v) || !std::isfinite(*ref)) {
-      return;
-    }
-    *ulp = std::fabs(v - *ref) / Ulp(RealDType(*dtype), *ref);
-    *rel = *ref == 0 ? (v == 0 ? 0 : std::numeric_limits<double>::infinity())
-                     : std::fabs(v - *ref) / std::fabs(*ref);
+    if (!ref || !dtype || end == shown.c_str()) return;
+    ErrorAgainst(v, *ref, RealDType(*dtype), ulp, rel);
   };
   errors(d.value_a, ca.ref_value, &d.ulp_a, &d.rel_a);
   errors(d.value_b, cb.ref_value, &d.ulp_b, &d.rel_b);

@@ -26,6 +26,11 @@ std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int 
 // The spacing of the dtype's representable numbers at x.
 double Ulp(graph::DType dtype, double x);
 
+// A value's error against its reference: in ulps of `dtype` at the reference
+// and relative (infinite where the reference is 0 and the value is not).
+// Leaves both unset unless both numbers are finite.
+void ErrorAgainst(double value, double ref, graph::DType dtype, double* ulp, double* rel);
+
 // Sets d.wrong_side, d.witness, d.reason, d.reference_a/b and the errors in
 // ULPs and relative terms. Each side is judged against the witnesses of its
 // own inputs (exec/witnesses.h; `plan` replaces PlanFor(a, b) in tests), on

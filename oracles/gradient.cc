@@ -1020,10 +1020,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     return t.reshape(-1)[d.element].item<double>();
   };
   auto errors = [&](const Step& s, const at::Tensor& ref, double* ulp, double* rel) {
-    const double v = element(s.vjp.result.outputs[out]), r = element(ref);
-    if (!std::isfinite(v) || !std::isfinite(r)) return;
-    *ulp = std::fabs(v - r) / Ulp(dt, r);
-    *rel = r == 0 ? (v == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::fabs(v - r) / std::fabs(r);
+    ErrorAgainst(element(s.vjp.result.outputs[out]), element(ref), dt, ulp, rel);
   };
   const bool by_exact = d.witness == "exact-derivative";
   errors(sa, by_exact ? ea : ja.ref, &d.ulp_a, &d.rel_a);

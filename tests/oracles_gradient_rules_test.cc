@@ -37,6 +37,18 @@ Case CaseOf(const char* text, DivergenceClass cls, long long element = -1) {
   return k;
 }
 
+// logcumsumexp over `dim` of an input typed `type` ("bf16[16]"), a tolerance
+// divergence at its backward: the scan-carry rule's cases.
+Case LogcumsumexpCase(const std::string& type, int dim) {
+  Case k{MustParse("divfuzz v1\ninput %x: " + type + " = normal(seed=1)\n%y = aten::logcumsumexp(%x, " +
+                   std::to_string(dim) + ")\noutput %y\n"),
+         {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  k.d.op = "LogcumsumexpBackward0";
+  return k;
+}
+
 GradientContext ContextOf(const Case& k, const std::map<std::string, at::Tensor>& inputs,
                           const std::vector<at::Tensor>& incoming, const at::Tensor& a,
                           const at::Tensor& b, const at::Tensor& witness, bool pointwise,
@@ -679,14 +691,7 @@ output %y
 }
 
 TEST(GradientRules, LogcumsumexpBackwardInBf16IsWithinItsScanCarry) {
-  Case k{MustParse(R"(divfuzz v1
-input %x: bf16[16] = normal(seed=1)
-%y = aten::logcumsumexp(%x, 0)
-output %y
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
-  k.d.op = "LogcumsumexpBackward0";
+  const Case k = LogcumsumexpCase("bf16[16]", 0);
   const at::Tensor x = at::linspace(-1, 1, 16, at::kDouble).to(at::kBFloat16).to(at::kDouble);
   const at::Tensor v = at::linspace(0.5, 1, 16, at::kDouble).to(at::kBFloat16);
   const at::Tensor w =
@@ -715,14 +720,7 @@ output %y
 // is 2, so the carry's rounding can zero or double every term; a side that
 // returns 0 for -19982 has lost the result, which no carry bound excuses.
 TEST(GradientRules, AScanCarryThatKeepsNoDigitExcusesNothing) {
-  Case k{MustParse(R"(divfuzz v1
-input %x: f16[64] = normal(seed=1)
-%y = aten::logcumsumexp(%x, 0)
-output %y
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
-  k.d.op = "LogcumsumexpBackward0";
+  const Case k = LogcumsumexpCase("f16[64]", 0);
   const at::Tensor x = at::linspace(2990, 3000, 64, at::kDouble).to(at::kHalf).to(at::kDouble);
   const at::Tensor v = at::linspace(-1, 1, 64, at::kDouble).to(at::kHalf);
   const at::Tensor w =
@@ -794,14 +792,7 @@ output %y
 // made the bound decline for a row of values near 1. The carry's bound is
 // per scanned row.
 TEST(GradientRules, AScanCarryIsBoundedPerScannedRow) {
-  Case k{MustParse(R"(divfuzz v1
-input %x: bf16[2,16] = normal(seed=1)
-%y = aten::logcumsumexp(%x, 1)
-output %y
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
-  k.d.op = "LogcumsumexpBackward0";
+  const Case k = LogcumsumexpCase("bf16[2,16]", 1);
   at::Tensor x = at::linspace(-1, 1, 32, at::kDouble).reshape({2, 16});
   x[1] = at::linspace(170, 180, 16, at::kDouble);
   x = x.to(at::kBFloat16).to(at::kDouble);
@@ -1153,14 +1144,7 @@ output %o
 // per-row magnitude 95 and the rule decline for the whole row; the exponent
 // of an element before it is rounded at its own magnitude (about 3 here).
 TEST(GradientRules, AScanCarryWeighsEachElementsOwnExponent) {
-  Case k{MustParse(R"(divfuzz v1
-input %x: bf16[16] = normal(seed=1)
-%y = aten::logcumsumexp(%x, 0)
-output %y
-)"), {}, {}};
-  k.types = MustInfer(k.program);
-  k.d.cls = DivergenceClass::kTolerance;
-  k.d.op = "LogcumsumexpBackward0";
+  const Case k = LogcumsumexpCase("bf16[16]", 0);
   at::Tensor x = at::linspace(-1, 1, 16, at::kDouble);
   x[15] = 89.0;
   x = x.to(at::kBFloat16).to(at::kDouble);
