@@ -95,13 +95,14 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
   for (auto& [name, t] : NodeInputs(program, d.node_index, a)) {
     c.inputs[name] = t.defined() && (at::isFloatingType(t.scalar_type())) ? rules::F64(t) : t;
   }
-  try {
-    for (const TriedRule& rule : kTried) {
-      if (!(policy.rules.*rule.on)) continue;
+  for (const TriedRule& rule : kTried) {
+    if (!(policy.rules.*rule.on)) continue;
+    // A rule that cannot be evaluated does not apply; the later ones are
+    // still asked (one rule's throw had hidden every rule after it).
+    try {
       if (std::optional<RuleMatch> m = rule.match(c)) return m;
+    } catch (const std::exception&) {
     }
-  } catch (const std::exception&) {
-    // A rule that cannot be evaluated does not apply.
   }
   return std::nullopt;
 }

@@ -28,6 +28,18 @@ void TriageGradient(const graph::Program& program, const ops::TypeEnv& types,
 
 // The first gradient rule of oracles/rules.def, in its order, that explains
 // the divergence in `c`.
+// Whether the backward of elementwise `node` on `target`, from `inputs`
+// moved by 1, 2 or 4 ulps either way (the incoming gradients kept), leaves
+// the tolerance of the float64 backward from the same moved inputs at
+// `element`: the first move that does, nullopt when none does. A side
+// within tolerance at the run's inputs but not beside them is right by luck
+// (its formula keeps fewer digits than the tolerance), and is blamed too.
+std::optional<int> NearbyMiss(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                              const std::vector<at::Tensor>& incoming, bool create_graph,
+                              exec::Target target, const ops::TypeEnv& types, size_t out,
+                              long long element, graph::DType dt, const Policy& policy,
+                              const std::string& op);
+
 std::optional<RuleMatch> FirstGradientRule(const rules::GradientContext& c, const Policy& policy);
 
 // Whether a rule explains side `s`'s distance from its own float64 backward

@@ -892,6 +892,77 @@ TEST(GradientRules, AttentionBackwardRoundsItsCancellingTerms) {
   EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
 }
 
+// Session 38's masked grouped-query bucket (ToCopyBackward0, f16): v
+// constant, so k's exact gradient is 0 and each side's float32 dP - D leaves
+// 1e-5. The rule models the mask and repeats k and v over q's heads; the
+// logits rule, which threw on the heads' mismatch and so hid every later rule,
+// now reads them too; 1.0 off an element is not excused.
+TEST(GradientRules, MaskedGroupedQueryAttentionRoundsItsCancellingTerms) {
+  Case k = CaseOf(R"(divfuzz v1
+input %q: f32[1,4,5,8] = normal(seed=1)
+input %k: f32[1,2,6,8] = normal(seed=2)
+input %v: f32[1,2,6,8] = fill(0.6683)
+input %m: bool[5,6] = values(1,0,1,1,0,1, 0,1,1,0,1,1, 1,1,0,1,1,0, 1,0,0,1,1,1, 0,1,1,1,0,1)
+%o = aten::scaled_dot_product_attention(%q, %k, %v, %m, 0.0, False, enable_gqa=True)
+output %o
+)", DivergenceClass::kTolerance);
+  at::Generator gen = at::detail::createCPUGenerator(13);
+  const at::Tensor q = (at::randn({1, 4, 5, 8}, gen, at::kDouble) * 100).to(at::kFloat).to(at::kDouble);
+  const at::Tensor kk = at::randn({1, 2, 6, 8}, gen, at::kDouble).to(at::kFloat).to(at::kDouble);
+  const at::Tensor v = at::full({1, 2, 6, 8}, 0.6683, at::kFloat).to(at::kDouble);
+  const at::Tensor mask = at::tensor({1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0,
+                                      1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 1}, at::kInt).reshape({5, 6}).to(at::kBool);
+  const at::Tensor g = at::randn({1, 4, 5, 8}, gen, at::kDouble).to(at::kFloat);
+  auto attention = [&](const at::Tensor& t) {
+    return at::scaled_dot_product_attention(q.to(t.scalar_type()), t, v.to(t.scalar_type()), mask,
+                                            0.0, false, std::nullopt, true);
+  };
+  const at::Tensor w = GradOf(attention, kk, g), f32 = GradOf(attention, kk, g, at::kFloat);
+  ASSERT_LT(w.abs().max().item<double>(), 1e-9);  // v constant: the exact gradient is 0
+  const std::map<std::string, at::Tensor> inputs{{"q", q}, {"k", kk}, {"v", v}, {"m", mask}};
+  GradientContext ok = ContextOf(k, inputs, {g}, f32, w.to(at::kFloat), w, false);
+  ok.out = 1;
+  ok.wrt = "k";
+  EXPECT_FALSE(gradient_attention_logits(ok).has_value());  // and no throw
+  std::optional<RuleMatch> m1 = gradient_attention_rounding(ok);
+  ASSERT_TRUE(m1.has_value());
+  EXPECT_EQ(m1->rule, "gradient_attention_rounding");
+  at::Tensor wrong = f32.clone(at::MemoryFormat::Contiguous);
+  wrong.reshape(-1)[3] = wrong.reshape(-1)[3] + 1.0f;
+  GradientContext bad = ContextOf(k, inputs, {g}, wrong, w.to(at::kFloat), w, false);
+  bad.out = 1;
+  bad.wrt = "k";
+  EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
+}
+
+// Session 38's sinc f32 bucket: CUDA 39.7 ulps off, the CPU 4.7 only because
+// its sin was 1 ulp high; FunctionsManual's sinc_backward cancels 47-fold on
+// both. The CPU's own kernel one to four ulps away leaves the tolerance, so
+// its agreement at the run's input is luck; sin's backward stays within.
+TEST(GradientRules, AFormulaRightOnlyAtTheRunsInputMissesBesideIt) {
+  const at::Tensor x = at::tensor({static_cast<float>(std::ldexp(0x1.492d8ap0, -4))});
+  const at::Tensor g = at::full({1}, 1e14f);
+  const Policy policy = DefaultPolicy();
+  for (const char* op : {"aten::special_sinc", "aten::sin"}) {
+    const graph::Program p = MustParse(std::string("divfuzz v1\ninput %x: f32[1] = fill(0.0)\n"
+                                                   "%y = ") + op + "(%x)\noutput %y\n");
+    const ops::TypeEnv types = MustInfer(p);
+    auto grad = [&](at::ScalarType t) {
+      return GradOf([&](const at::Tensor& v) {
+        return std::string(op) == "aten::sin" ? at::sin(v) : at::special_sinc(v);
+      }, x, g, t);
+    };
+    // At the run's input the CPU is within tolerance of the float64 backward.
+    ASSERT_FALSE(CompareTensors(grad(at::kFloat), grad(at::kDouble).to(at::kFloat),
+                                graph::DType::kF32, policy.For(op, graph::DType::kF32))
+                     .has_value()) << op;
+    const std::optional<int> miss = NearbyMiss(p.nodes[0], {{"x", x}}, {g}, false,
+                                               exec::Target::kCpu, types, 0, 0,
+                                               graph::DType::kF32, policy, op);
+    EXPECT_EQ(miss.has_value(), std::string(op) == "aten::special_sinc") << op;
+  }
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a

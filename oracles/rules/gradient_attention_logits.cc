@@ -47,8 +47,15 @@ std::optional<RuleMatch> gradient_attention_logits(const GradientContext& c) {
             ? std::abs(given->kind == graph::Literal::Kind::kFloat ? given->f
                                                                    : static_cast<double>(given->i))
             : 1 / std::sqrt(static_cast<double>(std::max<int64_t>(d, 1)));
+    // Grouped-query attention (enable_gqa): each key head serves q's heads
+    // in groups, as SDPA repeats it.
+    at::Tensor keys = k->second.to(at::kDouble).abs();
+    if (q->second.dim() >= 3 && keys.dim() >= 3 && keys.size(-3) > 0 &&
+        q->second.size(-3) != keys.size(-3) && q->second.size(-3) % keys.size(-3) == 0) {
+      keys = keys.repeat_interleave(q->second.size(-3) / keys.size(-3), -3);
+    }
     const at::Tensor logits = at::matmul(q->second.to(at::kDouble).abs(),
-                                         k->second.to(at::kDouble).abs().transpose(-2, -1)) *
+                                         keys.transpose(-2, -1)) *
                               scale;
     worst = std::max(worst, static_cast<double>(d + 4) * u * logits.max().item<double>());
   }

@@ -9,8 +9,10 @@
 // Pᵀ·|g| (for v). Each side within u·(4·(keys + d + 8) + 2·(d + 4)·max|S|)·A
 // (sums of those lengths, and the weights' relative error from logits S
 // known to (d + 4)·u·|S|), plus its own rounding to the dtype and atol, of its
-// float64 backward is expected. Calls with a mask or grouped-query heads are
-// not modelled.
+// float64 backward is expected. A mask enters P as SDPA's math path applies
+// it; grouped-query heads (enable_gqa) repeat k and v over q's heads, and k's
+// and v's magnitudes sum over each group (session 38's masked GQA f16
+// backward: exact gradient 0, both sides 1e-5 of dP - D residue).
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -29,9 +31,9 @@ std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
     return std::nullopt;
   }
   const std::vector<std::string> uses = c.node.Uses();
-  if (uses.size() != 3 || c.a.incoming.size() != 1) return std::nullopt;  // no mask
-  const graph::Literal* gqa = ops::FindArg(c.node, 1000, "enable_gqa");
-  if (gqa != nullptr && gqa->kind == graph::Literal::Kind::kBool && gqa->b) return std::nullopt;
+  if (uses.size() < 3 || c.a.incoming.size() != 1) return std::nullopt;
+  const graph::Literal* gqa_arg = ops::FindArg(c.node, 1000, "enable_gqa");
+  const bool gqa = gqa_arg != nullptr && gqa_arg->kind == graph::Literal::Kind::kBool && gqa_arg->b;
   const graph::Literal* causal = ops::FindArg(c.node, 5, "is_causal");
   const bool is_causal =
       causal != nullptr && causal->kind == graph::Literal::Kind::kBool && causal->b;
@@ -48,19 +50,36 @@ std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
         !s->incoming[0].defined() || !s->witness.defined() || s->witness.is_complex()) {
       return std::nullopt;
     }
-    const at::Tensor q = qi->second.to(at::kDouble), k = ki->second.to(at::kDouble),
-                     v = vi->second.to(at::kDouble), g = s->incoming[0].to(at::kDouble);
-    if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2) return std::nullopt;
+    const at::Tensor q = qi->second.to(at::kDouble), k0 = ki->second.to(at::kDouble),
+                     v0 = vi->second.to(at::kDouble), g = s->incoming[0].to(at::kDouble);
+    if (q.dim() < 2 || k0.dim() < 2 || v0.dim() < 2) return std::nullopt;
+    std::optional<at::Tensor> mask;
+    if (uses.size() > 3) {
+      auto mi = s->inputs.find(uses[3]);
+      if (mi == s->inputs.end() || !mi->second.defined()) return std::nullopt;
+      mask = mi->second.scalar_type() == at::kBool ? mi->second : mi->second.to(at::kDouble);
+    }
+    // Grouped-query heads: k's and v's heads repeated over q's, as SDPA does.
+    int64_t group = 1;
+    if (gqa) {
+      if (q.dim() < 3 || k0.dim() < 3 || k0.size(-3) == 0 || q.size(-3) % k0.size(-3) != 0) {
+        return std::nullopt;
+      }
+      group = q.size(-3) / k0.size(-3);
+    }
+    const at::Tensor k = group > 1 ? k0.repeat_interleave(group, -3) : k0;
+    const at::Tensor v = group > 1 ? v0.repeat_interleave(group, -3) : v0;
     const int64_t d = q.size(-1), keys = k.size(-2);
     const double sc = scale ? std::abs(*scale) : 1 / std::sqrt(static_cast<double>(std::max<int64_t>(d, 1)));
     const at::Tensor p = std::get<1>(at::_scaled_dot_product_attention_math(
-        q, k, v, std::nullopt, 0.0, is_causal, std::nullopt, scale));
+        q, k, v, mask, 0.0, is_causal, std::nullopt, scale)).nan_to_num(0.0);
     const at::Tensor dp = at::matmul(g.abs(), v.abs().transpose(-2, -1));
     const at::Tensor t = p * (dp + (p * dp).sum(-1, /*keepdim=*/true));
     at::Tensor a;
     if (c.out == 0) a = at::matmul(t, k.abs()) * sc;
     if (c.out == 1) a = at::matmul(t.transpose(-2, -1), q.abs()) * sc;
     if (c.out == 2) a = at::matmul(p.transpose(-2, -1), g.abs());
+    if (c.out > 0 && group > 1) a = a.unflatten(-3, {a.size(-3) / group, group}).sum(-3);
     const at::Tensor& self = c.out == 0 ? qi->second : c.out == 1 ? ki->second : vi->second;
     a = a.sum_to_size(self.sizes());
     const double logits =
