@@ -448,6 +448,25 @@ output %gx, %gh
   EXPECT_THAT(out, HasSubstr("(%gh = AsinhBackward0, f16) [root]")) << out;
 }
 
+// norm_backward at p = 0.5 multiplies |x|^(p-1) by the incoming gradient
+// before the norm's factor: 1e40 in float32 where the gradient is 1e30. The
+// CPU's inf is an intermediate past the range, found by rerunning its own
+// backward under the RecordFunction observer; it was a bug before.
+TEST(GradientOracle, AnIntermediatePastTheRangeInsideABackwardFormulaIsExtremal) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("intermediate_overflow");
+  const testing::CommandRun r = ReplayPlain(dir, "norm.dfz", R"(divfuzz v1
+input %x: f32[2] = values(1e-20, 1e-30)
+input %v: f32[] = fill(1e25)
+%y = aten::linalg_vector_norm(%x, 0.5)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)");
+  EXPECT_THAT(r.output, HasSubstr("LinalgVectorNormBackward0"));
+  EXPECT_THAT(r.output, HasSubstr("tier: expected, wrong side: cpu, rule: gradient_intermediate_overflow"));
+  EXPECT_THAT(r.output, HasSubstr("aten::mul.Tensor turns finite f32 inputs"));
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");

@@ -1,0 +1,77 @@
+// gradient_intermediate_overflow: a backward formula composed of ATen ops
+// (FunctionsManual's norm_backward: |x|^(p-1)·grad, then ·norm^(1-p)) can
+// overflow in an intermediate though the gradient fits: p = 0.5, x = 1e-30
+// and grad = 1e25 give 1e40 before the norm brings it to 1e30 (f32's CPU
+// gives inf). Session 38's renorm f32 bucket was the same on CUDA, whose
+// renorm_backward accumulates in float where the CPU's uses double. No rule
+// that reads only the op's inputs sees inside the formula, so the side's own
+// backward is rerun on its own device under libtorch's RecordFunction
+// observer (exec::OverflowRecorder): an op that turns finite inputs of a
+// dtype into a non-finite output of that dtype, and whose float64 rerun is
+// past the dtype's range there, is an intermediate past the range. An early
+// overflow (the CPU's cosh at 89: in range in float64) or a narrowing cast
+// is not; nor is a side whose rerun does not reproduce its non-finite values.
+// The numerical-accuracy notes, "Extremal values": intermediates may overflow
+// the range of the used datatype though the result is representable.
+#include <ATen/ATen.h>
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "exec/executor.h"
+#include "exec/overflow_recorder.h"
+#include "oracles/rules/gradient_rule.h"
+
+namespace divfuzz::oracles::rules {
+
+std::optional<RuleMatch> gradient_intermediate_overflow(const GradientContext& c) {
+  if (c.d.cls != DivergenceClass::kClassSplit || c.accumulation) return std::nullopt;
+  double largest = 0;
+  switch (c.dtype) {
+    case graph::DType::kF16: largest = 65504; break;
+    case graph::DType::kBF16: largest = 3.3895313892515355e38; break;
+    case graph::DType::kF32: largest = std::numeric_limits<float>::max(); break;
+    default: return std::nullopt;
+  }
+  std::string seen;  // the ops past the range, for the reason
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    if (!s->outgoing.defined() || !s->witness.defined() || s->outgoing.is_complex() ||
+        s->witness.is_complex() || s->outgoing.sizes() != s->witness.sizes()) {
+      return std::nullopt;
+    }
+    const at::Tensor w = s->witness.to(at::kDouble);
+    // Where this side is not finite though the float64 gradient fits.
+    const at::Tensor off = at::isfinite(s->outgoing).logical_not() & at::isfinite(w) &
+                           (w.abs() <= largest);
+    if (!off.any().item<bool>()) continue;
+    exec::OverflowRecorder recorder;
+    const exec::VjpResult r =
+        exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
+                         s->cuda ? exec::Target::kCuda : exec::Target::kCpu, false, nullptr,
+                         nullptr, false);
+    if (r.result.error || c.out >= r.result.outputs.size()) return std::nullopt;
+    const at::Tensor again = r.result.outputs[c.out].cpu();
+    if (again.sizes() != off.sizes()) return std::nullopt;
+    if (!(at::isfinite(again).logical_not() | off.logical_not()).all().item<bool>()) {
+      return std::nullopt;  // the rerun does not reproduce the side's non-finite values
+    }
+    std::string op;
+    for (const exec::OverflowEvent& e : recorder.Events()) {
+      if (exec::PastTheRange(e)) {
+        op = e.op.overload_name.empty() ? e.op.name : absl::StrCat(e.op.name, ".", e.op.overload_name);
+        break;
+      }
+    }
+    if (op.empty()) return std::nullopt;
+    if (seen.find(op) == std::string::npos) absl::StrAppend(&seen, seen.empty() ? "" : ", ", op);
+  }
+  if (seen.empty()) return std::nullopt;
+  return RuleMatch{"gradient_intermediate_overflow",
+                   absl::StrCat("inside the backward of ", c.node.QualifiedName(), ", ", seen,
+                                " turns finite ", std::string(graph::DTypeName(c.dtype)),
+                                " inputs into a value past the dtype's range (its float64 "
+                                "rerun is too), though the float64 gradient fits: an "
+                                "intermediate that overflows the used datatype")};
+}
+
+}  // namespace divfuzz::oracles::rules
