@@ -958,6 +958,37 @@ TEST(FailureBuckets, AGradientHangOnANonFiniteCotangentIsJudgedByTheOpsItDiffere
             "bug");
 }
 
+// Session 39's G3: CPU group_norm's backward segfaults (a null dX), and the
+// crash had been excused because the program's inputs held a NaN and
+// group_norm, a statistic, carries no guarantee for non-finite values. That
+// clause excuses values; only linear algebra's and FFTs' backends may crash.
+TEST(FailureBuckets, ACrashInAStatisticsBackwardOnNonFiniteInputsIsABug) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %g: f16[2,2,2,2] = fill(0.0)
+input %gw: f16[2] = fill(1.0)
+input %gb: f16[2] = fill(0.0)
+input %ct: f16[2,2,2,2] = fill(nan)
+%y = aten::group_norm(%g, 2, %gw, %gb)
+%d = autograd::grad([%y], [%gb], grad_outputs=[%ct])
+output %d
+)");
+  const ops::TypeEnv t = MustInfer(p);
+  ASSERT_TRUE(ops::FindOp("aten::group_norm")->hints & ops::kNoNonFiniteGuarantee);
+  const store::FindingHit crash =
+      fuzz::FailureHit(p, &t, 1, "autograd::grad", "crash", "cpu", false, true, "nan");
+  EXPECT_EQ(crash.tier, "bug");
+  // A forward crash in a reduction on a NaN is a bug too; in linear algebra it is not.
+  const graph::Program q = MustParse(
+      "divfuzz v1\ninput %a: f32[4] = fill(nan)\n%s = aten::logsumexp(%a, [0])\noutput %s\n");
+  const ops::TypeEnv tq = MustInfer(q);
+  EXPECT_EQ(fuzz::FailureHit(q, &tq, 0, "aten::logsumexp", "crash", "cpu", false, true).tier, "bug");
+  const graph::Program r = MustParse(
+      "divfuzz v1\ninput %a: f32[2,2] = fill(nan)\n%s = aten::linalg_inv(%a)\noutput %s\n");
+  const ops::TypeEnv tr = MustInfer(r);
+  EXPECT_EQ(fuzz::FailureHit(r, &tr, 0, "aten::linalg_inv", "crash", "cpu", false, true).tier,
+            "expected");
+}
+
 TEST(KernelClasses, AHalfNormalizerRoundedToTheDtypeIsABugBeyondOpInfosTolerance) {
   // log_softmax([120, 110]) = [-4.54e-5, -10]: a Half sum rounds 1 + 4.5e-5
   // to 1 and gives 0 (torch 2.11's CPU last-dim path). PyTorch's OpInfo
