@@ -112,6 +112,32 @@ TEST(Targets, ACudaTargetWithoutAGpuIsAnErrorInEveryCommandNotADivergence) {
   }
 }
 
+// `divfuzz locate` names each autograd backward node inside a gradient
+// statement before it runs, so a crash there is filed under the backward
+// kernel (session 38's CPU group_norm null-dX segfault, from torch 2.11's own
+// kernel: a channels_last input that does not require grad), not
+// autograd::grad.
+TEST(Locate, ACrashInsideAGradientStatementNamesItsBackwardNode) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("cli-locate-backward");
+  testing::WriteTextFile(dir + "/gn.dfz", R"(divfuzz v1
+input %a: f32[] = fill(0.0)
+input %g: f16[2,2,2,2] layout=channels_last = fill(0.0)
+input %gw: f16[2] = fill(0.0)
+input %gb: f16[2] = fill(0.0)
+input %ct8: f32[2,2,2,2] = fill(1.0)
+%yg = aten::group_norm(%g, 2, %gw, %gb)
+%g2, %g8 = autograd::grad([%yg], [%a, %gb], grad_outputs=[%ct8])
+output %g2
+)");
+  const testing::CommandRun run =
+      testing::RunShell(kTool + " locate --targets=cpu,cpu-f64 " + dir + "/gn.dfz");
+  EXPECT_NE(run.exit_code, 0) << run.output;  // the kernel's segfault
+  const size_t last = run.output.rfind("BACKWARD cpu 1 NativeGroupNormBackward0");
+  ASSERT_NE(last, std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("RUN ", last), std::string::npos) << run.output;  // it died there
+}
+
 TEST(Preflight, AStoreOrWorkFolderThatCannotBeUsedStopsTheCampaignBeforeItStarts) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-preflight");

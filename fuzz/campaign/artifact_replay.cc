@@ -191,11 +191,19 @@ WatchedRun RunAnnouncingNodes(const std::vector<std::string>& args, const std::s
       r.judging = true;
       continue;
     }
+    if (parts.size() == 4 && parts[0] == "BACKWARD") {
+      // Only inside the node the last RUN line named (not the judging's reruns).
+      if (!r.judging && parts[1] == r.target && std::atoi(parts[2].c_str()) == r.node) {
+        r.backward = parts[3];
+      }
+      continue;
+    }
     if (parts.size() != 4 || (parts[0] != "RUN" && parts[0] != "CUDA_FATAL")) continue;
     r.judging = false;
     r.target = parts[1];
     r.node = std::atoi(parts[2].c_str());
     r.op = parts[3];
+    if (parts[0] == "RUN") r.backward.clear();
     if (parts[0] == "CUDA_FATAL") {
       r.crashed = r.cuda_fault = true;
       break;
@@ -290,7 +298,8 @@ int RecordNewArtifacts(const ArtifactContext& c, std::set<std::string>* seen,
     // three unrelated crashes under autograd::grad on cuda). Such a failure
     // is filed unlocated, with what the replay last ran kept as a detail.
     store::FindingHit hit =
-        reproduced ? FailureHit(program, types.ok() ? &*types : nullptr, r.node, r.op,
+        reproduced ? FailureHit(program, types.ok() ? &*types : nullptr, r.node,
+                                r.backward.empty() ? r.op : r.backward,
                                 hang ? "hang" : "crash", r.target, r.cuda_fault, reproduced,
                                 r.input_trigger)
                    : FailureHit(program, types.ok() ? &*types : nullptr, -1, "", hang ? "hang" : "crash",

@@ -19,7 +19,8 @@
 namespace divfuzz::fuzz {
 
 // A child that announces each node before it runs (`divfuzz locate` and
-// `divfuzz isolated`: "RUN target node op", "INPUTS target node trigger",
+// `divfuzz isolated`: "RUN target node op", "BACKWARD target node Name",
+// "INPUTS target node trigger",
 // "CUDA_FATAL target node op", "BATCH n"), run to its end and read back.
 struct WatchedRun {
   bool hung = false;        // one node ran past the timeout: killed
@@ -30,6 +31,9 @@ struct WatchedRun {
   std::string target;       // the target and node running last
   int node = -1;
   std::string op;
+  // The autograd backward node running last inside that node (a gradient
+  // statement's "BACKWARD" lines: NativeGroupNormBackward0), "" when none.
+  std::string backward;
   std::string input_trigger;  // what the child saw in that node's inputs ("" ordinary)
   bool batched = false;       // it failed in the batched run of the value variants
   bool cut = false;           // stopped because out_of_time() said so: tells nothing

@@ -178,7 +178,8 @@ void IsolatedLane::Handle(const std::string& path) {
     target = "both";  // each side failed in a run of its own
   }
   store::FindingHit hit =
-      FailureHit(*program, &*types, first.node, first.op, kind, target,
+      FailureHit(*program, &*types, first.node, first.backward.empty() ? first.op : first.backward,
+                 kind, target,
                  first.cuda_fault || again.cuda_fault, reproduced, first.input_trigger);
   hit.targets = context_.targets;
   hit.detail["isolated_lane"] = true;

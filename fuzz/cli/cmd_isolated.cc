@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "exec/executor.h"
 #include "exec/index_precheck.h"
+#include "fuzz/cli/backward_announcer.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/given_flags.h"
@@ -68,6 +69,7 @@ int RunIsolated(const std::vector<std::string>& args) {
   config.variants = 1;
   config.on_mps = false;
   config.isolated = true;
+  BackwardAnnouncer announce_backward;  // "BACKWARD" lines inside gradient statements
   const Runner announcing = [&](const graph::Program& p, const ops::TypeEnv& types,
                                 exec::Target target) {
     const std::string name(exec::TargetName(target));
@@ -80,6 +82,7 @@ int RunIsolated(const std::vector<std::string>& args) {
         [&](int node) {
           std::printf("RUN %s %d %s\n", name.c_str(), node, p.nodes[node].QualifiedName().c_str());
           std::fflush(stdout);
+          BackwardAnnouncer::At(name, node);
         },
         [&](int node, const std::vector<at::Tensor>& inputs) {
           const std::string trigger = oracles::TensorsTrigger(inputs);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "exec/executor.h"
 #include "exec/index_precheck.h"
+#include "fuzz/cli/backward_announcer.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/flags.h"
@@ -53,7 +54,9 @@ int RunLocate(const std::vector<std::string>& args) {
     std::cerr << pair.status().message() << "\n";
     return 2;
   }
-  // Each target runs the program, announcing each node; 3 on a CUDA fault.
+  // Each target runs the program, announcing each node (and each backward
+  // node inside a gradient statement); 3 on a CUDA fault.
+  BackwardAnnouncer announce_backward;
   const auto locate = [&](const graph::Program& program, const ops::TypeEnv& types) {
     for (exec::Target t : {pair->first, pair->second}) {
       const exec::Target* target = &t;
@@ -77,6 +80,7 @@ int RunLocate(const std::vector<std::string>& args) {
         std::printf("RUN %s %d %s\n", name.c_str(), node,
                     program.nodes[node].QualifiedName().c_str());
         std::fflush(stdout);
+        BackwardAnnouncer::At(name, node);
       }, inspect);
       // A CUDA fault is caught as an exception, not a signal; it killed the
       // worker all the same (its context was poisoned), so name the node.
