@@ -1,9 +1,11 @@
 #include "exec/overflow_recorder.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 
-#include <limits>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -11,7 +13,7 @@ namespace {
 // The recorder whose callbacks are live: callbacks are plain function
 // pointers, so they reach it through this (one recorder at a time).
 std::mutex g_mu;
-std::shared_ptr<OverflowRecorder::Sink> g_sink;
+std::shared_ptr<OpRecorder::Sink> g_sink;
 
 bool Floating(const at::Tensor& t) {
   return t.defined() && (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()));
@@ -21,54 +23,105 @@ bool AllFinite(const at::Tensor& t) {
   return t.numel() == 0 || at::isfinite(t).all().item<bool>();
 }
 
+// How many autograd backward nodes this thread is inside: only their ops
+// are recorded (the forward that builds the graph, and the executor's own
+// conversions around it, differ between a dtype's run and float64's).
+thread_local int t_backward_depth = 0;
+
+// Calls that convert, allocate or alias: present in one run and not the
+// other (a cast to the dtype a value already has dispatches nothing), so
+// left out of both before they are aligned.
+bool Incidental(const c10::OperatorName& op) {
+  static const std::set<std::string> kIncidental = {
+      "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_strided",
+      "aten::empty_like", "aten::detach", "aten::clone", "aten::contiguous", "aten::lift_fresh",
+      "aten::alias", "aten::resize_", "aten::zeros", "aten::zeros_like", "aten::ones_like",
+      "aten::fill_", "aten::zero_", "aten::result_type", "aten::is_nonzero", "aten::item",
+      "aten::_local_scalar_dense", "aten::view", "aten::reshape", "aten::_reshape_alias",
+      "aten::expand", "aten::as_strided", "aten::unsqueeze", "aten::squeeze", "aten::t",
+      "aten::transpose", "aten::permute", "aten::select", "aten::slice", "aten::_unsafe_view"};
+  return kIncidental.count(op.name) > 0;
+}
+
 struct Context : at::ObserverContext {
-  std::vector<c10::IValue> inputs;
+  bool backward_node = false;
+  std::optional<at::ScalarType> dtype;
+  bool mixed = false;
   bool finite = true;
 };
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  if (!fn.operator_name()) return nullptr;
-  at::DisableRecordFunctionGuard off;  // our own copies are not observed
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    ++t_backward_depth;
+    auto c = std::make_unique<Context>();
+    c->backward_node = true;
+    return c;
+  }
+  if (t_backward_depth == 0 || !fn.operator_name() || Incidental(*fn.operator_name())) {
+    return nullptr;
+  }
+  at::DisableRecordFunctionGuard off;  // our own checks are not observed
   auto c = std::make_unique<Context>();
+  // Before the call: an in-place op changes its inputs.
   for (const c10::IValue& v : fn.inputs()) {
-    if (v.isTensor() && Floating(v.toTensor())) {
-      const at::Tensor& t = v.toTensor();
-      if (!AllFinite(t)) c->finite = false;
-      c->inputs.emplace_back(t.clone());
-    } else {
-      c->inputs.push_back(v);
-    }
+    if (!v.isTensor() || !Floating(v.toTensor())) continue;
+    const at::Tensor& t = v.toTensor();
+    if (c->dtype && *c->dtype != t.scalar_type()) c->mixed = true;
+    c->dtype = t.scalar_type();
+    if (!AllFinite(t)) c->finite = false;
   }
   return c;
 }
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   auto* c = static_cast<Context*>(ctx);
-  if (c == nullptr || !c->finite) return;
-  at::DisableRecordFunctionGuard off;
-  std::vector<at::Tensor> outs;
-  bool overflow = false;
-  for (const c10::IValue& v : fn.outputs()) {
-    if (!v.isTensor() || !Floating(v.toTensor())) continue;
-    outs.push_back(v.toTensor().clone());
-    if (!AllFinite(v.toTensor())) overflow = true;
+  if (c == nullptr) return;
+  if (c->backward_node) {
+    --t_backward_depth;
+    return;
   }
-  if (!overflow) return;
-  std::shared_ptr<OverflowRecorder::Sink> sink;
+  std::shared_ptr<OpRecorder::Sink> sink;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     sink = g_sink;
   }
   if (!sink) return;
+  at::DisableRecordFunctionGuard off;
+  OpCall call;
+  call.op = *fn.operator_name();
+  if (!c->mixed) call.input_dtype = c->dtype;
+  call.inputs_finite = c->finite;
+  int64_t n = 0;
+  for (const c10::IValue& v : fn.outputs()) {
+    if (!v.isTensor() || !Floating(v.toTensor())) continue;
+    call.outputs.push_back(v.toTensor().detach().clone().cpu());
+    n += v.toTensor().numel();
+  }
   std::lock_guard<std::mutex> lock(sink->mu);
-  if (sink->events.size() >= sink->limit) return;
-  sink->events.push_back({*fn.operator_name(), std::move(c->inputs), std::move(outs)});
+  if (sink->overflowed) return;
+  if (sink->calls.size() >= sink->limit || sink->elements + n > sink->max_elements) {
+    sink->overflowed = true;
+    return;
+  }
+  sink->elements += n;
+  sink->calls.push_back(std::move(call));
 }
 
 }  // namespace
 
-OverflowRecorder::OverflowRecorder(size_t limit) : sink_(std::make_shared<Sink>()) {
+bool OpCall::Overflows() const {
+  if (!inputs_finite || !input_dtype || at::isComplexType(*input_dtype)) return false;
+  bool any = false;
+  for (const at::Tensor& o : outputs) {
+    if (o.scalar_type() != *input_dtype) return false;  // a narrowing (or widening) cast
+    if (!AllFinite(o)) any = true;
+  }
+  return any;
+}
+
+OpRecorder::OpRecorder(size_t limit, int64_t max_elements) : sink_(std::make_shared<Sink>()) {
   sink_->limit = limit;
+  sink_->max_elements = max_elements;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     g_sink = sink_;
@@ -77,68 +130,48 @@ OverflowRecorder::OverflowRecorder(size_t limit) : sink_(std::make_shared<Sink>(
       at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).needsOutputs(true));
 }
 
-OverflowRecorder::~OverflowRecorder() {
+OpRecorder::~OpRecorder() {
   at::removeCallback(handle_);
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_sink == sink_) g_sink.reset();
 }
 
-std::vector<OverflowEvent> OverflowRecorder::Events() const {
+std::vector<OpCall> OpRecorder::Calls() const {
   std::lock_guard<std::mutex> lock(sink_->mu);
-  return sink_->events;
+  return sink_->calls;
 }
 
-std::optional<std::vector<at::Tensor>> RerunInFloat64(const OverflowEvent& e) {
-  try {
-    std::optional<c10::OperatorHandle> op =
-        c10::Dispatcher::singleton().findSchema(e.op);
-    if (!op) return std::nullopt;
-    at::DisableRecordFunctionGuard off;
-    torch::jit::Stack stack;
-    for (const c10::IValue& v : e.inputs) {
-      if (v.isTensor() && Floating(v.toTensor())) {
-        const at::Tensor& t = v.toTensor();
-        stack.emplace_back(t.is_complex() ? t.to(at::kComplexDouble) : t.to(at::kDouble));
-      } else {
-        stack.push_back(v);
+bool OpRecorder::Complete() const {
+  std::lock_guard<std::mutex> lock(sink_->mu);
+  return !sink_->overflowed;
+}
+
+std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vector<OpCall>& wide,
+                                 double largest) {
+  if (run.size() != wide.size()) return "";
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (run[i].op != wide[i].op || run[i].outputs.size() != wide[i].outputs.size()) return "";
+  }
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!run[i].Overflows()) continue;
+    bool past = true;
+    for (size_t j = 0; j < run[i].outputs.size() && past; ++j) {
+      const at::Tensor &mine = run[i].outputs[j], &w = wide[i].outputs[j];
+      if (mine.sizes() != w.sizes() || w.is_complex()) {
+        past = false;
+        break;
       }
+      const at::Tensor wd = w.to(at::kDouble);
+      const at::Tensor off = at::isfinite(mine).logical_not();
+      const at::Tensor beyond = (wd.abs() > largest) | at::isfinite(wd).logical_not();
+      past = (beyond | off.logical_not()).all().item<bool>();
     }
-    op->callBoxed(&stack);
-    std::vector<at::Tensor> outs;
-    for (const c10::IValue& v : stack) {
-      if (v.isTensor() && Floating(v.toTensor())) outs.push_back(v.toTensor());
+    if (past) {
+      const c10::OperatorName& op = run[i].op;
+      return op.overload_name.empty() ? op.name : absl::StrCat(op.name, ".", op.overload_name);
     }
-    return outs;
-  } catch (const std::exception&) {
-    return std::nullopt;
   }
-}
-
-bool PastTheRange(const OverflowEvent& e) {
-  std::optional<at::ScalarType> in;  // the inputs' floating dtype
-  for (const c10::IValue& v : e.inputs) {
-    if (!v.isTensor() || !Floating(v.toTensor())) continue;
-    if (in && *in != v.toTensor().scalar_type()) return false;
-    in = v.toTensor().scalar_type();
-  }
-  if (!in || at::isComplexType(*in)) return false;
-  for (const at::Tensor& o : e.outputs) {
-    if (o.scalar_type() != *in) return false;  // a narrowing (or widening) cast
-  }
-  const std::optional<std::vector<at::Tensor>> wide = RerunInFloat64(e);
-  if (!wide || wide->size() != e.outputs.size()) return false;
-  double largest = 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, *in, "largest", [&] {
-    largest = static_cast<double>(std::numeric_limits<scalar_t>::max());
-  });
-  for (size_t i = 0; i < e.outputs.size(); ++i) {
-    const at::Tensor mine = e.outputs[i], w = (*wide)[i];
-    if (w.sizes() != mine.sizes()) return false;
-    const at::Tensor off = at::isfinite(mine).logical_not();
-    const at::Tensor past = (w.abs() > largest) | at::isfinite(w).logical_not();
-    if (!(past | off.logical_not()).all().item<bool>()) return false;
-  }
-  return true;
+  return "";
 }
 
 }  // namespace divfuzz::exec

@@ -1,11 +1,13 @@
-// The ATen calls that overflow while a computation runs: each dispatcher op
-// whose floating tensor inputs are all finite and one of whose floating
-// outputs is not, kept with copies of its inputs, so that the op can be run
-// again in float64 to tell an intermediate past its dtype's range (PyTorch's
-// numerical-accuracy notes, "Extremal values") from a kernel that overflows
-// early (the CPU's cosh at 89 in float32). It observes through libtorch's
-// RecordFunction callbacks, the profiler's own hook, on the recorder's thread
-// and on the autograd engine's threads that inherit its thread-local state.
+// The ATen calls a computation makes, in order, each with its floating
+// outputs, so that a run in a dtype can be set beside the same computation in
+// float64: an op whose finite inputs give a non-finite output is an
+// intermediate past the dtype's range (PyTorch's numerical-accuracy notes,
+// "Extremal values") only where the float64 run's same op is past that range
+// too; otherwise the op overflowed early (the CPU's cosh at 89 in float32) or
+// its inputs were already wrong (log_ndtr's backward, exp of a cancelled
+// exponent). It observes through libtorch's RecordFunction callbacks, the
+// profiler's own hook, on the recorder's thread and on the autograd engine's
+// threads that inherit its thread-local state.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -19,26 +21,33 @@
 
 namespace divfuzz::exec {
 
-struct OverflowEvent {
-  c10::OperatorName op;
-  std::vector<c10::IValue> inputs;  // copies taken before the call (in-place ops change them)
-  std::vector<at::Tensor> outputs;  // its floating tensor outputs
+struct OpCall {
+  c10::OperatorName op{"", ""};
+  std::optional<at::ScalarType> input_dtype;  // its floating inputs' dtype; none when mixed
+  bool inputs_finite = true;
+  std::vector<at::Tensor> outputs;  // its floating tensor outputs, copied
+  // Finite inputs, a non-finite output of the inputs' dtype (a cast is not).
+  bool Overflows() const;
 };
 
-class OverflowRecorder {
+class OpRecorder {
  public:
-  // Records from now until destruction (at most `limit` events).
-  explicit OverflowRecorder(size_t limit = 64);
-  ~OverflowRecorder();
-  OverflowRecorder(const OverflowRecorder&) = delete;
-  OverflowRecorder& operator=(const OverflowRecorder&) = delete;
+  // Records from now until destruction; stops recording (Complete() false)
+  // past `limit` calls or `max_elements` copied elements.
+  explicit OpRecorder(size_t limit = 4096, int64_t max_elements = 1 << 22);
+  ~OpRecorder();
+  OpRecorder(const OpRecorder&) = delete;
+  OpRecorder& operator=(const OpRecorder&) = delete;
 
-  std::vector<OverflowEvent> Events() const;
+  std::vector<OpCall> Calls() const;
+  bool Complete() const;
 
   struct Sink {
     std::mutex mu;
-    std::vector<OverflowEvent> events;
+    std::vector<OpCall> calls;
     size_t limit = 0;
+    int64_t max_elements = 0, elements = 0;
+    bool overflowed = false;
   };
 
  private:
@@ -46,16 +55,12 @@ class OverflowRecorder {
   at::CallbackHandle handle_ = 0;
 };
 
-// The event's op run again on its inputs with every floating tensor (and
-// floating scalar) as float64: its floating outputs, or nullopt when the op
-// will not run so (a dtype argument, an op without a float64 kernel).
-std::optional<std::vector<at::Tensor>> RerunInFloat64(const OverflowEvent& e);
-
-// Whether the event is an intermediate past its dtype's range: an op that
-// keeps its inputs' floating dtype (a narrowing cast is not one: session
-// 38's CPU batch_norm f16 casting a float sum to Half was judged a bug),
-// whose float64 rerun is past that dtype's largest finite value, or not
-// finite, at every element where its output is not finite.
-bool PastTheRange(const OverflowEvent& e);
+// The first call of `run` (in a dtype) that overflows where the same call
+// of `wide` (the same computation in float64, aligned call by call: the
+// same ops in the same order) is past the dtype's largest finite value, or
+// not finite, at every element where `run`'s output is not: its op's name;
+// "" when none is, or the runs do not align.
+std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vector<OpCall>& wide,
+                                 double largest);
 
 }  // namespace divfuzz::exec

@@ -6,11 +6,14 @@
 // renorm_backward accumulates in float where the CPU's uses double. No rule
 // that reads only the op's inputs sees inside the formula, so the side's own
 // backward is rerun on its own device under libtorch's RecordFunction
-// observer (exec::OverflowRecorder): an op that turns finite inputs of a
-// dtype into a non-finite output of that dtype, and whose float64 rerun is
-// past the dtype's range there, is an intermediate past the range. An early
-// overflow (the CPU's cosh at 89: in range in float64) or a narrowing cast
-// is not; nor is a side whose rerun does not reproduce its non-finite values.
+// observer (exec::OpRecorder), in its dtype and in float64: an op that turns
+// finite inputs of the dtype into a non-finite output of that dtype, where
+// the float64 run's same op (aligned call by call) is past the dtype's range
+// too, is an intermediate past the range. An early overflow (the CPU's cosh
+// at 89: in range in float64), an op whose inputs were already wrong
+// (log_ndtr's backward: exp of an exponent cancelled in f32, exp(18) exactly;
+// session 39's judge), a narrowing cast, or a side whose rerun does not
+// reproduce its non-finite values is not.
 // The numerical-accuracy notes, "Extremal values": intermediates may overflow
 // the range of the used datatype though the result is representable.
 #include <ATen/ATen.h>
@@ -44,24 +47,35 @@ std::optional<RuleMatch> gradient_intermediate_overflow(const GradientContext& c
     const at::Tensor off = at::isfinite(s->outgoing).logical_not() & at::isfinite(w) &
                            (w.abs() <= largest);
     if (!off.any().item<bool>()) continue;
-    exec::OverflowRecorder recorder;
-    const exec::VjpResult r =
-        exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
-                         s->cuda ? exec::Target::kCuda : exec::Target::kCpu, false, nullptr,
-                         nullptr, false);
-    if (r.result.error || c.out >= r.result.outputs.size()) return std::nullopt;
-    const at::Tensor again = r.result.outputs[c.out].cpu();
-    if (again.sizes() != off.sizes()) return std::nullopt;
-    if (!(at::isfinite(again).logical_not() | off.logical_not()).all().item<bool>()) {
-      return std::nullopt;  // the rerun does not reproduce the side's non-finite values
-    }
-    std::string op;
-    for (const exec::OverflowEvent& e : recorder.Events()) {
-      if (exec::PastTheRange(e)) {
-        op = e.op.overload_name.empty() ? e.op.name : absl::StrCat(e.op.name, ".", e.op.overload_name);
-        break;
+    // The side's own backward on its own device, and the same backward in
+    // float64 there, recorded op by op inside the autograd nodes.
+    std::vector<exec::OpCall> mine, wide;
+    {
+      exec::OpRecorder recorder;
+      const exec::VjpResult r =
+          exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
+                           s->cuda ? exec::Target::kCuda : exec::Target::kCpu, false, nullptr,
+                           nullptr, false);
+      if (!recorder.Complete() || r.result.error || c.out >= r.result.outputs.size()) {
+        return std::nullopt;
       }
+      const at::Tensor again = r.result.outputs[c.out].cpu();
+      if (again.sizes() != off.sizes()) return std::nullopt;
+      if (!(at::isfinite(again).logical_not() | off.logical_not()).all().item<bool>()) {
+        return std::nullopt;  // the rerun does not reproduce the side's non-finite values
+      }
+      mine = recorder.Calls();
     }
+    {
+      exec::OpRecorder recorder;
+      const exec::VjpResult r =
+          exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
+                           s->cuda ? exec::Target::kCudaF64 : exec::Target::kCpuF64, false,
+                           nullptr, nullptr, false);
+      if (!recorder.Complete() || r.result.error) return std::nullopt;
+      wide = recorder.Calls();
+    }
+    const std::string op = exec::OverflowPastTheRange(mine, wide, largest);
     if (op.empty()) return std::nullopt;
     if (seen.find(op) == std::string::npos) absl::StrAppend(&seen, seen.empty() ? "" : ", ", op);
   }
