@@ -963,6 +963,38 @@ TEST(GradientRules, AFormulaRightOnlyAtTheRunsInputMissesBesideIt) {
   }
 }
 
+// PyTorch's own attention test: a kernel's gradient within fudge times the
+// math path's float32 deviation from the float64 reference passes (fudge 160
+// for q); a gradient 1% off at its largest element does not.
+TEST(GradientRules, AttentionWithinPyTorchsOwnTestToleranceIsExpected) {
+  Case k = CaseOf(kAttention, DivergenceClass::kTolerance);
+  at::Generator gen = at::detail::createCPUGenerator(21);
+  auto draw = [&](double scale) {
+    return (at::randn({1, 2, 5, 8}, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
+  };
+  const at::Tensor q = draw(4), kk = draw(4), v = draw(1), g = draw(1).to(at::kFloat);
+  auto attention = [&](const at::Tensor& t) {
+    return at::scaled_dot_product_attention(t, kk.to(t.scalar_type()), v.to(t.scalar_type()));
+  };
+  const at::Tensor w = GradOf(attention, q, g), f32 = GradOf(attention, q, g, at::kFloat);
+  // Another order of the same sums: the manual composite in float32.
+  auto manual = [&](const at::Tensor& t) {
+    const at::Tensor s = at::matmul(t, kk.to(t.scalar_type()).transpose(-2, -1)) / std::sqrt(8.0);
+    return at::matmul(at::softmax(s, -1), v.to(t.scalar_type()));
+  };
+  const at::Tensor other = GradOf(manual, q, g, at::kFloat);
+  const std::map<std::string, at::Tensor> inputs{{"q", q}, {"k", kk}, {"v", v}};
+  std::optional<RuleMatch> m =
+      gradient_attention_reference(ContextOf(k, inputs, {g}, f32, other, w, false));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_attention_reference");
+  at::Tensor wrong = other.clone(at::MemoryFormat::Contiguous);
+  const int64_t top = w.reshape(-1).abs().argmax().item<int64_t>();
+  wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.01f;
+  EXPECT_FALSE(
+      gradient_attention_reference(ContextOf(k, inputs, {g}, f32, wrong, w, false)).has_value());
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a
