@@ -1115,6 +1115,29 @@ output %y
 // Session 38's msort of a softmax in f16: 13 probabilities tied on one side
 // and one ulp apart on the other (each device's softmax rounds its own way).
 // A tie either side saw is a valid routing; inputs past the tolerance are not.
+// Session 39's G3 SortBackward0 inside nanquantile: an all-zero 3x3 input is
+// a nine-way tie; the CPU sent the gradient to element 0, CUDA to element 7.
+TEST(GradientRules, AQuantileRoutesItsGradientAmongTiedInputs) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f32[3,3] = fill(0.0)
+%y = aten::nanquantile.scalar(%x, 0.5)
+output %y
+)", DivergenceClass::kTolerance);
+  auto ctx = [&](const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {at::ones({})}, a, b, a.to(at::kDouble), false);
+    c.hints = ops::FindOp("aten::nanquantile.scalar")->hints;
+    return c;
+  };
+  at::Tensor cpu = at::zeros({3, 3}), cuda = at::zeros({3, 3});
+  cpu.reshape(-1)[0] = 1.0f;
+  cuda.reshape(-1)[7] = 1.0f;
+  ASSERT_TRUE(nondifferentiable_point(ctx(at::zeros({3, 3}, at::kDouble), cpu, cuda)).has_value());
+  // Element 7 not tied with 0: a wrong position.
+  at::Tensor apart = at::zeros({3, 3}, at::kDouble);
+  apart.reshape(-1)[7] = 2.0;
+  EXPECT_FALSE(nondifferentiable_point(ctx(apart, cpu, cuda)).has_value());
+}
+
 TEST(GradientRules, ATieOnEitherSideOfInputsWithinToleranceIsARoutingChoice) {
   const Case k = CaseOf(R"(divfuzz v1
 input %x: f16[4] = values(0.0739, 0.0739, 0.0739, 0.5)
