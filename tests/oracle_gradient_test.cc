@@ -467,6 +467,26 @@ output %g
   EXPECT_THAT(r.output, HasSubstr("aten::mul.Tensor turns finite f32 inputs"));
 }
 
+// Session 39's G3: nuclear_norm's double backward of a rank-deficient matrix
+// (inside the first statement, named PermuteBackward0) inherits the
+// forward's conditioning; the rule had looked the step's own node up and
+// found no linear algebra there.
+TEST(GradientOracle, ADoubleBackwardOfLinearAlgebraInheritsItsConditioning) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("nuclear_double_backward");
+  const testing::CommandRun r = ReplayPlain(dir, "nuclear.dfz", R"(divfuzz v1
+input %f: f32[1,2,3,5] = values(0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1p+0, 0x0p+0, 0x1p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1p+0, 0x0p+0, 0x0p+0)
+input %ct0: f32[1,2,3,5] = values(0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1.158e46p+64, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0)
+input %ct4: f32[1,2] = fill(1.0)
+%yf = aten::nuclear_norm(%f)
+%gf = autograd::grad([%yf], [%f], grad_outputs=[%ct4])
+%g0 = autograd::grad([%gf], [%f], grad_outputs=[%ct0])
+output %g0
+)");
+  EXPECT_THAT(r.output, HasSubstr("inside an earlier gradient statement"));
+  EXPECT_THAT(r.output, HasSubstr("tier: expected, wrong side: cpu, rule: gradient_conditioning"));
+}
+
 TEST(GradientOracle, WithoutTheFaultyKernelNothingDiverges) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("no_fault");

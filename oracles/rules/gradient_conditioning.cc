@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "exec/executor.h"
 #include "ops/catalogue.h"
 #include "oracles/rules/gradient_rule.h"
 
@@ -19,8 +20,9 @@ namespace {
 
 // The 2-norm condition number of the op's matrix input (ops::OpSpec::
 // conditioned), largest over its batch; inf for a singular or non-finite one.
-std::optional<double> Condition(const GradientContext& c, const ops::OpSpec& spec) {
-  const std::vector<std::string> uses = c.node.Uses();
+std::optional<double> Condition(const GradientContext& c, const graph::Node& node,
+                                const ops::OpSpec& spec) {
+  const std::vector<std::string> uses = node.Uses();
   const size_t arg = static_cast<size_t>(std::max(0, spec.conditioned.arg));
   if (arg >= uses.size()) return std::nullopt;
   auto it = c.a.inputs.find(uses[arg]);
@@ -37,13 +39,18 @@ std::optional<double> Condition(const GradientContext& c, const ops::OpSpec& spe
 }  // namespace
 
 std::optional<RuleMatch> gradient_conditioning(const GradientContext& c) {
-  const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
+  // A step inside an earlier statement (a double backward) inherits its
+  // forward op's conditioning too (session 39's nuclear_norm double
+  // backwards, named PermuteBackward0, judged normwise rounding).
+  const graph::Node* inner = exec::VjpInner(c.node);
+  const graph::Node& op = inner != nullptr ? *inner : c.node;
+  const ops::OpSpec* spec = ops::FindOp(op.QualifiedName());
   if (spec == nullptr) return std::nullopt;
   const bool linalg = spec->family == "linalg" || spec->family == "decomposition" ||
                       (spec->hints & (ops::kConditioned | ops::kDecomposition |
                                       ops::kNormwiseSpectrum | ops::kMatrixFunction)) != 0;
   if (!linalg) return std::nullopt;
-  std::optional<double> cond = Condition(c, *spec);
+  std::optional<double> cond = Condition(c, op, *spec);
   if (!cond) return std::nullopt;
   const double eps = c.ProductEps();  // TF32 under +tf32: the backward's matmuls
   const auto uses = c.node.Uses();
