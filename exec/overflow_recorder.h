@@ -57,8 +57,8 @@ class OpRecorder {
 
 // The first call of `run` (in a dtype) that overflows where the same call
 // of `wide` (the same computation in float64, aligned call by call: the
-// same ops in the same order) is past the dtype's largest finite value, or
-// not finite, at every element where `run`'s output is not: its op's name;
+// same ops in the same order) is finite and past the dtype's largest finite
+// value at every element where `run`'s output is not: its op's name;
 // "" when none is, or the runs do not align.
 std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vector<OpCall>& wide,
                                  double largest);
