@@ -83,6 +83,15 @@ output %y
   GradientContext in_range = ContextOf(k, {{"x", x88}}, {v}, at::tensor({INFINITY, 1.5e-3f}),
                                        w88.to(at::kFloat), w88, true);
   EXPECT_FALSE(gradient_extremal_values(in_range).has_value());
+  // A gradient a fraction of an ulp from FLT_MAX overflows with one rounding
+  // (session 39's ReciprocalBackward0); one 1% below the edge does not.
+  const double flt_max = std::numeric_limits<float>::max();
+  for (const double scale : {1.0 - 1e-8, 0.99}) {
+    const at::Tensor edge = at::tensor({flt_max * scale, 1.0}, at::kDouble);
+    GradientContext at_edge = ContextOf(k, {{"x", x88}}, {v}, at::tensor({INFINITY, 1.0f}),
+                                        edge.to(at::kFloat), edge, true);
+    EXPECT_EQ(gradient_extremal_values(at_edge).has_value(), scale > 0.999) << scale;
+  }
 }
 
 // The engine's sum of a value's gradients (InputBuffer::add): an f32 sum of

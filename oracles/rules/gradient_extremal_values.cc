@@ -26,10 +26,14 @@ namespace divfuzz::oracles::rules {
 namespace {
 
 // |x| at the divergence's element (any element for an op that is not
-// elementwise), beyond the dtype's range.
+// elementwise), beyond the dtype's range, or within 4 eps of its edge: a
+// value there overflows with a kernel's few ordinary roundings (session 39's
+// ReciprocalBackward0: the exact gradient FLT_MAX + 0.42 ulp, r·r rounded
+// first gives inf).
 bool BeyondRange(const GradientContext& c, const at::Tensor& t) {
   if (!t.defined() || t.is_complex()) return false;
-  const at::Tensor big = t.to(at::kDouble).abs() > graph::MaxFinite(c.dtype);
+  const double edge = graph::MaxFinite(c.dtype) * (1 - 4 * graph::Epsilon(c.dtype));
+  const at::Tensor big = t.to(at::kDouble).abs() > edge;
   if (c.pointwise && c.d.element >= 0 && c.d.element < big.numel()) {
     return big.reshape(-1)[c.d.element].item<bool>();
   }
