@@ -389,6 +389,33 @@ output %s
   EXPECT_FALSE(gradient_std_at_zero(spread).has_value());
 }
 
+// Session 39's G3 (instance_norm, bf16): the CPU's batch_norm backward
+// scales its float sum dotp by invstd² before dividing by N; a channel of
+// nearly equal values makes invstd² up to 1/eps, and 3e38 times that
+// overflows float32 where the exact gradient is 0. The same sum from a
+// channel of spread values does not.
+TEST(GradientRules, ABatchNormSumScaledByItsInverseVarianceMayOverflow) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[4,2] = fill(1.0)
+input %w: f32[2] = fill(1.0)
+input %b: f32[2] = fill(0.0)
+%y = aten::batch_norm(%x, %w, %b, None, None, True, 0.1, 1e-05, True)
+output %y
+)", DivergenceClass::kClassSplit, 0);
+  const at::Tensor v = at::full({4, 2}, 1e36f);
+  auto ctx = [&](const at::Tensor& x) {
+    return ContextOf(k, {{"x", x}, {"w", at::ones({2}, at::kDouble)}, {"b", at::zeros({2}, at::kDouble)}},
+                     {v}, at::full({4, 2}, INFINITY), at::zeros({4, 2}), at::zeros({4, 2}, at::kDouble),
+                     false);
+  };
+  at::Tensor flat = at::ones({4, 2}, at::kDouble);
+  flat.select(1, 0).copy_(at::tensor({1.0, 1.0001, 1.0, 1.0001}, at::kDouble));
+  EXPECT_TRUE(gradient_extremal_values(ctx(flat)).has_value());
+  const at::Tensor spread =
+      at::tensor({-3.0, 5.0, 4.0, -6.0, 2.0, 7.0, -5.0, 1.0}, at::kDouble).reshape({4, 2});
+  EXPECT_FALSE(gradient_extremal_values(ctx(spread)).has_value());
+}
+
 TEST(GradientRules, AnIncomingGradientNearTheRangeIsExtremalOneFarFromItIsNot) {
   // Session 36's EluBackward0 f32 (judged expected): selu at -1 with an
   // incoming gradient of 3.0e38; the CPU's elu_backward forms v * scale *

@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "ops/catalogue.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
@@ -78,6 +79,49 @@ double AccumulatedMagnitude(const GradientSide& s) {
     x *= std::max(1.0, at::where(at::isfinite(a), a, at::zeros_like(a)).max().item<double>());
   }
   return v * x;
+}
+
+// batch_norm's (and instance_norm's) backward forms k = dotp · invstd² / N
+// from its sum dotp =
+// sum(dy · (x - mean)) (the CPU's batch_norm_backward_cpu_template; CUDA
+// divides by N first): invstd² = 1 / (var + eps) scales what it accumulated,
+// and from a channel of nearly equal values that is up to 1/eps. The largest
+// invstd² over the channels, from the side's batch statistics (training) or
+// running variance, is that factor; 1 for any other op. Session 39's G3: a
+// bf16 dotp of 3e38 times invstd² overflowed float32 on the CPU where the
+// exact gradient is 0 (judged expected).
+double NormalizationScale(const GradientContext& c, const GradientSide& s) {
+  const std::string op = c.node.QualifiedName();
+  // instance_norm runs batch_norm over (1, N·C, ...): its statistics are per
+  // sample and channel.
+  const bool instance = op == "aten::instance_norm";
+  if (op != "aten::batch_norm" && op != "aten::native_batch_norm" && !instance) return 1;
+  const std::vector<std::string> uses = c.node.Uses();
+  const graph::Literal* training = ops::FindArg(c.node, 5, instance ? "use_input_stats" : "training");
+  const graph::Literal* eps_arg = ops::FindArg(c.node, 7, "eps");
+  const double eps = eps_arg != nullptr && eps_arg->kind == graph::Literal::Kind::kFloat
+                         ? eps_arg->f
+                         : 1e-5;
+  const bool train = training == nullptr || training->kind != graph::Literal::Kind::kBool ||
+                     training->b;
+  at::Tensor var;
+  if (train) {
+    auto x = uses.empty() ? s.inputs.end() : s.inputs.find(uses[0]);
+    if (x == s.inputs.end() || !x->second.defined() || x->second.dim() < 2) return 1;
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < x->second.dim(); ++d) {
+      if (instance ? d >= 2 : d != 1) dims.push_back(d);
+    }
+    if (dims.empty()) return 1;
+    var = at::var(x->second.to(at::kDouble), dims, /*unbiased=*/false);
+  } else {
+    auto rv = uses.size() > 4 ? s.inputs.find(uses[4]) : s.inputs.end();
+    if (rv == s.inputs.end() || !rv->second.defined()) return 1;
+    var = rv->second.to(at::kDouble);
+  }
+  const at::Tensor inv = 1.0 / (var + eps);
+  const at::Tensor finite = inv.masked_select(at::isfinite(inv));
+  return finite.numel() > 0 ? std::max(1.0, finite.max().item<double>()) : 1;
 }
 
 }  // namespace
@@ -274,11 +318,13 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
     const graph::DType acc = c.dtype == graph::DType::kF64 || c.dtype == graph::DType::kC128
                                  ? graph::DType::kF64
                                  : graph::DType::kF32;
-    const double m = std::max(AccumulatedMagnitude(c.a), AccumulatedMagnitude(c.b));
+    const double m = std::max(AccumulatedMagnitude(c.a) * NormalizationScale(c, c.a),
+                              AccumulatedMagnitude(c.b) * NormalizationScale(c, c.b));
     if (m > graph::MaxFinite(acc)) {
       return RuleMatch{"gradient_extremal_values",
                        absl::StrCat("the backward of ", c.node.QualifiedName(), " accumulates "
-                                    "sum|v| * prod max(1, max|x|) = ", m, ", beyond ",
+                                    "sum|v| * prod max(1, max|x|) (times a normalization's "
+                                    "largest invstd²) = ", m, ", beyond ",
                                     std::string(graph::DTypeName(acc)), "'s range: an "
                                     "intermediate sum may overflow though the gradient fits")};
     }
