@@ -416,6 +416,26 @@ output %y
   EXPECT_FALSE(gradient_extremal_values(ctx(spread)).has_value());
 }
 
+// Session 39's G3 LinalgDetBackward0: the incoming gradient is FLT_MAX, and
+// the SVD branch multiplies it by det(U)·det(Vh), exactly ±1 but rounded a
+// ulp above: NaN on one side where the exact gradient fits. Half of FLT_MAX
+// leaves room for that rounding: a NaN there is a finding.
+TEST(GradientRules, AnIncomingGradientAtTheRangesEdgeIntoAMatrixBackwardIsExtremal) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %a: f32[2,2] = fill(1.0)
+%d = aten::det(%a)
+output %d
+)", DivergenceClass::kClassSplit, 0);
+  const at::Tensor a = at::tensor({0.5, 0.25, 0.25, 0.75}, at::kDouble).reshape({2, 2});
+  for (const double scale : {1.0, 0.5}) {
+    const at::Tensor g = at::full({}, static_cast<float>(std::numeric_limits<float>::max() * scale));
+    const at::Tensor w = at::tensor({3.0, -1.0, -1.0, 2.0}, at::kDouble).reshape({2, 2}) * 1e-39;
+    GradientContext c = ContextOf(k, {{"a", a}}, {g}, at::full({2, 2}, NAN), w.to(at::kFloat), w,
+                                  false);
+    EXPECT_EQ(gradient_extremal_values(c).has_value(), scale == 1.0) << scale;
+  }
+}
+
 TEST(GradientRules, AnIncomingGradientNearTheRangeIsExtremalOneFarFromItIsNot) {
   // Session 36's EluBackward0 f32 (judged expected): selu at -1 with an
   // incoming gradient of 3.0e38; the CPU's elu_backward forms v * scale *

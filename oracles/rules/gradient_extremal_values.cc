@@ -363,6 +363,27 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                     " before the incoming gradient scales it back into range")};
     }
   }
+  // An incoming gradient at the range's edge into a backward that is not
+  // elementwise: its first product with any coefficient that rounds to 1 or
+  // above overflows (session 39's LinalgDetBackward0: grad = FLT_MAX times
+  // det(U)·det(Vh), exactly ±1, rounded 1 ulp above it).
+  if (!c.pointwise) {
+    const double edge = graph::MaxFinite(c.dtype) * (1 - 4 * graph::Epsilon(c.dtype));
+    for (const GradientSide* s : {&c.a, &c.b}) {
+      for (const at::Tensor& v : s->incoming) {
+        if (!v.defined() || v.is_complex() || !v.is_floating_point() || v.numel() == 0) continue;
+        const at::Tensor a = v.to(at::kDouble).abs();
+        if ((at::isfinite(a) & (a >= edge)).any().item<bool>()) {
+          return RuleMatch{"gradient_extremal_values",
+                           absl::StrCat("an incoming gradient of ", c.node.QualifiedName(),
+                                        " is at ", std::string(graph::DTypeName(c.dtype)),
+                                        "'s largest value: the backward's first product with a "
+                                        "coefficient that rounds to 1 or more overflows though "
+                                        "the gradient fits")};
+        }
+      }
+    }
+  }
   if (std::optional<RuleMatch> m = TermsPastTheRange(c)) return m;
   if (APartialOfARepeatedUseOverflows(c)) {
     return RuleMatch{"gradient_extremal_values",
