@@ -770,6 +770,14 @@ TEST(GradientRules, LogcumsumexpBackwardInBf16IsWithinItsScanCarry) {
   // 35% here), which may lose up to half the result and no more.
   EXPECT_TRUE(gradient_scan_carry(ctx(w * 1.15, true)).has_value());
   EXPECT_FALSE(gradient_scan_carry(ctx(w * 2, true)).has_value());
+  // An element both sides get equally wrong is no part of the divergence
+  // (session 39's G3: both 0 where the exact gradient is 1.15): the sides
+  // are judged where they differ.
+  at::Tensor a = (w * 1.02).clone(), b = w.clone();
+  a[15] = 0, b[15] = 0;
+  GradientContext both_off = ctx(a, false);
+  both_off.b.outgoing = b.to(at::kBFloat16);
+  EXPECT_TRUE(gradient_scan_carry(both_off).has_value());
 }
 
 // Session 35's f16 logcumsumexp near 3000: one f16 step of the running value
