@@ -83,14 +83,26 @@ output %y
   GradientContext in_range = ContextOf(k, {{"x", x88}}, {v}, at::tensor({INFINITY, 1.5e-3f}),
                                        w88.to(at::kFloat), w88, true);
   EXPECT_FALSE(gradient_extremal_values(in_range).has_value());
-  // A gradient a fraction of an ulp from FLT_MAX overflows with one rounding
-  // (session 39's ReciprocalBackward0); one 1% below the edge does not.
+}
+
+// Session 39's ReciprocalBackward0: a gradient a fraction of an ulp from
+// FLT_MAX, formed by -1/x² times the incoming gradient, overflows with one
+// rounding; one 1% below the edge does not.
+TEST(GradientRules, AGradientAtTheRangesEdgeFromACoefficientMayOverflow) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f32[2] = values(0.5, 1.0)
+%y = aten::reciprocal(%x)
+output %y
+)", DivergenceClass::kClassSplit, 0);
   const double flt_max = std::numeric_limits<float>::max();
   for (const double scale : {1.0 - 1e-8, 0.99}) {
-    const at::Tensor edge = at::tensor({flt_max * scale, 1.0}, at::kDouble);
-    GradientContext at_edge = ContextOf(k, {{"x", x88}}, {v}, at::tensor({INFINITY, 1.0f}),
-                                        edge.to(at::kFloat), edge, true);
-    EXPECT_EQ(gradient_extremal_values(at_edge).has_value(), scale > 0.999) << scale;
+    // -1/x² at x = 1/sqrt(FLT_MAX·scale), times a unit incoming gradient.
+    const at::Tensor x = at::tensor({1 / std::sqrt(flt_max * scale), 1.0}, at::kDouble);
+    const at::Tensor v = at::ones({2});
+    const at::Tensor w = -1.0 / (x * x);
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, at::tensor({-INFINITY, -1.0f}),
+                                  w.to(at::kFloat), w, true);
+    EXPECT_EQ(gradient_extremal_values(c).has_value(), scale > 0.999) << scale;
   }
 }
 
@@ -900,6 +912,24 @@ TEST(GradientRules, AttentionLogitsPastFloat32ResolutionLeaveTheClassOpen) {
                                   finite.to(at::kDouble), false);
     EXPECT_EQ(gradient_attention_logits(c).has_value(), scale > 1) << scale;
   }
+}
+
+// Session 39's G4: self-attention sdpa(x, x, x) with logits of 3.2e7 in f16.
+// Node::Uses() names x once; the rule reads q and k by position.
+TEST(GradientRules, SelfAttentionLogitsAreReadByPosition) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1,1,4,8] = normal(seed=1)
+%o = aten::scaled_dot_product_attention(%x, %x, %x)
+output %o
+)", DivergenceClass::kClassSplit, 0);
+  at::Generator gen = at::detail::createCPUGenerator(9);
+  const at::Tensor x = at::randn({1, 1, 4, 8}, gen, at::kDouble) * 1e4;
+  const at::Tensor finite = at::zeros({1, 1, 4, 8});
+  at::Tensor nan_side = finite.clone();
+  nan_side.reshape(-1)[0] = NAN;
+  GradientContext c = ContextOf(k, {{"x", x}}, {finite}, nan_side, finite,
+                                finite.to(at::kDouble), false);
+  EXPECT_TRUE(gradient_attention_logits(c).has_value());
 }
 
 // Session 35's bicubic buckets: the kernel forms its weights in float32 by

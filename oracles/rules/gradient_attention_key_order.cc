@@ -52,8 +52,11 @@ std::optional<RuleMatch> gradient_attention_key_order(const GradientContext& c) 
   if (causal != nullptr && causal->kind == graph::Literal::Kind::kBool && causal->b) {
     return std::nullopt;
   }
-  const std::vector<std::string> uses = sdpa.Uses();
+  const std::vector<std::string> uses = OperandNames(sdpa);
   if (uses.size() < 3) return std::nullopt;
+  // Self-attention (one value as q and k): reordering the keys reorders the
+  // queries too, which is another function.
+  if (uses[0] == uses[1] || uses[0] == uses[2]) return std::nullopt;
   Keyed keyed;
   keyed.dim[uses[1]] = -2;
   keyed.dim[uses[2]] = -2;

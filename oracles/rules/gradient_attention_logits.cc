@@ -27,7 +27,7 @@ std::optional<RuleMatch> gradient_attention_logits(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kTolerance && c.d.cls != DivergenceClass::kClassSplit) {
     return std::nullopt;
   }
-  const std::vector<std::string> uses = c.node.Uses();
+  const std::vector<std::string> uses = OperandNames(c.node);
   if (uses.size() < 2) return std::nullopt;
   const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
                                                  : graph::Epsilon(graph::DType::kF32);

@@ -49,7 +49,7 @@ std::optional<RuleMatch> gradient_attention_reference(const GradientContext& c) 
   double fudge = 5.0;
   if (inner == nullptr) {
     static constexpr double kFudge[] = {160.0, 25.0, 8.0, 45.0};  // q, k, v, mask
-    const std::vector<std::string> uses = sdpa.Uses();
+    const std::vector<std::string> uses = OperandNames(sdpa);
     for (size_t i = 0; i < uses.size() && i < 4; ++i) {
       if (uses[i] == c.wrt) fudge = kFudge[i];
     }

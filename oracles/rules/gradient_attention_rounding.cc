@@ -30,8 +30,11 @@ std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
       c.d.cls != DivergenceClass::kTolerance || c.out > 2) {
     return std::nullopt;
   }
-  const std::vector<std::string> uses = c.node.Uses();
+  const std::vector<std::string> uses = OperandNames(c.node);
   if (uses.size() < 3 || c.a.incoming.size() != 1) return std::nullopt;
+  // One value in two roles: its gradient sums the roles' terms, which the
+  // bound below takes one at a time.
+  if (uses[0] == uses[1] || uses[0] == uses[2] || uses[1] == uses[2]) return std::nullopt;
   const graph::Literal* gqa_arg = ops::FindArg(c.node, 1000, "enable_gqa");
   const bool gqa = gqa_arg != nullptr && gqa_arg->kind == graph::Literal::Kind::kBool && gqa_arg->b;
   const graph::Literal* causal = ops::FindArg(c.node, 5, "is_causal");

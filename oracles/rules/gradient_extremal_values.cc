@@ -27,13 +27,12 @@ namespace divfuzz::oracles::rules {
 namespace {
 
 // |x| at the divergence's element (any element for an op that is not
-// elementwise), beyond the dtype's range, or within 4 eps of its edge: a
-// value there overflows with a kernel's few ordinary roundings (session 39's
-// ReciprocalBackward0: the exact gradient FLT_MAX + 0.42 ulp, r·r rounded
-// first gives inf).
-bool BeyondRange(const GradientContext& c, const at::Tensor& t) {
+// elementwise), beyond the dtype's range (or, with `margin`, within 4 eps of
+// its edge).
+bool BeyondRange(const GradientContext& c, const at::Tensor& t, bool margin = false) {
   if (!t.defined() || t.is_complex()) return false;
-  const double edge = graph::MaxFinite(c.dtype) * (1 - 4 * graph::Epsilon(c.dtype));
+  const double edge =
+      graph::MaxFinite(c.dtype) * (margin ? 1 - 4 * graph::Epsilon(c.dtype) : 1.0);
   const at::Tensor big = t.to(at::kDouble).abs() > edge;
   if (c.pointwise && c.d.element >= 0 && c.d.element < big.numel()) {
     return big.reshape(-1)[c.d.element].item<bool>();
@@ -355,6 +354,19 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
       if (!big) big = ExtremalOperand(c, c.b, c.b.incoming);
       if (big) return ExtremalOperandMatch(c, *big);
     }
+    // A gradient within 4 eps of the range's edge, formed by a coefficient
+    // that is not a sign (its roundings may carry it past the edge: session
+    // 39's ReciprocalBackward0, exactly FLT_MAX + 0.42 ulp from the other
+    // side's inputs, r·r rounded first gives inf). A sign's product is exact
+    // (copysign's backward at FLT_MAX: inf there is a finding).
+    if (std::isfinite(here) && here != 0 && std::abs(here) != 1 &&
+        (BeyondRange(c, c.a.witness, true) || BeyondRange(c, c.b.witness, true))) {
+      return RuleMatch{"gradient_extremal_values",
+                       absl::StrCat("the float64 gradient of ", c.node.QualifiedName(),
+                                    " is within 4 eps of ", std::string(graph::DTypeName(c.dtype)),
+                                    "'s largest value, formed by a coefficient of ", here,
+                                    ": the formula's roundings may carry it past the range")};
+    }
     if (BeyondRange(c, local.result.exact[c.out])) {
       return RuleMatch{"gradient_extremal_values",
                        absl::StrCat("the local derivative of ", c.node.QualifiedName(),
@@ -373,7 +385,7 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
       for (const at::Tensor& v : s->incoming) {
         if (!v.defined() || v.is_complex() || !v.is_floating_point() || v.numel() == 0) continue;
         const at::Tensor a = v.to(at::kDouble).abs();
-        if ((at::isfinite(a) & (a >= edge)).any().item<bool>()) {
+        if ((at::isfinite(a) & (a >= edge) & (a <= graph::MaxFinite(c.dtype))).any().item<bool>()) {
           return RuleMatch{"gradient_extremal_values",
                            absl::StrCat("an incoming gradient of ", c.node.QualifiedName(),
                                         " is at ", std::string(graph::DTypeName(c.dtype)),

@@ -79,4 +79,12 @@ double ElementAt(const at::Tensor& t, long long element) {
   return t.reshape(-1)[element].to(at::kDouble).item<double>();
 }
 
+std::vector<std::string> OperandNames(const graph::Node& node) {
+  std::vector<std::string> names;
+  for (const graph::Argument& a : node.args) {
+    if (a.value.kind == graph::Literal::Kind::kValue) names.push_back(a.value.s);
+  }
+  return names;
+}
+
 }  // namespace divfuzz::oracles::rules

@@ -70,6 +70,12 @@ double ElementAt(const at::Tensor& t, long long element);
 // list; none given: all), each in [0, x.dim()).
 std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x);
 
+// The values a node reads, in argument order and repeated where the call
+// repeats them (Node::Uses() names each once): attention's q, k, v and mask
+// by position, so that self-attention sdpa(x, x, x) is read as three
+// operands (session 39's G4: the logits rule saw one and declined).
+std::vector<std::string> OperandNames(const graph::Node& node);
+
 // `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
 // float, so a kink at 0 moves too): direction 0 up, 1 down, 4 and 5 by a
 // factor from -1 to 1 along the flat index (up, down: ties break in index
