@@ -1151,6 +1151,42 @@ output %s
                    .has_value());
 }
 
+// Session 39's G4 batch_norm f32: inputs with mean 1e4 and deviation 0.9.
+// One ulp of the mean (0.00098) moves xhat by ulp·rstd and the gradient with
+// it; the bound scales with max|x|·rstd. Ten percent of the gradient does
+// not pass.
+TEST(GradientRules, ANormalizationsMeanFarFromZeroRoundsAtItsMagnitude) {
+  Case k{MustParse(R"(divfuzz v1
+input %x: f32[1,8] = fill(1.0)
+%s = aten::layer_norm(%x, [8])
+output %s
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  const at::Tensor x =
+      (at::tensor({-1.2, -0.7, -0.2, 0.1, 0.3, 0.6, 0.9, 1.4}, at::kDouble) + 1e4)
+          .to(at::kFloat).to(at::kDouble).reshape({1, 8});
+  const at::Tensor g =
+      at::tensor({0.5, -1.0, 0.25, 2.0, -0.75, 1.5, -0.5, 1.0}, at::kFloat).reshape({1, 8});
+  // The backward with the mean rounded one f32 ulp off, in float64.
+  auto backward = [&](double shift) {
+    const at::Tensor mu = x.mean(-1, true) + shift;
+    const at::Tensor rstd = ((x - x.mean(-1, true)).pow(2).mean(-1, true) + 1e-5).rsqrt();
+    const at::Tensor xhat = (x - mu) * rstd;
+    const at::Tensor gd = g.to(at::kDouble);
+    return rstd * (gd - gd.mean(-1, true) - xhat * (gd * xhat).mean(-1, true));
+  };
+  const at::Tensor exact = backward(0), shifted = backward(std::ldexp(1.0, -10));
+  auto ctx = [&](const at::Tensor& a) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {g}, a.to(at::kFloat), exact.to(at::kFloat),
+                                  exact, false);
+    c.hints = ops::FindOp("aten::layer_norm")->hints;
+    return c;
+  };
+  EXPECT_TRUE(gradient_normalization_statistics(ctx(shifted)).has_value());
+  EXPECT_FALSE(gradient_normalization_statistics(ctx(exact * 1.1)).has_value());
+}
+
 TEST(GradientRules, ASortBreaksTiesEitherWayAndBothRoutingsAreSubgradients) {
   // Run H's SortBackward0: msort of equal values routes the incoming
   // gradient in index order on the CPU and in reverse on CUDA; both are valid
