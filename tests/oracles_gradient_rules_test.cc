@@ -448,6 +448,28 @@ output %d
   }
 }
 
+// Session 39's G4 CumprodBackward0 f32: a row whose factors above 1
+// multiply past float32's range, a zero later: the backward's partial
+// products overflow in its scan's order and inf times the masked 0 is NaN,
+// where the exact gradient is finite. Factors that stay in range do not.
+TEST(GradientRules, AProductsPartialProductsPastTheRangeAreExtremal) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f32[6] = fill(1.0)
+%y = aten::cumprod(%x, 0)
+output %y
+)", DivergenceClass::kClassSplit, 4);
+  auto ctx = [&](const at::Tensor& x) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {at::ones({6})}, at::full({6}, NAN),
+                                  at::zeros({6}), at::zeros({6}, at::kDouble), false);
+    c.hints = ops::FindOp("aten::cumprod")->hints;
+    return c;
+  };
+  EXPECT_TRUE(gradient_extremal_values(
+                  ctx(at::tensor({1e30, 1e20, 1e-40, 0.0, 2.0, 3.0}, at::kDouble))).has_value());
+  EXPECT_FALSE(gradient_extremal_values(
+                   ctx(at::tensor({1e3, 1e2, 1e-4, 0.0, 2.0, 3.0}, at::kDouble))).has_value());
+}
+
 TEST(GradientRules, AnIncomingGradientNearTheRangeIsExtremalOneFarFromItIsNot) {
   // Session 36's EluBackward0 f32 (judged expected): selu at -1 with an
   // incoming gradient of 3.0e38; the CPU's elu_backward forms v * scale *

@@ -22,6 +22,7 @@
 #include "exec/executor.h"
 #include "ops/catalogue.h"
 #include "oracles/rules/gradient_rule.h"
+#include "oracles/rules/rule.h"
 
 namespace divfuzz::oracles::rules {
 namespace {
@@ -393,6 +394,34 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                         "coefficient that rounds to 1 or more overflows though "
                                         "the gradient fits")};
         }
+      }
+    }
+  }
+  // A product's backward (cumprod's, prod's) forms products of the factors
+  // over sub-ranges, in an order its scan chooses (CUDA's CUB scan carries
+  // them in the dtype): where the factors above 1 in the element's row
+  // multiply past the range, some of those partial products overflow in
+  // some orders though every exact prefix fits (session 39's G4
+  // CumprodBackward0 f32: inf times a masked 0 gives NaN; judged expected,
+  // as the forward's cancelling_reductions takes a product's order).
+  if ((c.hints & ops::kProductReduction) && c.d.element >= 0) {
+    auto x = c.a.inputs.find(c.node.Uses().empty() ? "" : c.node.Uses()[0]);
+    if (x != c.a.inputs.end() && x->second.defined() && x->second.is_floating_point() &&
+        x->second.dim() >= 1 && x->second.numel() == c.a.outgoing.numel()) {
+      at::Tensor lg = x->second.to(at::kDouble).abs().log2();
+      lg = at::where(at::isfinite(lg), lg, at::zeros_like(lg)).clamp_min(0);
+      const int64_t dim =
+          at::maybe_wrap_dim(IntArgOr(c.node, 1, "dim", 0), x->second.dim());
+      const at::Tensor row = lg.sum(dim, /*keepdim=*/true).expand_as(lg).reshape(-1);
+      if (c.d.element < row.numel() &&
+          row[c.d.element].item<double>() > std::log2(graph::MaxFinite(c.dtype))) {
+        return RuleMatch{"gradient_extremal_values",
+                         absl::StrCat("the factors above 1 in the element's row of ",
+                                      c.node.QualifiedName(), " multiply to 2^",
+                                      row[c.d.element].item<double>(), ", past ",
+                                      std::string(graph::DTypeName(c.dtype)), "'s range: the "
+                                      "backward's partial products overflow in some orders "
+                                      "though the gradient fits")};
       }
     }
   }
