@@ -759,6 +759,17 @@ output %y
   wrong.dtype = graph::DType::kC64;
   wrong.hints = c.hints;
   EXPECT_FALSE(gradient_transform_normwise(wrong).has_value());
+  // The rounding is relative to the incoming gradient's norm too (session
+  // 39's FftC2RBackward0: 7.6e30 in a bin whose exact value is 0, with an
+  // incoming norm of 3e38): a result far below it carries that rounding.
+  const at::Tensor big = v * 1e30f;
+  at::Tensor small_off = w.to(at::kComplexFloat).clone();
+  small_off[5] = small_off[5] + c10::complex<float>(1e20f, 0);
+  GradientContext loud = ContextOf(k, {{"x", w}}, {big}, small_off, w.to(at::kComplexFloat), w,
+                                   false);
+  loud.dtype = graph::DType::kC64;
+  loud.hints = c.hints;
+  EXPECT_TRUE(gradient_transform_normwise(loud).has_value());
   // A class split from an incoming inf (session 34's fft_ihfft backward: NaN
   // on one device, inf on the other, by the algorithm's inf·0): expected;
   // the same split from a finite incoming gradient is not.
