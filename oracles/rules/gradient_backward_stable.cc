@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "ops/op_spec.h"
 #include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
@@ -114,6 +115,14 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
 
 std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
+  // logcumsumexp's backward is judged by gradient_scan_carry, which models
+  // its formula: four eps of x at 2e7 in f32 move its exponent by 9, so this
+  // hull holds any value there, and cleared a CPU that kept no digit of the
+  // exact 2.6 (sessions 38 and 39: judged real on both devices, only CUDA
+  // blamed).
+  if ((c.hints & ops::kScanCarry) && c.d.op.rfind("LogcumsumexpBackward", 0) == 0) {
+    return std::nullopt;
+  }
   for (const GradientSide* s : {&c.a, &c.b}) {
     if (!s->witness.defined() || s->witness.is_complex()) return std::nullopt;
   }
