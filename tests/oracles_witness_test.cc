@@ -958,6 +958,32 @@ TEST(FailureBuckets, AGradientHangOnANonFiniteCotangentIsJudgedByTheOpsItDiffere
             "bug");
 }
 
+// Session 39's G4: one CPU group_norm segfault filed twice, as f16 and f32,
+// because the bucket took the statement's first result's dtype (an unrelated
+// f32 input's gradient). Named by its backward node, the crash carries no
+// dtype, and both programs land in one bucket.
+TEST(FailureBuckets, ACrashNamedByItsBackwardNodeIsOneBucketWhateverTheStatementsDtype) {
+  auto program = [](const std::string& dtype) {
+    return MustParse("divfuzz v1\ninput %a: " + dtype + "[] = fill(0.0)\n"
+                     "input %g: f16[2,2,2,2] = fill(0.0)\ninput %gb: f16[2] = fill(0.0)\n"
+                     "input %ct: f16[2,2,2,2] = fill(1.0)\n"
+                     "%y = aten::group_norm(%g, 2, None, %gb)\n"
+                     "%da, %db = autograd::grad([%y], [%a, %gb], grad_outputs=[%ct])\n"
+                     "output %db\n");
+  };
+  const graph::Program p32 = program("f32"), p64 = program("f64");
+  const ops::TypeEnv t32 = MustInfer(p32), t64 = MustInfer(p64);
+  const store::FindingHit a =
+      fuzz::FailureHit(p32, &t32, 1, "NativeGroupNormBackward0", "crash", "cpu", false, true);
+  const store::FindingHit b =
+      fuzz::FailureHit(p64, &t64, 1, "NativeGroupNormBackward0", "crash", "cpu", false, true);
+  EXPECT_EQ(a.signature, b.signature);
+  EXPECT_EQ(a.dtype, "");
+  // Unlocated inside the statement, the crash keeps the statement's dtype.
+  EXPECT_EQ(fuzz::FailureHit(p32, &t32, 1, "autograd::grad", "crash", "cpu", false, true).dtype,
+            "f32");
+}
+
 // Session 39's G3: CPU group_norm's backward segfaults (a null dX), and the
 // crash had been excused because the program's inputs held a NaN and
 // group_norm, a statistic, carries no guarantee for non-finite values. That

@@ -115,8 +115,15 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
   hit.wrong_side = target.empty() ? "undecided" : target;
   hit.tier = "bug";
   hit.severity = kind;
+  // A backward node named inside a gradient statement (NativeGroupNormBackward0):
+  // the statement's first result's dtype says nothing about the kernel that
+  // died (session 39's G4: one segfault filed twice, as f16 and f32, by an
+  // unrelated input), so the bucket carries none.
+  const bool inside_backward = node >= 0 && static_cast<size_t>(node) < program.nodes.size() &&
+                               graph::IsGradNode(program.nodes[node]) &&
+                               hit.root_op != program.nodes[node].QualifiedName();
   if (types != nullptr && node >= 0 && static_cast<size_t>(node) < program.nodes.size() &&
-      !program.nodes[node].results.empty()) {
+      !program.nodes[node].results.empty() && !inside_backward) {
     if (auto t = types->find(program.nodes[node].results[0]); t != types->end()) {
       hit.dtype = std::string(graph::DTypeName(t->second.dtype));
     }
