@@ -494,8 +494,22 @@ NodeResult ExecuteGradNode(const graph::Node& node, const ValueLookup& lookup,
     }
     std::vector<at::Tensor> grads(wrt.size());
     if (!outs.empty()) {
-      grads = torch::autograd::grad(outs, wrt, cots, /*retain_graph=*/true, create_graph,
-                                    /*allow_unused=*/true);
+      try {
+        grads = torch::autograd::grad(outs, wrt, cots, /*retain_graph=*/true, create_graph,
+                                      /*allow_unused=*/true);
+      } catch (const c10::Error&) {
+        // The captures (kept to localize a divergence) reached a backward the
+        // statement itself never needs: the CPU's flash attention has no
+        // double backward, and asking for an earlier attention output's
+        // gradient made one error split in both sessions 38 and 39 of a
+        // statement that runs. Its own gradients alone, then, unlocalized; an
+        // error of the statement's own raises again.
+        if (wrt.size() == g.call->wrt.size()) throw;
+        wrt.resize(g.call->wrt.size());
+        captured.resize(g.call->wrt.size());
+        grads = torch::autograd::grad(outs, wrt, cots, /*retain_graph=*/true, create_graph,
+                                      /*allow_unused=*/true);
+      }
     }
     for (size_t i = 0; i < g.call->wrt.size(); ++i) {
       at::Tensor gi = grads[i].defined() ? grads[i] : at::zeros_like(wrt[i].detach());
