@@ -38,4 +38,11 @@ std::optional<std::string> RandomArgumentOf(const graph::Node& node);
 // that is not a normalization.
 std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType dtype);
 
+// Whether the op hands its input to a backend that PyTorch's notes let fail
+// in any way on non-finite values ("Non-finite values": torch.linalg's
+// backends "... or even segfault"; FFTs' libraries likewise): linear algebra,
+// decompositions and transforms. Reductions' missing guarantee covers values
+// only (the order of inf - inf).
+bool NonFiniteMayFailAnyway(const OpSpec& spec);
+
 }  // namespace divfuzz::ops

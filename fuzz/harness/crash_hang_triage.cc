@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/gradient.h"
+#include "ops/kernel_classes.h"
 #include "graph/materialize.h"
 #include "minimize/program_edit.h"
 #include "ops/catalogue.h"
@@ -62,17 +63,12 @@ bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
   return false;
 }
 
-// Whether the notes let the op fail in any way on non-finite inputs: their
-// "Non-finite values" clause covers torch.linalg's backends ("... or even
-// segfault") and FFTs hand their input to such libraries too. Reductions and
-// statistics carry kNoNonFiniteGuarantee for the order of inf - inf, which
-// excuses a value, never a crash or a hang (session 39: CPU group_norm's
-// null-dX segfault, with a NaN in an unrelated input, had been excused).
+// A crash or hang on non-finite inputs: excused only where the op's
+// missing guarantee covers every failure class (session 39: CPU group_norm's
+// null-dX segfault, with a NaN in an unrelated input, had been excused by a
+// statistic's guarantee, which covers values).
 bool MayFailOnNonFinite(const ops::OpSpec& spec) {
-  return (spec.hints & ops::kNoNonFiniteGuarantee) &&
-         ((spec.hints & (ops::kConditioned | ops::kDecomposition | ops::kInfoGated |
-                         ops::kTransform)) ||
-          spec.family == "linalg" || spec.family == "decomposition" || spec.family == "fft");
+  return (spec.hints & ops::kNoNonFiniteGuarantee) && ops::NonFiniteMayFailAnyway(spec);
 }
 
 // A gradient statement runs the backward kernels of the ops its outputs

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "ops/catalogue.h"
+#include "ops/kernel_classes.h"
 #include "oracles/rules/gradient_rule.h"
 #include "oracles/rules/rule.h"
 
@@ -98,10 +99,7 @@ double NormalizationScale(const GradientContext& c, const GradientSide& s) {
   if (op != "aten::batch_norm" && op != "aten::native_batch_norm" && !instance) return 1;
   const std::vector<std::string> uses = c.node.Uses();
   const graph::Literal* training = ops::FindArg(c.node, 5, instance ? "use_input_stats" : "training");
-  const graph::Literal* eps_arg = ops::FindArg(c.node, 7, "eps");
-  const double eps = eps_arg != nullptr && eps_arg->kind == graph::Literal::Kind::kFloat
-                         ? eps_arg->f
-                         : 1e-5;
+  const double eps = ops::NormalizationEpsOf(c.node, c.dtype).value_or(1e-5);
   const bool train = training == nullptr || training->kind != graph::Literal::Kind::kBool ||
                      training->b;
   at::Tensor var;

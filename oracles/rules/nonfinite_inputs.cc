@@ -35,6 +35,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/target.h"
+#include "ops/kernel_classes.h"
 
 namespace divfuzz::oracles::rules {
 
@@ -149,10 +150,7 @@ std::optional<RuleMatch> nonfinite_inputs(const Context& c) {
   const std::string what =
       absl::StrCat(n.nan ? "NaN" : "", n.nan && (n.pos_inf || n.neg_inf) ? " and " : "",
                    n.pos_inf && n.neg_inf ? "+-inf" : n.pos_inf ? "+inf" : n.neg_inf ? "-inf" : "");
-  const bool linalg = (c.spec.hints & (ops::kConditioned | ops::kDecomposition | ops::kInfoGated |
-                                       ops::kTransform)) ||
-                      c.spec.family == "linalg" || c.spec.family == "decomposition" ||
-                      c.spec.family == "fft";
+  const bool linalg = ops::NonFiniteMayFailAnyway(c.spec);
   if (linalg) {
     return RuleMatch{"nonfinite_inputs",
                      absl::StrCat("the input holds ", what, ": PyTorch's numerical-accuracy notes: "
