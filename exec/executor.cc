@@ -992,8 +992,10 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target, bool round_results,
                      const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results,
-                     const BackwardProbeOptions* probe, bool create_graph) {
+                     const BackwardProbeOptions* probe, bool create_graph,
+                     const VjpGraphVisitor* visit) {
   VjpResult r;
+  if (visit != nullptr) create_graph = true;
   if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
     return r;
@@ -1052,11 +1054,16 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
   }
   try {
     if (round_results && !inner) round_saved(outs);
-    std::vector<at::Tensor> ys, vs;
+    std::vector<at::Tensor> ys, vs, incoming_leaves(cotangents.size());
     for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i) {
       if (!outs[i].defined() || !outs[i].requires_grad() || !cotangents[i].defined()) continue;
       ys.push_back(outs[i]);
-      vs.push_back(Place(cotangents[i], target).to(outs[i].scalar_type()));
+      at::Tensor v = Place(cotangents[i], target).to(outs[i].scalar_type());
+      if (visit != nullptr && (v.is_floating_point() || v.is_complex())) {
+        v = v.detach().requires_grad_(true);
+        incoming_leaves[i] = v;
+      }
+      vs.push_back(v);
     }
     // Only a probe's caller reads the op's own graph: the triage's many plain
     // reruns do not walk it.
@@ -1072,6 +1079,7 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
       grads = torch::autograd::grad(ys, wrt, vs, /*retain_graph=*/create_graph, create_graph,
                                     /*allow_unused=*/true);
     }
+    if (visit != nullptr) (*visit)(r.wrt, wrt, incoming_leaves, grads);
     for (size_t i = 0; i < wrt.size(); ++i) {
       at::Tensor g = grads[i].defined() ? grads[i].detach() : at::zeros_like(wrt[i].detach());
       at::Tensor host = Snapshot(g);

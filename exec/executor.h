@@ -105,13 +105,23 @@ struct VjpResult {
   int computing_nodes = 0;
   std::vector<BackwardStep> steps;  // with a recording probe: each node's outputs
 };
+// Called, when given, with the backward's graph kept (create_graph): the
+// leaves it differentiated against (`wrt`, in VjpResult::wrt's order), the
+// incoming gradients as leaves (undefined where a result has none) and the
+// gradients, so that a caller can differentiate one gradient element with
+// respect to every value the backward read (gradient_backward_stable's
+// worst-case directions).
+using VjpGraphVisitor =
+    std::function<void(const std::vector<std::string>& wrt_names,
+                       const std::vector<at::Tensor>& wrt, const std::vector<at::Tensor>& incoming,
+                       const std::vector<at::Tensor>& grads)>;
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target, bool round_results = false,
                      const std::function<at::Tensor(size_t, const at::Tensor&)>& move_results =
                          nullptr,
                      const BackwardProbeOptions* probe = nullptr,
-                     bool create_graph = false);
+                     bool create_graph = false, const VjpGraphVisitor* visit = nullptr);
 
 // The same node in forward mode: `tangents` (by value name) ride along as
 // dual numbers; outputs are the results' tangents (J u) on the CPU, in the

@@ -283,6 +283,53 @@ output %y
   EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
 }
 
+TEST(GradientRules, BackwardStableMovesEachJudgedElementItsWorstWay) {
+  // Session 39's layer_norm and softmax double backwards: an element that
+  // reads a whole row's sum moves by up to 4 eps of sum|terms| when every
+  // value moves its worst way, but by about 1/sqrt(n) of that along the six
+  // sampled directions. Softmax of a flat f16 row of 256: element 0 is
+  // y0 (g0 - mean(g)) with g0 near the mean of cotangents of +-1000.
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f16[1,256] = fill(0.0)
+%y = aten::softmax.int(%x, 1)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const at::Tensor x = at::zeros({1, 256}, at::kDouble);
+  at::Tensor g = (at::rand({1, 256}, at::detail::createCPUGenerator(5), at::kDouble) > 0.5)
+                     .to(at::kDouble) * 2000 - 1000;
+  g[0][0] = g.mean().item<double>() + 0.5;
+  g = g.to(at::kHalf).to(at::kDouble);
+  auto backward = [&](const at::Tensor& gg) {
+    const at::Tensor y = at::softmax(x, 1);
+    return y * (gg - (gg * y).sum(1, true));
+  };
+  const at::Tensor w = backward(g);
+  // Every cotangent 3 eps its worst way for element 0: g0 up, the rest down.
+  const double eps = std::ldexp(1.0, -11);
+  at::Tensor worst = g - 3 * eps * g.abs();
+  worst[0][0] = g[0][0].item<double>() * (1 + 3 * eps);
+  const at::Tensor moved = backward(worst);
+  const at::Tensor side = moved.to(at::kHalf);
+  ASSERT_GT((side[0][0].item<double>() - w[0][0].item<double>()), 0.005);
+  // The six sampled directions alone stay far inside that (what the rule
+  // had before: the gap to the hull's edge is most of the move).
+  double sampled = 0;
+  for (int dir = 0; dir < 6; ++dir) {
+    const at::Tensor m = MovedBy4Eps(g, eps, dir, 2000);
+    sampled = std::max(sampled, (backward(m) - w)[0][0].item<double>());
+  }
+  ASSERT_LT(sampled, 0.5 * (moved - w)[0][0].item<double>());
+  GradientContext c = ContextOf(k, {{"x", x}}, {g}, side, w.to(at::kHalf), w, false,
+                                graph::DType::kF16);
+  std::optional<RuleMatch> m = gradient_backward_stable(c);
+  ASSERT_TRUE(m.has_value());
+  // Three times the worst move is no rounding of the inputs.
+  const at::Tensor far = (w + 3 * (moved - w)).to(at::kHalf);
+  GradientContext wrong = ContextOf(k, {{"x", x}}, {g}, far, w.to(at::kHalf), w, false,
+                                    graph::DType::kF16);
+  EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
+}
+
 TEST(GradientRules, BackwardStableTakesASoftmaxRowFromEitherRoundingOfItsSavedOutput) {
   // Session 33's LogSoftmaxBackward0 f16 (judged expected): the forward's f16
   // output at x = 0 is -4.5156 on the CPU and -4.5117 (correctly rounded) on

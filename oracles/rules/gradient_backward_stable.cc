@@ -4,7 +4,9 @@
 // "floating point provides limited accuracy ... CPU and GPU results can be
 // different even for bitwise-identical inputs". A side whose gradient lies
 // within the hull of the float64 backward at inputs and incoming gradients
-// moved by 4 eps of their dtypes (six directions), with the forward's results
+// moved by 4 eps of their dtypes (six sampled directions, and each judged
+// element's worst first-order direction: the sign of its derivative with
+// respect to every value read), with the forward's results
 // both exact and rounded to their dtypes and moved by 4 eps like the inputs
 // (what a kernel that saves its output reads: log_ndtr's backward cancels its
 // saved f32 result against x²/2),
@@ -13,6 +15,9 @@
 // ill-conditioned point amplifies that. The forward's backward_stable, for
 // the backward.
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -24,29 +29,132 @@ namespace divfuzz::oracles::rules {
 
 namespace {
 
+constexpr int kWorstElements = 8;  // judged elements given their own worst-case direction
+
+// For one gradient element, the sign of its float64 derivative with respect
+// to every value the backward reads (the forward's floating inputs by name,
+// the incoming gradients by result): moving each value 4 eps that way moves
+// the element furthest, to first order. Six sampled directions reach only a
+// fraction of that where many values feed one element (a softmax row's sum,
+// layer_norm's statistics): session 39's layer_norm double backward lay at
+// 20.5 where the sampled hull ended at 8.4.
+struct WorstDirection {
+  std::map<std::string, at::Tensor> inputs;
+  std::vector<at::Tensor> incoming;
+};
+
+// Up to kWorstElements of the judged elements (`judged`, flat), those where
+// the sides differ most, each with its worst direction; empty when the
+// backward cannot be differentiated again (no higher derivative) or nothing
+// is judged.
+std::vector<WorstDirection> WorstDirections(const GradientContext& c, const GradientSide& s,
+                                            const at::Tensor& judged) {
+  std::vector<WorstDirection> dirs;
+  if (!judged.defined() || !c.a.outgoing.defined() || !c.b.outgoing.defined() ||
+      c.a.outgoing.sizes() != c.b.outgoing.sizes() || judged.numel() != c.a.outgoing.numel()) {
+    return dirs;
+  }
+  at::Tensor gap = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs().reshape(-1);
+  gap = at::where(judged & at::isfinite(gap), gap, at::full_like(gap, -1.0));
+  const int64_t k = std::min<int64_t>(kWorstElements, judged.sum().item<int64_t>());
+  if (k <= 0) return dirs;
+  const at::Tensor elements = std::get<1>(gap.topk(k));
+  const exec::VjpGraphVisitor visit = [&](const std::vector<std::string>& names,
+                                          const std::vector<at::Tensor>& wrt,
+                                          const std::vector<at::Tensor>& incoming,
+                                          const std::vector<at::Tensor>& grads) {
+    if (c.out >= grads.size() || !grads[c.out].defined() || !grads[c.out].requires_grad() ||
+        grads[c.out].is_complex()) {
+      return;
+    }
+    std::vector<at::Tensor> leaves;
+    for (const at::Tensor& t : wrt) leaves.push_back(t);
+    for (const at::Tensor& t : incoming) {
+      if (t.defined()) leaves.push_back(t);
+    }
+    const at::Tensor flat = grads[c.out].reshape(-1);
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t e = elements[i].item<int64_t>();
+      if (e < 0 || e >= flat.numel()) continue;
+      std::vector<at::Tensor> d = torch::autograd::grad({flat[e]}, leaves, {},
+                                                        /*retain_graph=*/true,
+                                                        /*create_graph=*/false,
+                                                        /*allow_unused=*/true);
+      WorstDirection w;
+      size_t j = 0;
+      for (size_t n = 0; n < wrt.size(); ++n, ++j) {
+        if (d[j].defined() && !d[j].is_complex()) w.inputs[names[n]] = d[j].detach().sign().cpu();
+      }
+      w.incoming.resize(incoming.size());
+      for (size_t n = 0; n < incoming.size(); ++n) {
+        if (!incoming[n].defined()) continue;
+        if (d[j].defined() && !d[j].is_complex()) w.incoming[n] = d[j].detach().sign().cpu();
+        ++j;
+      }
+      dirs.push_back(std::move(w));
+    }
+  };
+  try {
+    exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64, false,
+                     nullptr, nullptr, false, &visit);
+  } catch (const std::exception&) {
+    dirs.clear();  // no derivative of this backward: the sampled directions alone
+  }
+  return dirs;
+}
+
+// `t` as float64 moved by `scale` x 4 eps of its magnitude along `sign`
+// (the smallest normal float where it is 0, as MovedBy4Eps).
+at::Tensor MovedAlong(const at::Tensor& t, const at::Tensor& sign, double eps) {
+  at::Tensor x = t.to(at::kDouble);
+  if (!sign.defined() || sign.sizes() != x.sizes()) return x;
+  const at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
+  return at::where(at::isfinite(x), x + sign.to(at::kDouble) * step, x);
+}
+
 // The hull [lo, hi] of the float64 backward around one side's own inputs and
 // incoming gradients: as given (-1) and moved six ways, each with the
 // forward's results exact and rounded to their dtypes (a kernel that saves
 // its output works from the rounded one), and the side's own saved outputs
 // where known. nullopt: a point could not run.
 std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
-                                                      const GradientSide& s) {
+                                                      const GradientSide& s,
+                                                      const at::Tensor& judged) {
   const at::Tensor at_witness = s.witness.to(at::kDouble);
   at::Tensor lo = at_witness, hi = lo.clone();
   // The float64 gradient at one point: moved in direction `dir` (-1: not
   // moved) by `scale` times 4 eps.
-  auto point = [&](int round, int dir, double scale) -> std::optional<at::Tensor> {
+  // `worst` (with `dir` 0 or 1: along it or against it) replaces the
+  // sampled direction for the inputs and incoming gradients.
+  auto point = [&](int round, int dir, double scale,
+                   const WorstDirection* worst = nullptr) -> std::optional<at::Tensor> {
     std::map<std::string, at::Tensor> inputs;
     for (const auto& [name, t] : s.inputs) {
       auto it = c.types.find(name);
       const bool floating = t.defined() && t.is_floating_point() && it != c.types.end();
+      if (floating && worst != nullptr) {
+        auto w = worst->inputs.find(name);
+        inputs[name] = w == worst->inputs.end()
+                           ? t
+                           : MovedAlong(t, dir ? -w->second : w->second,
+                                        scale * graph::Epsilon(it->second.dtype));
+        continue;
+      }
       inputs[name] = floating && dir >= 0
                          ? MovedBy4Eps(t, scale * graph::Epsilon(it->second.dtype), dir, 2000)
                          : t;
     }
     std::vector<at::Tensor> incoming;
-    for (const at::Tensor& v : s.incoming) {
-      incoming.push_back(v.defined() && v.is_floating_point() && dir >= 0
+    for (size_t i = 0; i < s.incoming.size(); ++i) {
+      const at::Tensor& v = s.incoming[i];
+      const bool floating = v.defined() && v.is_floating_point();
+      if (floating && worst != nullptr) {
+        const at::Tensor& w = i < worst->incoming.size() ? worst->incoming[i] : at::Tensor();
+        incoming.push_back(w.defined() ? MovedAlong(v, dir ? -w : w, scale * graph::Epsilon(c.dtype))
+                                       : v);
+        continue;
+      }
+      incoming.push_back(floating && dir >= 0
                              ? MovedBy4Eps(v, scale * graph::Epsilon(c.dtype), dir + 1, 2000)
                              : v);
     }
@@ -70,7 +178,7 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
         }
         base = s.results[i].to(at::kDouble);
       }
-      if (dir < 0) return base;
+      if (dir < 0 || worst != nullptr) return base;
       auto it = c.types.find(saved[i]);
       if (it == c.types.end()) return base;
       return MovedBy4Eps(base, scale * graph::Epsilon(it->second.dtype), dir + 2, 2000);
@@ -84,7 +192,25 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
   };
   // Round 2 only where the side's own saved outputs are known.
   const int rounds = s.results.empty() ? 2 : 3;
+  const std::vector<WorstDirection> worst = WorstDirections(c, s, judged);
   for (int round = 0; round < rounds; ++round) {
+    // Each judged element's own worst direction, both ways, saved outputs
+    // as the round takes them but not moved.
+    for (const WorstDirection& w : worst) {
+      for (int dir = 0; dir < 2; ++dir) {
+        std::optional<at::Tensor> g = point(round, dir, 1.0, &w);
+        if (!g) return std::nullopt;
+        at::Tensor out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
+        for (double scale = 0.5; scale >= 1.0 / 64 && out.any().item<bool>(); scale /= 2) {
+          std::optional<at::Tensor> nearer = point(round, dir, scale, &w);
+          if (!nearer) break;
+          *g = at::where(out, *nearer, *g);
+          out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
+        }
+        lo = at::fmin(lo, *g);
+        hi = at::fmax(hi, *g);
+      }
+    }
     // The side's own saved outputs are taken as they are, nothing moved: a
     // move of x apart from the output it saved can excuse a formula that
     // amplifies that output's rounding past every digit (session 38's
@@ -133,7 +259,7 @@ std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
   // upstream, and an ill-conditioned backward (acosh near 1) amplifies that.
   const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
   auto within = [&](const GradientSide& s) {
-    const auto hull = Hull(c, s);
+    const auto hull = Hull(c, s, differing);
     if (!hull) return false;
     at::Tensor v = s.outgoing.to(at::kDouble);
     if (v.sizes() != hull->first.sizes()) return false;
