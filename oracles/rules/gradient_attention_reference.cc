@@ -21,6 +21,7 @@
 #include "exec/cuda_variants.h"
 #include "exec/executor.h"
 #include "ops/catalogue.h"
+#include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
@@ -54,6 +55,12 @@ std::optional<RuleMatch> gradient_attention_reference(const GradientContext& c) 
       if (uses[i] == c.wrt) fudge = kFudge[i];
     }
   }
+  // Judged where the sides differ: elements both sides give alike (session
+  // 40's G5: 101 NaNs on both from cotangents near 3.4e38 in f32, whose
+  // float64 reference is finite) are no part of the divergence and had
+  // vetoed the test on the element that is.
+  const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
+                                                 c.policy.For(c.node.QualifiedName(), c.dtype));
   double widest_atol = 0;
   for (const GradientSide* s : {&c.a, &c.b}) {
     if (!s->witness.defined() || s->witness.is_complex() || !s->outgoing.defined()) {
@@ -92,7 +99,11 @@ std::optional<RuleMatch> gradient_attention_reference(const GradientContext& c) 
     const at::Tensor close = ((mine - ref).abs() <= atol + rtol * ref.abs()) |
                              (mine.eq(rounded) & at::isfinite(rounded).logical_not()) |
                              (at::isnan(mine) & at::isnan(ref));
-    if (!close.all().item<bool>()) return std::nullopt;
+    at::Tensor judged = close.reshape(-1);
+    if (differing.defined() && differing.numel() == judged.numel()) {
+      judged = judged | differing.logical_not();
+    }
+    if (!judged.all().item<bool>()) return std::nullopt;
     widest_atol = std::max(widest_atol, atol);
   }
   return RuleMatch{"gradient_attention_reference",

@@ -43,6 +43,7 @@ at::Tensor Finite(const at::Tensor& t) {
 // hundreds of times too wide). nullopt: groups not modelled here.
 struct Stats {
   double term;   // max over groups of rstd·max|g|·(1 + max|xhat| + max|x|·rstd)
+  double param;  // ... of max|g|·(1 + max|xhat| + max|x|·rstd): a weight's term
   int64_t n;     // a group's size
 };
 
@@ -89,9 +90,10 @@ std::optional<Stats> Rstd(const GradientContext& c, const at::Tensor& x0, const 
   // deviation of 0.9, session 39's G4 batch_norm f32: one ulp of the mean
   // moved the gradient by 4.9e-3) that error, times rstd, outweighs xhat's.
   const at::Tensor offset = rms ? at::zeros_like(xhat) : x.abs().amax(dims, /*keepdim=*/true) * rstd;
-  const at::Tensor term = rstd * g.amax(dims, /*keepdim=*/true) * (1 + xhat + offset);
-  Stats s{term.max().item<double>(), n};
-  if (!std::isfinite(s.term)) return std::nullopt;
+  const at::Tensor param = g.amax(dims, /*keepdim=*/true) * (1 + xhat + offset);
+  const at::Tensor term = rstd * param;
+  Stats s{term.max().item<double>(), param.max().item<double>(), n};
+  if (!std::isfinite(s.term) || !std::isfinite(s.param)) return std::nullopt;
   return s;
 }
 
@@ -105,12 +107,37 @@ std::optional<RuleMatch> gradient_normalization_statistics(const GradientContext
   // The normalized input is the op's first argument.
   const Literal* first = ops::FindArg(c.node, 0, "input");
   if (first == nullptr || first->kind != Literal::Kind::kValue) return std::nullopt;
+  // A weight's or bias's gradient, sum over its slice of g·xhat (or of g),
+  // reads the statistics through every xhat it sums: each term moves by
+  // about n eps (|xhat| + max|x| rstd) |g|, with no rstd or w outside
+  // (session 40's G5: batch_norm f32's weight gradient, exactly 0, was
+  // 5.4e-6 on the CPU and -2.6e-5 on CUDA, a mean 1.7 ulps apart; the input
+  // gradient's bound, 2.9e-8 there, was no bound for it; pytorch#82493).
+  const bool param = c.wrt != first->s;
   double bound = 0;
   int64_t group = 0;
   for (const GradientSide* s : {&c.a, &c.b}) {
     auto x = s->inputs.find(first->s);
     if (x == s->inputs.end() || !x->second.defined() || !x->second.is_floating_point()) {
       return std::nullopt;
+    }
+    if (s->incoming.empty() || !s->incoming[0].defined() || s->incoming[0].is_complex()) {
+      return std::nullopt;
+    }
+    if (param) {
+      auto p = s->inputs.find(c.wrt);
+      if (p == s->inputs.end() || !p->second.defined() || p->second.numel() == 0) {
+        return std::nullopt;
+      }
+      const std::optional<Stats> r = Rstd(c, x->second, s->incoming[0]);
+      if (!r) return std::nullopt;
+      // The terms each element of the parameter's gradient sums.
+      const double terms = static_cast<double>(x->second.numel()) /
+                           static_cast<double>(p->second.numel());
+      bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * graph::Epsilon(c.dtype) *
+                                  terms * r->param);
+      group = std::max(group, r->n);
+      continue;
     }
     // The normalized output's incoming gradient (the first result's).
     if (s->incoming.empty() || !s->incoming[0].defined() || s->incoming[0].is_complex()) {
@@ -133,6 +160,14 @@ std::optional<RuleMatch> gradient_normalization_statistics(const GradientContext
       Finite((c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs());
   const double worst = diff.max().item<double>();
   if (!(worst <= bound)) return std::nullopt;
+  if (param) {
+    return RuleMatch{"gradient_normalization_statistics",
+                     absl::StrCat("max|A - B| = ", graph::FormatFloat(worst),
+                                  " <= 2 (n + 4) eps terms max|g| (1 + max|xhat| + max|x| rstd) = ",
+                                  graph::FormatFloat(bound), " (n = ", group, "): ", c.wrt,
+                                  "'s gradient sums g·xhat, each xhat from the statistics' "
+                                  "rounding")};
+  }
   return RuleMatch{"gradient_normalization_statistics",
                    absl::StrCat("max|A - B| = ", graph::FormatFloat(worst),
                                 " <= 2 (n + 4) eps rstd max|g| max(|w|, 1) (1 + max|xhat| + max|x| rstd) = ",
