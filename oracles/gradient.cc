@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exec/backward_probe.h"
 #include "exec/dtype_convert.h"
@@ -629,6 +630,44 @@ std::optional<std::pair<std::string, graph::DType>> NotImplementedKernel(const s
   return std::nullopt;
 }
 
+// A CUDA runtime error on one side ("CUDA error: invalid argument": session
+// 40's group_norm backward of an empty input launches a kernel with no
+// blocks) where the float64 backward from that side's own inputs runs and
+// the other side agrees with it: the erring side is wrong, as a crash on
+// valid input is. Errors that validate arguments (which may differ by device
+// and build), singular solves and out-of-memory stay undecided.
+std::optional<std::string> RuntimeErrorOnValidInput(
+    const graph::Node& node, const ops::TypeEnv& types,
+    const std::map<std::string, at::Tensor>& bad_inputs, const std::vector<at::Tensor>& incoming,
+    bool create_graph, const exec::VjpResult& bad, const exec::VjpResult& good, Target bad_target,
+    Target good_target, const Policy& policy) {
+  if (!bad.result.error || good.result.error) return std::nullopt;
+  const exec::NodeError& e = *bad.result.error;
+  if (e.kind != exec::NodeError::Kind::kRaised ||
+      !absl::StrContains(e.message, "CUDA error:") ||
+      absl::StrContains(e.message, "out of memory")) {
+    return std::nullopt;
+  }
+  const exec::VjpResult ref = exec::RunNodeVjp(node, bad_inputs, incoming, types,
+                                               Target::kCpuF64, false, nullptr, nullptr,
+                                               create_graph);
+  if (ref.result.error || ref.result.outputs.size() != good.result.outputs.size()) {
+    return std::nullopt;
+  }
+  for (size_t o = 0; o < ref.result.outputs.size(); ++o) {
+    const graph::DType dt = o < good.wrt.size() ? DTypeOf(types, good.wrt[o]) : graph::DType::kF64;
+    if (CompareTensors(good.result.outputs[o], ref.result.outputs[o], dt,
+                       policy.For(node.QualifiedName(), dt))) {
+      return std::nullopt;
+    }
+  }
+  const std::string grad_fn = !good.grad_fn.empty() ? good.grad_fn : bad.grad_fn;
+  return absl::StrCat(grad_fn.empty() ? node.QualifiedName() : grad_fn, " raises a CUDA runtime "
+                      "error on ", exec::TargetName(bad_target), " (", e.message.substr(0, 120),
+                      ") where the float64 backward from its own inputs runs and ",
+                      exec::TargetName(good_target), " agrees with it");
+}
+
 // One side's gradient statement raised, so it captured no gradients: the
 // first forward node on the path, in backward order, whose backward raises
 // on that side only when each side reruns it from its own forward inputs and
@@ -636,7 +675,7 @@ std::optional<std::pair<std::string, graph::DType>> NotImplementedKernel(const s
 // the dtype that kernel ran in, not the statement's first output's).
 void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& types,
                          const exec::RunResult& a, const exec::RunResult& b, int g, bool later,
-                         Divergence& d) {
+                         const Policy& policy, Divergence& d) {
   const exec::NodeResult& ran = a.nodes[g].error ? b.nodes[g] : a.nodes[g];
   for (int k = g - 1; k >= 0; --k) {
     const graph::Node& node = program.nodes[k];
@@ -679,6 +718,17 @@ void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& type
                    ? absl::StrCat("the derivative of ", node.QualifiedName(),
                                   " is implemented on one device only")
                    : absl::StrCat(d.op, " raised on one side only");
+    const bool a_errs = static_cast<bool>(va.result.error);
+    if (d.cls == DivergenceClass::kErrorSplit) {
+      if (std::optional<std::string> why = RuntimeErrorOnValidInput(
+              node, types, RunInputs(program, k, a_errs ? a : b), incoming, later,
+              a_errs ? va : vb, a_errs ? vb : va, a_errs ? a.target : b.target,
+              a_errs ? b.target : a.target, policy)) {
+        d.tier = "bug";
+        d.wrong_side = std::string(exec::TargetName(a_errs ? a.target : b.target));
+        d.reason = *why;
+      }
+    }
     return;
   }
   // No forward node's backward raises alone (the kernel is inside an
@@ -712,7 +762,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   }
   if (ga.error || gb.error) {
     d.reason = "the gradient statement raised on one side only";
-    LocateRaisingKernel(program, types, a, b, g, later, d);
+    LocateRaisingKernel(program, types, a, b, g, later, policy, d);
     return;
   }
   // Backward order: the forward nodes on the path, last first.
@@ -930,6 +980,16 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   if (d.cls == DivergenceClass::kErrorSplit) {
     d.tier = "divergence";
     d.reason = absl::StrCat(d.op, " raised on one side only");
+    const bool a_errs = static_cast<bool>(sa.vjp.result.error);
+    const Step& bad = a_errs ? sa : sb;
+    if (std::optional<std::string> why = RuntimeErrorOnValidInput(
+            node, rtypes, bad.inputs, bad.incoming, bad.create_graph, bad.vjp,
+            (a_errs ? sb : sa).vjp, a_errs ? a.target : b.target, a_errs ? b.target : a.target,
+            policy)) {
+      d.tier = "bug";
+      d.wrong_side = std::string(exec::TargetName(a_errs ? a.target : b.target));
+      d.reason = *why;
+    }
     return;
   }
 

@@ -21,6 +21,11 @@
 // and in float32 doubles the gradient where self is channels_last, as a
 // kernel whose path follows the layout can be wrong in one layout only
 // (pytorch#195075: hardswish_backward's vector lanes and scalar tail).
+// And aten::hardsigmoid_backward (HardsigmoidBackward0), which in float32
+// raises a CUDA runtime error's message for an empty input, as CUDA's
+// group_norm backward launches a kernel with no blocks (session 40's G6:
+// "CUDA error: invalid argument" where the answer, an empty gradient, is
+// fixed by the shape).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -63,9 +68,17 @@ at::Tensor HardswishBackward(const at::Tensor& grad, const at::Tensor& self) {
   return grad * inner;
 }
 
+at::Tensor HardsigmoidBackward(const at::Tensor& grad, const at::Tensor& self) {
+  if (self.scalar_type() == at::kFloat && self.numel() == 0) {
+    throw std::runtime_error("CUDA error: invalid argument");
+  }
+  return at::where((self > -3) & (self < 3), grad / 6, at::zeros_like(grad));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl("hardsigmoid_backward", &HardsigmoidBackward);
   m.impl("threshold_backward", &ThresholdBackward);
   m.impl("sigmoid_backward", &SigmoidBackward);
   m.impl("tanh_backward", &TanhBackward);

@@ -67,6 +67,36 @@ output %g
   EXPECT_THAT(out, HasSubstr("witness: cpu-f64"));
 }
 
+// A CUDA runtime error in a backward where the float64 backward from the
+// same inputs runs and the other side agrees with it is a bug on the erring
+// side (session 40's G6: CUDA group_norm's backward of an empty input,
+// "CUDA error: invalid argument", left undecided). The plugin raises that
+// message in hardsigmoid's float32 backward of an empty input; a non-empty
+// input is untouched.
+TEST(GradientOracle, ACudaRuntimeErrorWhereFloat64RunsIsABugOnItsSide) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("runtime_error_backward");
+  int rc = 0;
+  const std::string out = Replay(dir, "empty.dfz", R"(divfuzz v1
+input %x: f32[2,0,2] = fill(0.0)
+input %v: f32[2,0,2] = fill(0.0)
+%y = aten::hardsigmoid(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_THAT(out, HasSubstr("HardsigmoidBackward0 raises a CUDA runtime error on cpu")) << out;
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
+  const std::string fine = Replay(dir, "full.dfz", R"(divfuzz v1
+input %x: f32[4] = values(0.5, 3.5, -1.0, 2.0)
+input %v: f32[4] = fill(1.0)
+%y = aten::hardsigmoid(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)");
+  EXPECT_THAT(fine, HasSubstr("verdict: agree")) << fine;
+}
+
 // A statement that raises on one side names the backward kernel that raised
 // and the dtype it ran in: hardswish's bf16 backward (the plugin raises
 // PyTorch's "not implemented" there), though the statement's first gradient
