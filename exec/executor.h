@@ -31,7 +31,7 @@ extern const char kNotImplementedMessage[];
 // refusals (CUDA histc: "HalfTensor is not supported"; cuDNN on integer convolutions).
 // (SDPA's "No available kernel": a cuda+sdpa_* target leaves one attention
 // kernel, which refuses the inputs it was not built for, float32 in flash.)
-extern const char* const kDtypeGapMessages[5];
+extern const char* const kDtypeGapMessages[6];
 bool SaysDtypeGap(absl::string_view message);
 // What a node's error says when its op wrote into an input it does not
 // declare mutable (ops::GuardsItsInputs; the repros say the same).

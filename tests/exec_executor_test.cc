@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <torch/csrc/autograd/autograd.h>
+
 #include "exec/executor.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -189,6 +191,27 @@ TEST(ClassifyAt, CudnnFindingNoEngineForIntegerInputsIsADtypeGap) {
   EXPECT_EQ(classify("i32"), NodeError::Kind::kNotImplemented);
   // The same message for floating inputs can be a real bug (pytorch#103665).
   EXPECT_EQ(classify("f32"), NodeError::Kind::kRaised);
+}
+
+// A derivative one kernel lacks is a one-sided gap, as a dtype's is: the
+// CPU flash attention has no double backward (session 40's G5: three error
+// splits left undecided). PyTorch's own message, from a real double backward.
+TEST(ClassifyAt, AMissingDerivativeIsAGap) {
+  at::AutoGradMode on(true);
+  const at::Tensor q = at::randn({1, 2, 4, 8}).requires_grad_(true);
+  const at::Tensor y = at::scaled_dot_product_attention(q, q.detach(), q.detach());
+  const at::Tensor g = torch::autograd::grad({y.sum()}, {q}, {}, true, true)[0];
+  std::string message;
+  try {
+    torch::autograd::grad({g.sum()}, {q});
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  ASSERT_NE(message.find("is not implemented"), std::string::npos) << message;
+  const graph::Program p = testing::MustParse(
+      "divfuzz v1\ninput %x: f32[2] = fill(1)\n%y = aten::sin(%x)\noutput %y\n");
+  EXPECT_EQ(ClassifyAt(p.nodes[0], testing::MustInfer(p), message).kind,
+            NodeError::Kind::kNotImplemented);
 }
 
 }  // namespace
