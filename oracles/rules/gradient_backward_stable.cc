@@ -15,7 +15,6 @@
 // ill-conditioned point amplifies that. The forward's backward_stable, for
 // the backward.
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
 
@@ -31,10 +30,9 @@ namespace {
 
 constexpr int kWorstElements = 8;  // judged elements given their own worst-case direction
 
-// For one gradient element, the sign of its float64 derivative with respect
-// to every value the backward reads (the forward's floating inputs by name,
-// the incoming gradients by result): moving each value 4 eps that way moves
-// the element furthest, to first order. Six sampled directions reach only a
+// For one judged element, the sign of its float64 derivative with respect to
+// every value the backward reads: moving each value 4 eps that way moves the
+// element furthest, to first order. Six sampled directions reach only a
 // fraction of that where many values feed one element (a softmax row's sum,
 // layer_norm's statistics): session 39's layer_norm double backward lay at
 // 20.5 where the sampled hull ended at 8.4.
@@ -43,62 +41,14 @@ struct WorstDirection {
   std::vector<at::Tensor> incoming;
 };
 
-// Up to kWorstElements of the judged elements (`judged`, flat), those where
-// the sides differ most, each with its worst direction; empty when the
-// backward cannot be differentiated again (no higher derivative) or nothing
-// is judged.
 std::vector<WorstDirection> WorstDirections(const GradientContext& c, const GradientSide& s,
                                             const at::Tensor& judged) {
   std::vector<WorstDirection> dirs;
-  if (!judged.defined() || !c.a.outgoing.defined() || !c.b.outgoing.defined() ||
-      c.a.outgoing.sizes() != c.b.outgoing.sizes() || judged.numel() != c.a.outgoing.numel()) {
-    return dirs;
-  }
-  at::Tensor gap = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs().reshape(-1);
-  gap = at::where(judged & at::isfinite(gap), gap, at::full_like(gap, -1.0));
-  const int64_t k = std::min<int64_t>(kWorstElements, judged.sum().item<int64_t>());
-  if (k <= 0) return dirs;
-  const at::Tensor elements = std::get<1>(gap.topk(k));
-  const exec::VjpGraphVisitor visit = [&](const std::vector<std::string>& names,
-                                          const std::vector<at::Tensor>& wrt,
-                                          const std::vector<at::Tensor>& incoming,
-                                          const std::vector<at::Tensor>& grads) {
-    if (c.out >= grads.size() || !grads[c.out].defined() || !grads[c.out].requires_grad() ||
-        grads[c.out].is_complex()) {
-      return;
-    }
-    std::vector<at::Tensor> leaves;
-    for (const at::Tensor& t : wrt) leaves.push_back(t);
-    for (const at::Tensor& t : incoming) {
-      if (t.defined()) leaves.push_back(t);
-    }
-    const at::Tensor flat = grads[c.out].reshape(-1);
-    for (int64_t i = 0; i < k; ++i) {
-      const int64_t e = elements[i].item<int64_t>();
-      if (e < 0 || e >= flat.numel()) continue;
-      std::vector<at::Tensor> d = torch::autograd::grad({flat[e]}, leaves, {},
-                                                        /*retain_graph=*/true,
-                                                        /*create_graph=*/false,
-                                                        /*allow_unused=*/true);
-      WorstDirection w;
-      size_t j = 0;
-      for (size_t n = 0; n < wrt.size(); ++n, ++j) {
-        if (d[j].defined() && !d[j].is_complex()) w.inputs[names[n]] = d[j].detach().sign().cpu();
-      }
-      w.incoming.resize(incoming.size());
-      for (size_t n = 0; n < incoming.size(); ++n) {
-        if (!incoming[n].defined()) continue;
-        if (d[j].defined() && !d[j].is_complex()) w.incoming[n] = d[j].detach().sign().cpu();
-        ++j;
-      }
-      dirs.push_back(std::move(w));
-    }
-  };
-  try {
-    exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64, false,
-                     nullptr, nullptr, false, &visit);
-  } catch (const std::exception&) {
-    dirs.clear();  // no derivative of this backward: the sampled directions alone
+  for (const ElementDerivative& d : JudgedElementDerivatives(c, s, judged, kWorstElements)) {
+    WorstDirection w;
+    for (const auto& [name, t] : d.inputs) w.inputs[name] = t.sign();
+    for (const at::Tensor& t : d.incoming) w.incoming.push_back(t.defined() ? t.sign() : t);
+    dirs.push_back(std::move(w));
   }
   return dirs;
 }

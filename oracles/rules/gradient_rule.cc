@@ -1,10 +1,13 @@
 #include "oracles/rules/gradient_rule.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "exec/executor.h"
 
 namespace divfuzz::oracles::rules {
 
@@ -28,6 +31,63 @@ at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) 
     if (dir & 1) sign = -sign;
   }
   return at::where(at::isfinite(x), x + sign * step, x);
+}
+
+std::vector<ElementDerivative> JudgedElementDerivatives(const GradientContext& c,
+                                                        const GradientSide& s,
+                                                        const at::Tensor& judged, int limit) {
+  std::vector<ElementDerivative> out;
+  if (!judged.defined() || !c.a.outgoing.defined() || !c.b.outgoing.defined() ||
+      c.a.outgoing.sizes() != c.b.outgoing.sizes() || judged.numel() != c.a.outgoing.numel()) {
+    return out;
+  }
+  at::Tensor gap = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs().reshape(-1);
+  gap = at::where(judged & at::isfinite(gap), gap, at::full_like(gap, -1.0));
+  const int64_t k = std::min<int64_t>(limit, judged.sum().item<int64_t>());
+  if (k <= 0) return out;
+  const at::Tensor elements = std::get<1>(gap.topk(k));
+  const exec::VjpGraphVisitor visit = [&](const std::vector<std::string>& names,
+                                          const std::vector<at::Tensor>& wrt,
+                                          const std::vector<at::Tensor>& incoming,
+                                          const std::vector<at::Tensor>& grads) {
+    if (c.out >= grads.size() || !grads[c.out].defined() || !grads[c.out].requires_grad() ||
+        grads[c.out].is_complex()) {
+      return;
+    }
+    std::vector<at::Tensor> leaves(wrt.begin(), wrt.end());
+    for (const at::Tensor& t : incoming) {
+      if (t.defined()) leaves.push_back(t);
+    }
+    const at::Tensor flat = grads[c.out].reshape(-1);
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t e = elements[i].item<int64_t>();
+      if (e < 0 || e >= flat.numel()) continue;
+      std::vector<at::Tensor> d = torch::autograd::grad({flat[e]}, leaves, {},
+                                                        /*retain_graph=*/true,
+                                                        /*create_graph=*/false,
+                                                        /*allow_unused=*/true);
+      ElementDerivative ed;
+      ed.element = e;
+      size_t j = 0;
+      for (size_t n = 0; n < wrt.size(); ++n, ++j) {
+        if (d[j].defined() && !d[j].is_complex()) ed.inputs[names[n]] = d[j].detach().cpu();
+      }
+      ed.incoming.resize(incoming.size());
+      for (size_t n = 0; n < incoming.size(); ++n) {
+        if (!incoming[n].defined()) continue;
+        if (d[j].defined() && !d[j].is_complex()) ed.incoming[n] = d[j].detach().cpu();
+        ++j;
+      }
+      out.push_back(std::move(ed));
+    }
+  };
+  try {
+    exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64, false,
+                     nullptr, nullptr, false, &visit);
+  } catch (const std::exception&) {
+    out.clear();  // no derivative of this backward
+  }
+  return out;
 }
 
 double GradientContext::ProductEps() const {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
@@ -59,6 +60,25 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
     sum_terms = terms.result.exact[c.out].abs();
   }
   if (!sum_terms.defined()) return std::nullopt;
+  // The bound holds while n·eps is well below 1 (Higham's gamma_n =
+  // n u / (1 - n u)); past that it allows any value of the right sign,
+  // a sum that stalled included (session 40's G6: CUDA's bilinear upsample
+  // backward atomically adding 143 bf16 terms stopped at 128 where the exact
+  // sum is 143, pytorch#104157; the rubric calls accumulating in bf16 until
+  // the sum saturates real). The terms a judged element sums are the
+  // nonzeros of its derivative with respect to the incoming gradients (the
+  // backward is linear in them).
+  if (!c.pointwise) {
+    const at::Tensor judged = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
+                                                c.policy.For(c.node.QualifiedName(), c.dtype));
+    for (const ElementDerivative& d : JudgedElementDerivatives(c, c.a, judged, 8)) {
+      int64_t terms = 0;
+      for (const at::Tensor& t : d.incoming) {
+        if (t.defined()) terms += t.ne(0).sum().item<int64_t>();
+      }
+      if (2.0 * static_cast<double>(terms) * c.ProductEps() >= 1.0) return std::nullopt;
+    }
+  }
   const at::Tensor bound = sum_terms * (2.0 * static_cast<double>(n) * c.ProductEps());
   const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
   if (bound.sizes() != diff.sizes()) return std::nullopt;
