@@ -19,6 +19,7 @@
 #include "graph/printer.h"
 #include "oracles/attribution.h"
 #include "ops/catalogue.h"
+#include "ops/kernel_classes.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
 #include "oracles/rules/gradient_rule.h"
@@ -630,6 +631,41 @@ std::optional<std::pair<std::string, graph::DType>> NotImplementedKernel(const s
   return std::nullopt;
 }
 
+}  // namespace
+
+// An error split in the backward of linear algebra or an FFT
+// (ops::NonFiniteMayFailAnyway) whose raising side read inf or NaN (forward
+// inputs or incoming gradients): the notes' "provide no guarantees on their
+// behaviour when the inputs have non-finite values like inf or NaN", the
+// forward's nonfinite_inputs for the backward (session 40's G6: slogdet's
+// backward solves with an inf matrix, where LAPACK's LU gives NaN and
+// cuSOLVER raises "singular").
+std::optional<std::string> NonFiniteIntoLinalgBackward(
+    const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+    const std::vector<at::Tensor>& incoming, const Policy& policy) {
+  if (!policy.rules.nonfinite_inputs) return std::nullopt;
+  const graph::Node* inner = exec::VjpInner(node);
+  const ops::OpSpec* spec = ops::FindOp((inner != nullptr ? *inner : node).QualifiedName());
+  if (spec == nullptr || !(spec->hints & ops::kNoNonFiniteGuarantee) ||
+      !ops::NonFiniteMayFailAnyway(*spec)) {
+    return std::nullopt;
+  }
+  auto nonfinite = [](const at::Tensor& t) {
+    if (!t.defined() || !(t.is_floating_point() || t.is_complex()) || t.numel() == 0) return false;
+    return !at::isfinite(t).all().item<bool>();
+  };
+  bool any = false;
+  for (const auto& [name, t] : inputs) any = any || nonfinite(t);
+  for (const at::Tensor& t : incoming) any = any || nonfinite(t);
+  if (!any) return std::nullopt;
+  return absl::StrCat("the backward of ", spec->name, " reads inf or NaN: PyTorch's "
+                      "numerical-accuracy notes: the backends of linear algebra (and FFTs) "
+                      "\"provide no guarantees on their behaviour when the inputs have "
+                      "non-finite values like inf or NaN. As such, neither does PyTorch.\"");
+}
+
+namespace {
+
 // A CUDA runtime error on one side ("CUDA error: invalid argument": session
 // 40's group_norm backward of an empty input launches a kernel with no
 // blocks) where the float64 backward from that side's own inputs runs and
@@ -720,7 +756,12 @@ void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& type
                    : absl::StrCat(d.op, " raised on one side only");
     const bool a_errs = static_cast<bool>(va.result.error);
     if (d.cls == DivergenceClass::kErrorSplit) {
-      if (std::optional<std::string> why = RuntimeErrorOnValidInput(
+      if (std::optional<std::string> why = NonFiniteIntoLinalgBackward(
+              node, RunInputs(program, k, a_errs ? a : b), incoming, policy)) {
+        d.tier = "expected";
+        d.expected_rule = "nonfinite_inputs";
+        d.reason = *why + "; " + d.reason;
+      } else if (std::optional<std::string> why = RuntimeErrorOnValidInput(
               node, types, RunInputs(program, k, a_errs ? a : b), incoming, later,
               a_errs ? va : vb, a_errs ? vb : va, a_errs ? a.target : b.target,
               a_errs ? b.target : a.target, policy)) {
@@ -982,7 +1023,12 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     d.reason = absl::StrCat(d.op, " raised on one side only");
     const bool a_errs = static_cast<bool>(sa.vjp.result.error);
     const Step& bad = a_errs ? sa : sb;
-    if (std::optional<std::string> why = RuntimeErrorOnValidInput(
+    if (std::optional<std::string> why =
+            NonFiniteIntoLinalgBackward(node, bad.inputs, bad.incoming, policy)) {
+      d.tier = "expected";
+      d.expected_rule = "nonfinite_inputs";
+      d.reason = *why + "; " + d.reason;
+    } else if (std::optional<std::string> why = RuntimeErrorOnValidInput(
             node, rtypes, bad.inputs, bad.incoming, bad.create_graph, bad.vjp,
             (a_errs ? sb : sa).vjp, a_errs ? a.target : b.target, a_errs ? b.target : a.target,
             policy)) {

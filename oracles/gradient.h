@@ -42,6 +42,13 @@ std::optional<int> NearbyMiss(const graph::Node& node, const std::map<std::strin
 
 std::optional<RuleMatch> FirstGradientRule(const rules::GradientContext& c, const Policy& policy);
 
+// An error split in the backward of linear algebra or an FFT whose raising
+// side read inf or NaN (its forward inputs or incoming gradients): the
+// forward's nonfinite_inputs for the backward, its reason; nullopt otherwise.
+std::optional<std::string> NonFiniteIntoLinalgBackward(
+    const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+    const std::vector<at::Tensor>& incoming, const Policy& policy);
+
 // Whether a rule explains side `s`'s distance from its own float64 backward
 // (`s` against the witness rounded to the dtype): such a side is not the
 // wrong one of a pair blamed on both.

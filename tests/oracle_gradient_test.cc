@@ -3,10 +3,15 @@
 // float32) replayed against the float64 CPU reference.
 #include <sys/stat.h>
 
+#include <ATen/ATen.h>
+
+#include <cmath>
 #include <fstream>
 
 #include "gmock/gmock.h"
 #include "nlohmann/json.hpp"
+#include "oracles/gradient.h"
+#include "oracles/policy.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -95,6 +100,33 @@ input %v: f32[4] = fill(1.0)
 output %g
 )");
   EXPECT_THAT(fine, HasSubstr("verdict: agree")) << fine;
+}
+
+// An error split in linear algebra's backward that read inf is the
+// forward's nonfinite_inputs (session 40's G6: slogdet's backward solving with
+// an inf matrix: LAPACK's LU gives NaN, cuSOLVER raises "singular"); finite
+// inputs, or an elementwise op, are not.
+TEST(GradientOracle, ANonFiniteInputIntoALinalgBackwardExcusesItsErrorSplit) {
+  const graph::Program p = testing::MustParse(R"(divfuzz v1
+input %a: f32[2,2] = values(1.0, 2.0, 3.0, 4.0)
+input %x: f32[2] = values(1.0, 2.0)
+%d = aten::det(%a)
+%s = aten::sin(%x)
+output %d, %s
+)");
+  const oracles::Policy policy = oracles::DefaultPolicy();
+  const at::Tensor inf = at::tensor({1.0f, INFINITY, 0.5f, 2.0f}).reshape({2, 2});
+  const at::Tensor fine = at::tensor({1.0f, 3.0f, 0.5f, 2.0f}).reshape({2, 2});
+  const std::vector<at::Tensor> one{at::ones({})};
+  const std::optional<std::string> why =
+      oracles::NonFiniteIntoLinalgBackward(p.nodes[0], {{"a", inf}}, one, policy);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("no guarantees")) << *why;
+  EXPECT_FALSE(oracles::NonFiniteIntoLinalgBackward(p.nodes[0], {{"a", fine}}, one, policy).has_value());
+  EXPECT_TRUE(oracles::NonFiniteIntoLinalgBackward(p.nodes[0], {{"a", fine}},
+                                          {at::full({}, INFINITY)}, policy).has_value());
+  EXPECT_FALSE(oracles::NonFiniteIntoLinalgBackward(p.nodes[1], {{"x", at::tensor({INFINITY, 1.0f})}},
+                                           {at::ones({2})}, policy).has_value());
 }
 
 // A statement that raises on one side names the backward kernel that raised
