@@ -353,7 +353,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(GraphParser, SeedCorpusIsValid) {
   // corpus/parser/*.dfz seed the fuzzers and document the format by example.
-  const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "corpus/parser";
+  const auto dir = std::filesystem::path(DIVFUZZ_SOURCE_DIR) / "corpus/parser";
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::ifstream file(entry.path(), std::ios::binary);
