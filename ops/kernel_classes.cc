@@ -857,8 +857,9 @@ std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType d
 }
 
 bool NonFiniteMayFailAnyway(const OpSpec& spec) {
-  return (spec.hints & (kConditioned | kDecomposition | kInfoGated | kTransform)) ||
-         spec.family == "linalg" || spec.family == "decomposition" || spec.family == "fft";
+  return (spec.hints & kNoNonFiniteGuarantee) &&
+         ((spec.hints & (kConditioned | kDecomposition | kInfoGated | kTransform)) ||
+          spec.family == "linalg" || spec.family == "decomposition" || spec.family == "fft");
 }
 
 }  // namespace divfuzz::ops

@@ -41,8 +41,9 @@ std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType d
 // Whether the op hands its input to a backend that PyTorch's notes let fail
 // in any way on non-finite values ("Non-finite values": torch.linalg's
 // backends "... or even segfault"; FFTs' libraries likewise): linear algebra,
-// decompositions and transforms. Reductions' missing guarantee covers values
-// only (the order of inf - inf).
+// decompositions and transforms, each without a non-finite guarantee
+// (kNoNonFiniteGuarantee). Reductions' missing guarantee covers values only
+// (the order of inf - inf).
 bool NonFiniteMayFailAnyway(const OpSpec& spec);
 
 }  // namespace divfuzz::ops

@@ -646,8 +646,7 @@ std::optional<std::string> NonFiniteIntoLinalgBackward(
   if (!policy.rules.nonfinite_inputs) return std::nullopt;
   const graph::Node* inner = exec::VjpInner(node);
   const ops::OpSpec* spec = ops::FindOp((inner != nullptr ? *inner : node).QualifiedName());
-  if (spec == nullptr || !(spec->hints & ops::kNoNonFiniteGuarantee) ||
-      !ops::NonFiniteMayFailAnyway(*spec)) {
+  if (spec == nullptr || !ops::NonFiniteMayFailAnyway(*spec)) {
     return std::nullopt;
   }
   auto nonfinite = [](const at::Tensor& t) {
@@ -704,6 +703,30 @@ std::optional<std::string> RuntimeErrorOnValidInput(
                       exec::TargetName(good_target), " agrees with it");
 }
 
+// A backward kernel that raised on one side only (`bad`, rerun from
+// `bad_inputs` and `incoming`), judged into `d`: expected where linear
+// algebra read inf or NaN, a bug on the raising side for a CUDA runtime
+// error the float64 backward does not share; else left as it is.
+void JudgeBackwardErrorSplit(const graph::Node& node, const ops::TypeEnv& types,
+                             const std::map<std::string, at::Tensor>& bad_inputs,
+                             const std::vector<at::Tensor>& incoming, bool create_graph,
+                             const exec::VjpResult& bad, const exec::VjpResult& good,
+                             Target bad_target, Target good_target, const Policy& policy,
+                             Divergence& d) {
+  if (std::optional<std::string> why =
+          NonFiniteIntoLinalgBackward(node, bad_inputs, incoming, policy)) {
+    d.tier = "expected";
+    d.expected_rule = "nonfinite_inputs";
+    d.reason = *why + "; " + d.reason;
+  } else if (std::optional<std::string> why =
+                 RuntimeErrorOnValidInput(node, types, bad_inputs, incoming, create_graph, bad,
+                                          good, bad_target, good_target, policy)) {
+    d.tier = "bug";
+    d.wrong_side = std::string(exec::TargetName(bad_target));
+    d.reason = *why;
+  }
+}
+
 // One side's gradient statement raised, so it captured no gradients: the
 // first forward node on the path, in backward order, whose backward raises
 // on that side only when each side reruns it from its own forward inputs and
@@ -754,21 +777,11 @@ void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& type
                    ? absl::StrCat("the derivative of ", node.QualifiedName(),
                                   " is implemented on one device only")
                    : absl::StrCat(d.op, " raised on one side only");
-    const bool a_errs = static_cast<bool>(va.result.error);
     if (d.cls == DivergenceClass::kErrorSplit) {
-      if (std::optional<std::string> why = NonFiniteIntoLinalgBackward(
-              node, RunInputs(program, k, a_errs ? a : b), incoming, policy)) {
-        d.tier = "expected";
-        d.expected_rule = "nonfinite_inputs";
-        d.reason = *why + "; " + d.reason;
-      } else if (std::optional<std::string> why = RuntimeErrorOnValidInput(
-              node, types, RunInputs(program, k, a_errs ? a : b), incoming, later,
-              a_errs ? va : vb, a_errs ? vb : va, a_errs ? a.target : b.target,
-              a_errs ? b.target : a.target, policy)) {
-        d.tier = "bug";
-        d.wrong_side = std::string(exec::TargetName(a_errs ? a.target : b.target));
-        d.reason = *why;
-      }
+      const bool a_errs = static_cast<bool>(va.result.error);
+      JudgeBackwardErrorSplit(node, types, RunInputs(program, k, a_errs ? a : b), incoming, later,
+                              a_errs ? va : vb, a_errs ? vb : va, a_errs ? a.target : b.target,
+                              a_errs ? b.target : a.target, policy, d);
     }
     return;
   }
@@ -1023,19 +1036,9 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     d.reason = absl::StrCat(d.op, " raised on one side only");
     const bool a_errs = static_cast<bool>(sa.vjp.result.error);
     const Step& bad = a_errs ? sa : sb;
-    if (std::optional<std::string> why =
-            NonFiniteIntoLinalgBackward(node, bad.inputs, bad.incoming, policy)) {
-      d.tier = "expected";
-      d.expected_rule = "nonfinite_inputs";
-      d.reason = *why + "; " + d.reason;
-    } else if (std::optional<std::string> why = RuntimeErrorOnValidInput(
-            node, rtypes, bad.inputs, bad.incoming, bad.create_graph, bad.vjp,
-            (a_errs ? sb : sa).vjp, a_errs ? a.target : b.target, a_errs ? b.target : a.target,
-            policy)) {
-      d.tier = "bug";
-      d.wrong_side = std::string(exec::TargetName(a_errs ? a.target : b.target));
-      d.reason = *why;
-    }
+    JudgeBackwardErrorSplit(node, rtypes, bad.inputs, bad.incoming, bad.create_graph, bad.vjp,
+                            (a_errs ? sb : sa).vjp, a_errs ? a.target : b.target,
+                            a_errs ? b.target : a.target, policy, d);
     return;
   }
 

@@ -555,29 +555,28 @@ output %g0
   EXPECT_THAT(r.output, HasSubstr("tier: expected, wrong side: cpu, rule: gradient_conditioning"));
 }
 
-// Session 38's real f16 bug (judged REAL, both): logcumsumexp's backward
-// at 5000 forms exp(12) = inf where the exact exponent gives 22000. The
-// float64 run holds -inf where the gradient is 0 (log 0) and float64's own
-// lowest() where the formula masks; neither is an intermediate past f16's
-// range, so gradient_intermediate_overflow must not excuse it.
-TEST(GradientOracle, AnOverflowFromARoundedExponentStaysABug) {
+// Real logcumsumexp bugs of corpus/regressions stay bugs, each beside the
+// rule that had excused it:
+// - session 38's f16 (judged REAL, both): the backward at 5000 forms
+//   exp(12) = inf where the exact exponent gives 22000. The float64 run holds
+//   -inf where the gradient is 0 (log 0) and float64's own lowest() where the
+//   formula masks; neither is an intermediate past f16's range, so
+//   gradient_intermediate_overflow must not excuse it;
+// - session 39's G3 f32 (judged real, both devices): at 2.0e7, where f32's
+//   spacing is 2, it keeps no digit of the exact 2.6 (the CPU gives 6.4).
+//   gradient_backward_stable's hull, four eps of x moving the exponent by 9,
+//   had cleared the CPU; the scan-carry rule alone judges it.
+TEST(GradientOracle, LogcumsumexpBackwardRegressionsStayBugs) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const testing::CommandRun r = ReplayRegression("LogcumsumexpBackward0-f16-class_split.dfz");
-  EXPECT_THAT(r.output, HasSubstr("LogcumsumexpBackward0"));
-  EXPECT_THAT(r.output, HasSubstr("tier: bug"));
-  EXPECT_THAT(r.output, Not(HasSubstr("gradient_intermediate_overflow")));
-}
-
-// Session 39's G3 (judged real, both devices): logcumsumexp's f32 backward
-// at 2.0e7, where f32's spacing is 2, keeps no digit of the exact 2.6 (the
-// CPU gives 6.4). gradient_backward_stable's hull, four eps of x moving the
-// exponent by 9, had cleared the CPU; the scan-carry rule alone judges it.
-TEST(GradientOracle, ALogcumsumexpBackwardThatKeepsNoDigitIsNotBackwardStable) {
-  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const testing::CommandRun r = ReplayRegression("LogcumsumexpBackward0-f32-tolerance.dfz");
-  EXPECT_THAT(r.output, HasSubstr("LogcumsumexpBackward0"));
-  EXPECT_THAT(r.output, HasSubstr("tier: bug"));
-  EXPECT_THAT(r.output, Not(HasSubstr("rule: gradient_backward_stable")));
+  const std::pair<const char*, const char*> cases[] = {
+      {"LogcumsumexpBackward0-f16-class_split.dfz", "gradient_intermediate_overflow"},
+      {"LogcumsumexpBackward0-f32-tolerance.dfz", "rule: gradient_backward_stable"}};
+  for (const auto& [file, excuse] : cases) {
+    const testing::CommandRun r = ReplayRegression(file);
+    EXPECT_THAT(r.output, HasSubstr("LogcumsumexpBackward0")) << file;
+    EXPECT_THAT(r.output, HasSubstr("tier: bug")) << file;
+    EXPECT_THAT(r.output, Not(HasSubstr(excuse))) << file;
+  }
 }
 
 // Sessions 38 and 39: a statement asks for the gradient of an unrelated %c

@@ -63,14 +63,6 @@ bool CastsOutOfRange(const graph::Program& program, int node, size_t pos) {
   return false;
 }
 
-// A crash or hang on non-finite inputs: excused only where the op's
-// missing guarantee covers every failure class (session 39: CPU group_norm's
-// null-dX segfault, with a NaN in an unrelated input, had been excused by a
-// statistic's guarantee, which covers values).
-bool MayFailOnNonFinite(const ops::OpSpec& spec) {
-  return (spec.hints & ops::kNoNonFiniteGuarantee) && ops::NonFiniteMayFailAnyway(spec);
-}
-
 // A gradient statement runs the backward kernels of the ops its outputs
 // come from: the first of those (in program order) whose catalogue entry
 // has `hint`, or null.
@@ -92,7 +84,7 @@ const ops::OpSpec* DifferentiatedOpWith(const graph::Program& program, int node,
   for (int i : differentiated) {  // ascending: program order
     const ops::OpSpec* spec = ops::FindOp(program.nodes[i].QualifiedName());
     if (spec != nullptr && (spec->hints & hint) &&
-        (hint != ops::kNoNonFiniteGuarantee || MayFailOnNonFinite(*spec))) {
+        (hint != ops::kNoNonFiniteGuarantee || ops::NonFiniteMayFailAnyway(*spec))) {
       return spec;
     }
   }
@@ -144,7 +136,10 @@ store::FindingHit FailureHit(const graph::Program& program, const ops::TypeEnv* 
   }
   if (!reproduced) {
     hit.tier = "divergence";
-  } else if (spec != nullptr && MayFailOnNonFinite(*spec) && nonfinite) {
+  } else if (spec != nullptr && ops::NonFiniteMayFailAnyway(*spec) && nonfinite) {
+    // Only linear algebra and FFTs may fail in any way: a statistic's missing
+    // guarantee covers values (session 39's CPU group_norm segfault, with a
+    // NaN in an unrelated input, had been excused by one).
     hit.tier = "expected";
     rule = "nonfinite_inputs";
   } else if (spec != nullptr && (spec->hints & ops::kInternalIntCast) && spec->int_cast_arg >= 0 &&

@@ -28,8 +28,6 @@ namespace divfuzz::oracles::rules {
 
 namespace {
 
-constexpr int kWorstElements = 8;  // judged elements given their own worst-case direction
-
 // For one judged element, the sign of its float64 derivative with respect to
 // every value the backward reads: moving each value 4 eps that way moves the
 // element furthest, to first order. Six sampled directions reach only a
@@ -41,10 +39,9 @@ struct WorstDirection {
   std::vector<at::Tensor> incoming;
 };
 
-std::vector<WorstDirection> WorstDirections(const GradientContext& c, const GradientSide& s,
-                                            const at::Tensor& judged) {
+std::vector<WorstDirection> WorstDirections(const GradientContext& c, const GradientSide& s) {
   std::vector<WorstDirection> dirs;
-  for (const ElementDerivative& d : JudgedElementDerivatives(c, s, judged, kWorstElements)) {
+  for (const ElementDerivative& d : JudgedElementDerivatives(c, s)) {
     WorstDirection w;
     for (const auto& [name, t] : d.inputs) w.inputs[name] = t.sign();
     for (const at::Tensor& t : d.incoming) w.incoming.push_back(t.defined() ? t.sign() : t);
@@ -68,8 +65,7 @@ at::Tensor MovedAlong(const at::Tensor& t, const at::Tensor& sign, double eps) {
 // its output works from the rounded one), and the side's own saved outputs
 // where known. nullopt: a point could not run.
 std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
-                                                      const GradientSide& s,
-                                                      const at::Tensor& judged) {
+                                                      const GradientSide& s) {
   const at::Tensor at_witness = s.witness.to(at::kDouble);
   at::Tensor lo = at_witness, hi = lo.clone();
   // The float64 gradient at one point: moved in direction `dir` (-1: not
@@ -142,7 +138,7 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
   };
   // Round 2 only where the side's own saved outputs are known.
   const int rounds = s.results.empty() ? 2 : 3;
-  const std::vector<WorstDirection> worst = WorstDirections(c, s, judged);
+  const std::vector<WorstDirection> worst = WorstDirections(c, s);
   for (int round = 0; round < rounds; ++round) {
     // Each judged element's own worst direction, both ways, saved outputs
     // as the round takes them but not moved.
@@ -209,7 +205,7 @@ std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
   // upstream, and an ill-conditioned backward (acosh near 1) amplifies that.
   const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
   auto within = [&](const GradientSide& s) {
-    const auto hull = Hull(c, s, differing);
+    const auto hull = Hull(c, s);
     if (!hull) return false;
     at::Tensor v = s.outgoing.to(at::kDouble);
     if (v.sizes() != hull->first.sizes()) return false;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "oracles/compare.h"
 
 namespace divfuzz::oracles::rules {
 
@@ -33,17 +34,22 @@ at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) 
   return at::where(at::isfinite(x), x + sign * step, x);
 }
 
-std::vector<ElementDerivative> JudgedElementDerivatives(const GradientContext& c,
-                                                        const GradientSide& s,
-                                                        const at::Tensor& judged, int limit) {
+namespace {
+
+constexpr int kJudgedDerivatives = 8;
+
+std::vector<ElementDerivative> ComputeJudgedElementDerivatives(const GradientContext& c,
+                                                               const GradientSide& s) {
   std::vector<ElementDerivative> out;
+  const at::Tensor judged = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
+                                              c.policy.For(c.node.QualifiedName(), c.dtype));
   if (!judged.defined() || !c.a.outgoing.defined() || !c.b.outgoing.defined() ||
       c.a.outgoing.sizes() != c.b.outgoing.sizes() || judged.numel() != c.a.outgoing.numel()) {
     return out;
   }
   at::Tensor gap = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs().reshape(-1);
   gap = at::where(judged & at::isfinite(gap), gap, at::full_like(gap, -1.0));
-  const int64_t k = std::min<int64_t>(limit, judged.sum().item<int64_t>());
+  const int64_t k = std::min<int64_t>(kJudgedDerivatives, judged.sum().item<int64_t>());
   if (k <= 0) return out;
   const at::Tensor elements = std::get<1>(gap.topk(k));
   const exec::VjpGraphVisitor visit = [&](const std::vector<std::string>& names,
@@ -82,12 +88,30 @@ std::vector<ElementDerivative> JudgedElementDerivatives(const GradientContext& c
     }
   };
   try {
-    exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64, false,
-                     nullptr, nullptr, false, &visit);
+    // RunNodeVjp catches what the visitor's differentiation raises.
+    const exec::VjpResult r = exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types,
+                                               exec::Target::kCpuF64, false, nullptr, nullptr,
+                                               false, &visit);
+    if (r.result.error) out.clear();  // no derivative of this backward
   } catch (const std::exception&) {
-    out.clear();  // no derivative of this backward
+    out.clear();
   }
   return out;
+}
+
+}  // namespace
+
+const std::vector<ElementDerivative>& JudgedElementDerivatives(const GradientContext& c,
+                                                               const GradientSide& s) {
+  if (&s != &c.a && &s != &c.b) {
+    static thread_local std::vector<ElementDerivative> other;  // a side not of `c`
+    other = ComputeJudgedElementDerivatives(c, s);
+    return other;
+  }
+  std::optional<std::vector<ElementDerivative>>& memo =
+      &s == &c.b ? c.derivatives_b : c.derivatives_a;
+  if (!memo) memo = ComputeJudgedElementDerivatives(c, s);
+  return *memo;
 }
 
 double GradientContext::ProductEps() const {

@@ -21,6 +21,16 @@
 
 namespace divfuzz::oracles::rules {
 
+// One judged element's float64 derivative with respect to every value the
+// side's backward reads: the forward's floating inputs by name, the incoming
+// gradients by result (undefined where none), on the CPU. A backward is
+// linear in its incoming gradients, so the nonzeros there are the terms the
+// element sums.
+struct ElementDerivative {
+  int64_t element = -1;  // flat index into the gradient
+  std::map<std::string, at::Tensor> inputs;
+  std::vector<at::Tensor> incoming;
+};
 // One side of the backward kernel: what it took in and gave out.
 struct GradientSide {
   std::map<std::string, at::Tensor> inputs;  // the forward node's inputs on this side
@@ -57,6 +67,8 @@ struct GradientContext {
   // float64 sum of its contributions. Only gradient_accumulation_overflow
   // judges such a root.
   bool accumulation = false;
+  // JudgedElementDerivatives' memo, per side.
+  mutable std::optional<std::vector<ElementDerivative>> derivatives_a, derivatives_b;
 
   // The unit roundoff the backward's products carry: the dtype's, or TF32's
   // 2^-10 for float32 under tf32.
@@ -76,23 +88,13 @@ std::vector<int64_t> ReducedDims(const graph::Node& node, const at::Tensor& x);
 // operands (session 39's G4: the logits rule saw one and declined).
 std::vector<std::string> OperandNames(const graph::Node& node);
 
-// One judged element's float64 derivative with respect to every value the
-// side's backward reads: the forward's floating inputs by name, the incoming
-// gradients by result (undefined where none), on the CPU. A backward is
-// linear in its incoming gradients, so the nonzeros there are the terms the
-// element sums.
-struct ElementDerivative {
-  int64_t element = -1;  // flat index into the gradient
-  std::map<std::string, at::Tensor> inputs;
-  std::vector<at::Tensor> incoming;
-};
-// For up to `limit` of the judged elements (`judged`, flat; those where the
-// sides differ most), from the side's own inputs: the float64 backward
-// differentiated once more. Empty where it cannot be (no higher derivative)
-// or nothing is judged.
-std::vector<ElementDerivative> JudgedElementDerivatives(const GradientContext& c,
-                                                        const GradientSide& s,
-                                                        const at::Tensor& judged, int limit);
+// For up to 8 of the judged elements (those where the sides differ beyond
+// tolerance, the most first), from the side's own inputs: the float64
+// backward differentiated once more. Empty where it cannot be (no higher
+// derivative) or nothing is judged. Computed once per side and kept on the
+// context: gradient_backward_stable and gradient_summation both read it.
+const std::vector<ElementDerivative>& JudgedElementDerivatives(const GradientContext& c,
+                                                               const GradientSide& s);
 
 // `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
 // float, so a kink at 0 moves too): direction 0 up, 1 down, 4 and 5 by a

@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
-#include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
@@ -69,9 +68,7 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
   // nonzeros of its derivative with respect to the incoming gradients (the
   // backward is linear in them).
   if (!c.pointwise) {
-    const at::Tensor judged = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
-                                                c.policy.For(c.node.QualifiedName(), c.dtype));
-    for (const ElementDerivative& d : JudgedElementDerivatives(c, c.a, judged, 8)) {
+    for (const ElementDerivative& d : JudgedElementDerivatives(c, c.a)) {
       int64_t terms = 0;
       for (const at::Tensor& t : d.incoming) {
         if (t.defined()) terms += t.ne(0).sum().item<int64_t>();
