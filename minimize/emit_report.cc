@@ -1,5 +1,6 @@
 #include "minimize/emit_report.h"
 
+#include <ATen/ATen.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/linalg_svdvals.h>
 
@@ -486,6 +487,8 @@ std::string EmitReport(const ReportInput& in) {
                     in.output_b, "\n```\n\n");
   }
 
+  if (!in.largest_difference.empty()) absl::StrAppend(&out, in.largest_difference, "\n\n");
+
   // Why not expected variance.
   absl::StrAppend(&out, "## Why this is not expected variance\n\n");
   absl::StrAppend(&out, "- Attribution: ", Md(d.reason), "\n");
@@ -539,6 +542,31 @@ std::string EmitReport(const ReportInput& in) {
   }
   absl::StrAppend(&out, "\n</details>\n");
   return out;
+}
+
+std::string LargestDifference(const at::Tensor& a, const at::Tensor& b,
+                              const oracles::Tolerance& tolerance, long long headline,
+                              const std::string& name_a, const std::string& name_b) {
+  if (!a.defined() || !b.defined() || a.sizes() != b.sizes() || a.numel() < 2 || a.is_complex() ||
+      b.is_complex() || !a.is_floating_point() || !b.is_floating_point() || headline < 0 ||
+      headline >= a.numel()) {
+    return "";
+  }
+  const at::Tensor x = a.detach().cpu().to(at::kDouble).reshape(-1);
+  const at::Tensor y = b.detach().cpu().to(at::kDouble).reshape(-1);
+  at::Tensor ratio = (x - y).abs() / (tolerance.atol + tolerance.rtol * y.abs());
+  ratio = at::where(at::isfinite(x) & at::isfinite(y), ratio, at::zeros_like(ratio));
+  const int64_t worst = ratio.argmax().item<int64_t>();
+  const double worst_ratio = ratio[worst].item<double>();
+  const double headline_ratio = ratio[headline].item<double>();
+  if (worst == headline || !(worst_ratio > 1) || !(worst_ratio >= 2 * headline_ratio)) return "";
+  const double va = x[worst].item<double>(), vb = y[worst].item<double>();
+  return absl::StrCat("In the whole output, the sides differ most at element ", worst, ": ", name_a, " gives `",
+                      graph::FormatFloat(va), "`, ", name_b, " gives `", graph::FormatFloat(vb),
+                      "` (|diff| ", graph::FormatFloat(std::fabs(va - vb)), ", ",
+                      absl::StrFormat("%.3g", worst_ratio),
+                      " times what the tolerance allows there; at element ", headline, ", ",
+                      absl::StrFormat("%.3g", headline_ratio), " times).");
 }
 
 ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluation,
@@ -603,6 +631,17 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
   in.invariant = oracles::InvariantName(op_spec, d.invariant);
   in.output_a = output(evaluation.a);
   in.output_b = output(evaluation.b);
+  if (d.cls == DivergenceClass::kTolerance && d.invariant < 0) {
+    const auto tensor = [&](const exec::RunResult& r) -> at::Tensor {
+      if (static_cast<size_t>(d.node_index) >= r.nodes.size()) return {};
+      const exec::NodeResult& n = r.nodes[d.node_index];
+      if (n.error || static_cast<size_t>(d.output_index) >= n.outputs.size()) return {};
+      return n.outputs[d.output_index];
+    };
+    in.largest_difference = LargestDifference(tensor(evaluation.a), tensor(evaluation.b),
+                                              in.tolerance, d.element, in.spec.target_a,
+                                              in.spec.target_b);
+  }
   in.python_snippet = EmitPythonSnippet(program, in.spec);
   return in;
 }

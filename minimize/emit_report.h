@@ -35,6 +35,10 @@ struct ReportInput {
   std::string input_summary;  // "f32[2,2] = fill(1.0)" of the root's tensor inputs
   std::string output_a;       // the root output on each side (exec::FormatTensor): the
   std::string output_b;       // compared invariant's where root.invariant >= 0
+  // A tolerance finding whose first differing element (the headline) is not
+  // where the sides differ most against the tolerance: that element, one
+  // sentence (LargestDifference); empty when the headline is it.
+  std::string largest_difference;
   // A decomposition compared through invariants (root.invariant >= 0): which
   // one, as oracles::InvariantName names it ("the singular values S").
   std::string invariant;
@@ -53,6 +57,16 @@ std::string ReportTitle(const oracles::Divergence& d, const std::string& target_
                         const std::string& target_b);
 
 std::string EmitReport(const ReportInput& input);
+
+// The element where a and b differ most against the tolerance
+// (|a - b| / (atol + rtol·|b|), finite on both sides), as a sentence naming
+// both values, when that element is not `headline` and differs at least twice
+// as much as it: a report headed by its first differing element (1.7% off)
+// should still show the one that is off by half. Empty otherwise (shapes
+// differ, complex, nothing finite).
+std::string LargestDifference(const at::Tensor& a, const at::Tensor& b,
+                              const oracles::Tolerance& tolerance, long long headline,
+                              const std::string& name_a, const std::string& name_b);
 
 // A gradient finding (Divergence::backward_of >= 0): where its forward op's
 // derivative formula lives in PyTorch, "tools/autograd/derivatives.yaml,
