@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -89,8 +90,13 @@ void TriageRoot(const graph::Program& program, const ops::TypeEnv& types,
     // CUDA_LAUNCH_BLOCKING=1 can say which node (it files that bucket).
     d.tier = "divergence";
     d.wrong_side = "undecided";
-    d.reason = "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
-               "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
+    const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+    d.reason = blocking != nullptr && std::string(blocking) == "1"
+                   ? "a CUDA fault, raised with CUDA_LAUNCH_BLOCKING=1 and so at the node that "
+                     "launched it; the context is lost, so nothing after it is judged (a "
+                     "campaign files it as a crash of this node)"
+                   : "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
+                     "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
     return;
   }
   if (AtGradient(program, d)) {

@@ -216,6 +216,49 @@ output %y
   EXPECT_TRUE(Contains(run.output, "1 of 3 file(s) could not be run")) << run.output;
 }
 
+// A CUDA fault surfaces at the next node that synchronizes and leaves the
+// process's context unusable: replay names the node that launched it by
+// replaying the file alone with CUDA_LAUNCH_BLOCKING=1, and runs the files
+// after it in a fresh process (a deliberately faulty plugin mimics both on
+// the CPU: rad2deg poisons, exp2 then raises).
+TEST(Replay, ACudaFaultIsReplayedWithLaunchBlockingAndTheRestInAFreshProcess) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("replay-fault");
+  std::ofstream(dir + "/fault.dfz") << R"(divfuzz v1
+input %x: f32[3] = values(0.5, 1.0, 2.0)
+%r = aten::rad2deg(%x)
+%e = aten::exp2(%r)
+output %e
+)";
+  const std::string after = "divfuzz v1\ninput %x: f32[3] = values(0.5, 1.0, 2.0)\n"
+                            "%e = aten::exp2(%x)\noutput %e\n";
+  std::ofstream(dir + "/after.dfz") << after;
+  std::ofstream(dir + "/last.dfz") << after;
+  const std::string replay = kTool + " --plugins=" + DIVFUZZ_FAULTY_ASYNC_FAULT_PLUGIN +
+                             " replay --targets=cpu,cpu-f64 ";
+  // Without it, the fault shows at exp2 and poisons the files after it.
+  testing::CommandRun run = testing::RunShell("env -u CUDA_LAUNCH_BLOCKING " + replay + dir +
+                                              "/fault.dfz " + dir + "/after.dfz " + dir +
+                                              "/last.dfz 2>&1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(Contains(run.output, "== " + dir + "/fault.dfz: a CUDA fault; the context is lost, "
+                                   "so it is replayed alone with CUDA_LAUNCH_BLOCKING=1"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "error_split at node 0 (%r = aten::rad2deg, f32) [root]"))
+      << run.output;
+  EXPECT_FALSE(Contains(run.output, "(%e = aten::exp2")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "raised with CUDA_LAUNCH_BLOCKING=1 and so at the node that "
+                                   "launched it"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "the 2 file(s) after it run in a fresh process")) << run.output;
+  for (const char* name : {"/after.dfz", "/last.dfz"}) {
+    const size_t at = run.output.find("== " + dir + name + " (cpu vs cpu-f64)");
+    ASSERT_NE(at, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("verdict: ", at), run.output.find("verdict: agree", at))
+        << run.output;
+  }
+}
+
 TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTheBudget) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-failon");

@@ -1,6 +1,10 @@
 // divfuzz replay: rerun programs and show both targets' outputs and the verdict.
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "absl/flags/flag.h"
@@ -9,6 +13,7 @@
 #include "exec/executor.h"
 #include "exec/format.h"
 #include "exec/memory_budget.h"
+#include "fuzz/campaign/spawn.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/exit_codes.h"
@@ -44,6 +49,76 @@ void PrintSide(const exec::RunResult& r, size_t node) {
   std::cout << "\n";
 }
 
+// Prints one file's nodes, both sides' outputs and the verdict; its exit code.
+int PrintReplay(const std::string& path, const graph::Program& program, const exec::RunResult& a,
+                const exec::RunResult& b, const oracles::Verdict& v) {
+  const std::vector<std::pair<size_t, std::string>> declined = DeclinedNodes(a, b);
+  std::cout << "== " << path << " (" << v.target_a << " vs " << v.target_b << ")\n";
+  for (size_t i = 0, d = 0; i < program.nodes.size(); ++i) {
+    const graph::Node& n = program.nodes[i];
+    std::cout << "  [" << i << "] %" << absl::StrJoin(n.results, ", %") << " = "
+              << n.QualifiedName() << "\n";
+    PrintSide(a, i);
+    PrintSide(b, i);
+    if (d < declined.size() && declined[d].first == i) {
+      std::cout << "  " << declined[d++].second << "\n";
+    }
+  }
+  // A declined node was compared nowhere: never "agree" (exit code 3).
+  if (!v.Diverged() && !declined.empty()) {
+    std::cout << "verdict: declined: " << declined.size() << " node"
+              << (declined.size() == 1 ? "" : "s")
+              << " not run (inputs the kernel does not survive); the rest agree\n";
+    return kExitDeclined;
+  }
+  if (!v.Diverged()) {
+    std::cout << "verdict: agree\n";
+    return kExitClean;
+  }
+  for (const oracles::Divergence& d : v.divergences) {
+    std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index << " (%"
+              << d.value << " = " << d.op << ", " << d.dtype << ")"
+              << (d.root ? " [root]" : " [downstream]") << ": " << d.detail << "\n";
+    if (!d.root) continue;
+    std::cout << "  tier: " << d.tier << ", wrong side: " << d.wrong_side
+              << (d.expected_rule.empty() ? "" : ", rule: " + d.expected_rule) << "\n"
+              << "  witness: " << d.witness << "; trigger: " << d.trigger << "\n"
+              << "  reference (" << (d.witness == "none" ? "cpu-f64" : d.witness)
+              << ", from each side's inputs"
+              << (d.invariant >= 0 ? ", of the same invariant" : "") << "): " << d.reference_a << " / "
+              << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
+              << "  why: " << d.reason << "\n";
+  }
+  return kExitFindings;
+}
+
+// This command again on `files`, with the same flags, in a child process
+// whose output is this one's; `blocking` sets CUDA_LAUNCH_BLOCKING=1 there.
+// Its exit code (a crash counts as a finding).
+int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::string>& files,
+                  bool blocking) {
+  const std::set<std::string> given(args.begin(), args.end());
+  std::vector<std::string> argv;
+  for (const std::string& word : OwnCommandLine()) {
+    if (given.count(word) == 0) argv.push_back(word);
+  }
+  argv.insert(argv.end(), files.begin(), files.end());
+  SpawnOptions options;
+  if (blocking) options.env["CUDA_LAUNCH_BLOCKING"] = "1";
+  std::cout.flush();
+  const pid_t pid = SpawnSelf(argv, options);
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+    std::cerr << "divfuzz replay: could not start a child process to replay "
+              << absl::StrJoin(files, " ") << "\n";
+    return 2;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  std::cout << "divfuzz replay: the replay of " << absl::StrJoin(files, " ")
+            << " died of signal " << WTERMSIG(status) << " (a crash is a finding)\n";
+  return kExitFindings;
+}
+
 }  // namespace
 
 int RunReplay(const std::vector<std::string>& args) {
@@ -68,7 +143,8 @@ int RunReplay(const std::vector<std::string>& args) {
   // a batch still run (a batch of 40 judged programs stopped at one invalid
   // file and lost the verdicts of the rest), and the exit code says 2.
   std::vector<std::string> unusable;
-  for (const std::string& path : args) {
+  for (size_t file = 0; file < args.size(); ++file) {
+    const std::string& path = args[file];
     absl::StatusOr<graph::Program> program = LoadProgramFile(path);
     absl::StatusOr<ops::TypeEnv> types =
         program.ok() ? ops::InferProgram(*program, path) : absl::StatusOr<ops::TypeEnv>(program.status());
@@ -86,45 +162,29 @@ int RunReplay(const std::vector<std::string>& args) {
     const exec::RunResult b = exec::Run(*program, *types, *tb);
     oracles::Verdict v = oracles::Compare(*program, *types, a, b, policy);
     oracles::Triage(*program, *types, a, b, policy, v);
-    const std::vector<std::pair<size_t, std::string>> declined = DeclinedNodes(a, b);
-    std::cout << "== " << path << " (" << v.target_a << " vs " << v.target_b << ")\n";
-    for (size_t i = 0, d = 0; i < program->nodes.size(); ++i) {
-      const graph::Node& n = program->nodes[i];
-      std::cout << "  [" << i << "] %" << absl::StrJoin(n.results, ", %") << " = "
-                << n.QualifiedName() << "\n";
-      PrintSide(a, i);
-      PrintSide(b, i);
-      if (d < declined.size() && declined[d].first == i) {
-        std::cout << "  " << declined[d++].second << "\n";
+    // A CUDA fault leaves this process's CUDA context unusable (every later
+    // CUDA call raises the same sticky error) and surfaces at whichever node
+    // synchronizes next, not always the one that launched it (session 41: a
+    // flash attention backward's illegal access filed at a hardswish after
+    // it). So the file is replayed alone with CUDA_LAUNCH_BLOCKING=1, which
+    // raises the fault at its node, and the files after it in a fresh process.
+    if (a.cuda_fatal || b.cuda_fatal) {
+      const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+      if (blocking == nullptr || std::string(blocking) != "1") {
+        std::cout << "== " << path << ": a CUDA fault; the context is lost, so it is replayed "
+                  << "alone with CUDA_LAUNCH_BLOCKING=1, which names the node that faulted\n";
+        worst = WorseExit(worst, ReplayInChild(args, {path}, true));
+      } else {
+        worst = WorseExit(worst, PrintReplay(path, *program, a, b, v));
       }
+      if (file + 1 < args.size()) {
+        std::cout << "divfuzz replay: the " << args.size() - file - 1
+                  << " file(s) after it run in a fresh process\n";
+        worst = WorseExit(worst, ReplayInChild(args, {args.begin() + file + 1, args.end()}, false));
+      }
+      break;
     }
-    // A declined node was compared nowhere: never "agree" (exit code 3).
-    if (!v.Diverged() && !declined.empty()) {
-      std::cout << "verdict: declined: " << declined.size() << " node"
-                << (declined.size() == 1 ? "" : "s")
-                << " not run (inputs the kernel does not survive); the rest agree\n";
-      worst = WorseExit(worst, kExitDeclined);
-      continue;
-    }
-    if (!v.Diverged()) {
-      std::cout << "verdict: agree\n";
-      continue;
-    }
-    worst = WorseExit(worst, kExitFindings);
-    for (const oracles::Divergence& d : v.divergences) {
-      std::cout << "verdict: " << oracles::ClassName(d.cls) << " at node " << d.node_index << " (%"
-                << d.value << " = " << d.op << ", " << d.dtype << ")"
-                << (d.root ? " [root]" : " [downstream]") << ": " << d.detail << "\n";
-      if (!d.root) continue;
-      std::cout << "  tier: " << d.tier << ", wrong side: " << d.wrong_side
-                << (d.expected_rule.empty() ? "" : ", rule: " + d.expected_rule) << "\n"
-                << "  witness: " << d.witness << "; trigger: " << d.trigger << "\n"
-                << "  reference (" << (d.witness == "none" ? "cpu-f64" : d.witness)
-                << ", from each side's inputs"
-                << (d.invariant >= 0 ? ", of the same invariant" : "") << "): " << d.reference_a << " / "
-                << d.reference_b << "; error in ULPs " << d.ulp_a << " / " << d.ulp_b << "\n"
-                << "  why: " << d.reason << "\n";
-    }
+    worst = WorseExit(worst, PrintReplay(path, *program, a, b, v));
   }
   if (!unusable.empty()) {
     std::cerr << "divfuzz replay: " << unusable.size() << " of " << args.size()
