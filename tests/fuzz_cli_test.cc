@@ -276,7 +276,10 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
     // Under ctest's load a worker can still die of a crash that does not
     // recur in a fresh process (libFuzzer's exit 77 at 3762ed9, filed as
     // "did not recur"): a crash bucket all the same, and exit 1 is right for
-    // it. Every crash bucket of such a run must be one that did not recur.
+    // it. Every crash bucket of such a run must be one that did not recur,
+    // or libtorch's one known crash the seeds reach on the CPU: group_norm's
+    // channels-last backward writing through a null dX (judged real in
+    // session 40; a 4 s run hit it at e2d76f2).
     auto store = store::FindingsStore::Open(dir + "/findings");
     ASSERT_TRUE(store.ok()) << run.output;
     auto index = (*store)->Load();
@@ -285,6 +288,7 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
     for (const nlohmann::json& e : *index) {
       if (e.value("severity", "") != "crash") continue;
       crash = true;
+      if (e.value("group", "").rfind("NativeGroupNormBackward0|crash|", 0) == 0) continue;
       EXPECT_FALSE(e["detail"].value("reproduced", true)) << e.dump();
     }
     EXPECT_TRUE(crash) << run.output;
