@@ -1,8 +1,6 @@
 #include "minimize/emit_report.h"
 
 #include <ATen/ATen.h>
-#include <ATen/ops/isfinite.h>
-#include <ATen/ops/linalg_svdvals.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -546,7 +544,8 @@ std::string EmitReport(const ReportInput& in) {
 
 std::string LargestDifference(const at::Tensor& a, const at::Tensor& b,
                               const oracles::Tolerance& tolerance, long long headline,
-                              const std::string& name_a, const std::string& name_b) {
+                              const std::string& headline_a, const std::string& name_a,
+                              const std::string& name_b) {
   if (!a.defined() || !b.defined() || a.sizes() != b.sizes() || a.numel() < 2 || a.is_complex() ||
       b.is_complex() || !a.is_floating_point() || !b.is_floating_point() || headline < 0 ||
       headline >= a.numel()) {
@@ -557,6 +556,10 @@ std::string LargestDifference(const at::Tensor& a, const at::Tensor& b,
   at::Tensor ratio = (x - y).abs() / (tolerance.atol + tolerance.rtol * y.abs());
   ratio = at::where(at::isfinite(x) & at::isfinite(y), ratio, at::zeros_like(ratio));
   const int64_t worst = ratio.argmax().item<int64_t>();
+  // A backward kernel inside a gradient statement is headed by its own
+  // outgoing gradient: only where that is this output (the same value at
+  // the headline element) do the two name the same elements.
+  if (graph::FormatFloat(x[headline].item<double>()) != headline_a) return "";
   const double worst_ratio = ratio[worst].item<double>();
   const double headline_ratio = ratio[headline].item<double>();
   if (worst == headline || !(worst_ratio > 1) || !(worst_ratio >= 2 * headline_ratio)) return "";
@@ -639,17 +642,9 @@ ReportInput BuildReport(const graph::Program& program, const Evaluation& evaluat
       if (n.error || static_cast<size_t>(d.output_index) >= n.outputs.size()) return {};
       return n.outputs[d.output_index];
     };
-    const at::Tensor a = tensor(evaluation.a), b = tensor(evaluation.b);
-    // A backward kernel inside a gradient statement is headed by its own
-    // outgoing gradient: only where that is the output shown (its value at
-    // the headline element) do the two name the same elements.
-    const bool same = a.defined() && d.element >= 0 && d.element < a.numel() &&
-                      !a.is_complex() && a.is_floating_point() &&
-                      graph::FormatFloat(a.reshape(-1)[d.element].item<double>()) == d.value_a;
-    if (same) {
-      in.largest_difference =
-          LargestDifference(a, b, in.tolerance, d.element, in.spec.target_a, in.spec.target_b);
-    }
+    in.largest_difference = LargestDifference(tensor(evaluation.a), tensor(evaluation.b),
+                                              in.tolerance, d.element, d.value_a,
+                                              in.spec.target_a, in.spec.target_b);
   }
   in.python_snippet = EmitPythonSnippet(program, in.spec);
   return in;

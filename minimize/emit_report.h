@@ -63,10 +63,12 @@ std::string EmitReport(const ReportInput& input);
 // both values, when that element is not `headline` and differs at least twice
 // as much as it: a report headed by its first differing element (1.7% off)
 // should still show the one that is off by half. Empty otherwise (shapes
-// differ, complex, nothing finite).
+// differ, complex, nothing finite, or a's value at `headline` is not
+// `headline_a`, the report's headline value: another tensor's element).
 std::string LargestDifference(const at::Tensor& a, const at::Tensor& b,
                               const oracles::Tolerance& tolerance, long long headline,
-                              const std::string& name_a, const std::string& name_b);
+                              const std::string& headline_a, const std::string& name_a,
+                              const std::string& name_b);
 
 // A gradient finding (Divergence::backward_of >= 0): where its forward op's
 // derivative formula lives in PyTorch, "tools/autograd/derivatives.yaml,
