@@ -285,6 +285,18 @@ constexpr DomainFact kDomains[] = {
      "torch.special.multigammaln: all elements must be greater than (p-1)/2"},
 };
 
+// Backward formulas that derive a Scalar from a Scalar argument (by its
+// position) and pass it to a kernel in the dtype: derivatives.yaml's
+// pow.Tensor_Scalar, pow_backward(grad, self, exponent) = grad * exponent *
+// self.pow(exponent - 1), whose exponent - 1 the pow kernels read as a float32.
+struct DerivedScalarFact {
+  absl::string_view qualified;
+  int arg;
+};
+constexpr DerivedScalarFact kDerivedScalars[] = {
+    {"aten::pow.Tensor_Scalar", 1},
+};
+
 // Arguments whose None default depends on the input's dtype, by base name.
 struct DtypeDefaultFact {
   absl::string_view base;
@@ -764,6 +776,9 @@ void ApplyKernelClasses(OpSpec& spec) {
   for (const DtypeDefaultFact& f : kDtypeDefaults) {
     if (plain != f.base) continue;
     (f.opmath_eps ? spec.opmath_eps_arg : spec.dtype_default_arg) = f.arg;
+  }
+  for (const DerivedScalarFact& f : kDerivedScalars) {
+    if (spec.Qualified() == f.qualified) spec.derived_scalar_arg = f.arg;
   }
   for (const PhaseFact& f : kPhases) {
     // Not the modified Bessel functions (i, k): they grow or decay, not oscillate.

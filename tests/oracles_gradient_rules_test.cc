@@ -1316,6 +1316,40 @@ TEST(GradientRules, AttentionDoubleBackwardWithinTheMathPathsOtherSummationOrder
   EXPECT_FALSE(gradient_attention_reference(context(wrong)).has_value());
 }
 
+// Session 42's PowBackward0 (judged expected): pow(x, 1.79)'s backward forms
+// x.pow(exp - 1) with 0.79 rounded to float32 on CUDA and on the CPU's
+// vectorized path (64 elements), 18 ulps from the exact gradient at
+// x = 0x1.fffffep+126 (the exponent's rounding times ln x = 88). The float64
+// backward with the exponent one float32 ulp off holds it; 0.01% more does not.
+TEST(GradientRules, APowBackwardThatRoundsItsDerivedExponentIsExpected) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1] = fill(1.0)
+%y = aten::pow.Tensor_Scalar(%x, 1.79)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const float big = std::ldexp(0x1.fffffep0f, 126);
+  auto pow_grad = [&](int64_t n) {
+    return GradOf([](const at::Tensor& t) { return at::pow(t, 1.79); }, at::full({n}, big),
+                  at::ones({n}), at::kFloat)[0].reshape({1});
+  };
+  const at::Tensor scalar_path = pow_grad(1), vector_path = pow_grad(64);
+  const at::Tensor x = at::full({1}, static_cast<double>(big), at::kDouble);
+  const at::Tensor witness = GradOf([](const at::Tensor& t) { return at::pow(t, 1.79); }, x,
+                                    at::ones({1}, at::kDouble));
+  // The two CPU paths part by the exponent's rounding (18 ulps).
+  ASSERT_GT(std::abs(vector_path.item<double>() - scalar_path.item<double>()),
+            10 * std::abs(scalar_path.item<double>()) * 1.2e-7);
+  const std::map<std::string, at::Tensor> inputs{{"x", x}};
+  const at::Tensor g = at::ones({1});
+  std::optional<RuleMatch> m = gradient_scalar_rounding(
+      ContextOf(k, inputs, {g}, scalar_path, vector_path, witness, true));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_scalar_rounding");
+  EXPECT_FALSE(gradient_scalar_rounding(ContextOf(k, inputs, {g}, scalar_path,
+                                                  vector_path * 1.0001f, witness, true))
+                   .has_value());
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a
