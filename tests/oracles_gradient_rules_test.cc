@@ -1350,6 +1350,57 @@ output %y
                    .has_value());
 }
 
+// Session 42's i1e double backward (judged expected): the formula
+// i0e(x) - r·(sgn x + 1/x), differentiated again, cancels terms of 74 to 3.14
+// at x = -0.0215, and the CPU's float32 run is 114 ulps from the float64
+// one. The float64 backward with every intermediate moved by eps spreads as
+// far; a side 50x further off is not within it.
+TEST(GradientRules, AFormulaThatCancelsItsRoundedIntermediatesIsExpected) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %u: f32[2] = values(-0x1.610cc4p-6, 0x1.7b8a7ap+2)
+input %ct0: f32[2] = fill(1.0)
+input %ct3: f32[2] = values(-3.2695, 1522.7)
+%r = aten::special_i1e(%u)
+%g3 = autograd::grad(%r, [%u], grad_outputs=%ct0)
+%g7 = autograd::grad([%g3], [%u], grad_outputs=[%ct3])
+output %g7
+)");
+  ops::TypeEnv types = MustInfer(p);
+  const std::string w_name = graph::FirstOrderName("r", "g3");
+  const std::string out_name = graph::FirstOrderName("u", "g3") + ".0";
+  types[w_name] = types.at("r");
+  types[out_name] = types.at("u");
+  const graph::Node step = exec::MakeVjpNode(p.nodes[0], {w_name}, {"u"}, {out_name});
+  const exec::RunResult built = exec::Run(p, types, exec::Target::kCpu);
+  const std::map<std::string, at::Tensor> inputs{{"u", built.inputs.at("u")},
+                                                 {w_name, built.inputs.at("ct0")}};
+  const std::vector<at::Tensor> incoming{built.inputs.at("ct3")};
+  auto run = [&](exec::Target t) {
+    exec::VjpResult r = exec::RunNodeVjp(step, inputs, incoming, types, t);
+    EXPECT_FALSE(r.result.error);
+    return r.result.outputs.at(0);
+  };
+  const at::Tensor cpu = run(exec::Target::kCpu);
+  const at::Tensor witness = run(exec::Target::kCpuF64).to(at::kDouble);
+  // The CPU's float32 run is off by more than f32's tolerance at element 0.
+  const double off = std::abs(cpu[0].item<double>() - witness[0].item<double>());
+  ASSERT_GT(off, 1e-5 + 1.3e-6 * std::abs(witness[0].item<double>()));
+  Divergence d;
+  d.cls = DivergenceClass::kTolerance;
+  d.op = "MulBackward0";
+  const Policy policy = DefaultPolicy();
+  auto context = [&](const at::Tensor& a) {
+    return GradientContext{step, types, policy, d, 0, "u", graph::DType::kF32, false,
+                           {inputs, incoming, a, witness},
+                           {inputs, incoming, witness.to(at::kFloat), witness}};
+  };
+  std::optional<RuleMatch> m = gradient_formula_rounding(context(cpu));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_formula_rounding");
+  const at::Tensor far = (witness + (cpu.to(at::kDouble) - witness) * 50).to(at::kFloat);
+  EXPECT_FALSE(gradient_formula_rounding(context(far)).has_value());
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a

@@ -1,0 +1,122 @@
+#include "exec/intermediate_rounding.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+
+#include <set>
+#include <string>
+
+namespace divfuzz::exec {
+namespace {
+
+// One guard at a time per thread; the autograd engine's worker threads
+// inherit the callback through the thread-local state, so the settings are
+// process-wide and a guard holds them.
+struct Settings {
+  double eps = 0;
+  uint64_t seed = 0;
+  bool mirror = false;
+  int64_t calls = 0, moved = 0;
+};
+std::mutex g_mu;
+Settings* g_settings = nullptr;
+
+thread_local int t_backward_depth = 0;
+
+// Calls that allocate, convert or alias: no rounding of a formula's own.
+bool Incidental(const c10::OperatorName& op) {
+  static const std::set<std::string> kIncidental = {
+      "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_strided",
+      "aten::empty_like", "aten::detach", "aten::clone", "aten::contiguous", "aten::lift_fresh",
+      "aten::alias", "aten::resize_", "aten::zeros", "aten::zeros_like", "aten::ones_like",
+      "aten::ones", "aten::full", "aten::full_like", "aten::fill_", "aten::zero_",
+      "aten::result_type", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
+      "aten::view", "aten::reshape", "aten::_reshape_alias", "aten::expand", "aten::as_strided",
+      "aten::unsqueeze", "aten::squeeze", "aten::t", "aten::transpose", "aten::permute",
+      "aten::select", "aten::slice", "aten::_unsafe_view", "aten::sign", "aten::sgn",
+      "aten::neg", "aten::abs", "aten::where", "aten::masked_fill", "aten::sum_to_size"};
+  return kIncidental.count(op.name) > 0;
+}
+
+struct Context : at::ObserverContext {
+  bool backward_node = false;
+  std::vector<at::Tensor> inputs;  // to tell an output that aliases one
+};
+
+std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    ++t_backward_depth;
+    auto c = std::make_unique<Context>();
+    c->backward_node = true;
+    return c;
+  }
+  if (t_backward_depth == 0 || !fn.operator_name() || Incidental(*fn.operator_name())) {
+    return nullptr;
+  }
+  auto c = std::make_unique<Context>();
+  for (const c10::IValue& v : fn.inputs()) {
+    if (v.isTensor() && v.toTensor().defined()) c->inputs.push_back(v.toTensor());
+  }
+  return c;
+}
+
+void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  auto* c = static_cast<Context*>(ctx);
+  if (c == nullptr) return;
+  if (c->backward_node) {
+    --t_backward_depth;
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_settings == nullptr) return;
+  at::DisableRecordFunctionGuard off;
+  at::NoGradGuard no_grad;
+  for (const c10::IValue& v : fn.outputs()) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || t.scalar_type() != at::kDouble || t.numel() == 0 || t.is_view()) continue;
+    bool aliases = false;
+    for (const at::Tensor& in : c->inputs) {
+      if (in.has_storage() && t.has_storage() && in.storage().is_alias_of(t.storage())) {
+        aliases = true;
+      }
+    }
+    if (aliases) continue;
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(
+        g_settings->seed * 1000003 + static_cast<uint64_t>(g_settings->calls++));
+    at::Tensor sign = at::randint(0, 2, t.sizes(), gen, at::kDouble).mul_(2).sub_(1);
+    if (g_settings->mirror) sign.neg_();
+    // variable_data(): the same storage under a fresh version counter, so a
+    // node that saved this output reads the moved values without an
+    // in-place modification error.
+    at::Tensor data = t.variable_data();
+    data.mul_((sign.to(data.device()) * g_settings->eps).add_(1));
+    ++g_settings->moved;
+  }
+}
+
+}  // namespace
+
+IntermediateRounding::IntermediateRounding(double eps, uint64_t seed, bool mirror) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_settings = new Settings{eps, seed, mirror, 0, 0};
+  }
+  handle_ = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).needsOutputs(true));
+}
+
+IntermediateRounding::~IntermediateRounding() {
+  at::removeCallback(handle_);
+  std::lock_guard<std::mutex> lock(g_mu);
+  delete g_settings;
+  g_settings = nullptr;
+}
+
+int64_t IntermediateRounding::moved() const {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_settings ? g_settings->moved : 0;
+}
+
+}  // namespace divfuzz::exec

@@ -1,0 +1,33 @@
+// A float64 rerun whose backward formulas round like a run in a narrower
+// dtype: while a guard lives, every floating output of an ATen op that runs
+// inside an autograd backward node on this thread (the ops a formula such as
+// i1e_backward or softmax's double backward is built from) is moved by eps
+// of its magnitude, a random sign per element, in place. One run in the
+// dtype rounds each such intermediate once; the float64 backward rounds none,
+// and a formula that cancels (i0e(x) - r·(sgn x + 1/x), terms of 74 leaving
+// 3.14) amplifies those roundings past what moving its inputs shows. Views
+// and in-place results (sharing an input's storage) are left alone. It hooks
+// libtorch's RecordFunction, as exec/overflow_recorder.h does.
+#pragma once
+
+#include <ATen/record_function.h>
+
+#include <cstdint>
+
+namespace divfuzz::exec {
+
+class IntermediateRounding {
+ public:
+  // `mirror`: the opposite signs of the same draw.
+  IntermediateRounding(double eps, uint64_t seed, bool mirror);
+  ~IntermediateRounding();
+  IntermediateRounding(const IntermediateRounding&) = delete;
+  IntermediateRounding& operator=(const IntermediateRounding&) = delete;
+  // Outputs moved so far.
+  int64_t moved() const;
+
+ private:
+  at::CallbackHandle handle_ = 0;
+};
+
+}  // namespace divfuzz::exec
