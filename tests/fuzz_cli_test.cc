@@ -259,6 +259,33 @@ output %e
   }
 }
 
+// A file whose replay segfaults (the faulty plugin's expm1, as libtorch's CPU
+// group_norm backward did on the H200 in session 42) is a finding, and the
+// files after it still run, in a fresh process.
+TEST(Replay, AFileThatCrashesTheReplayIsReportedAndTheRestStillRun) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("replay-crash");
+  const std::string ok = "divfuzz v1\ninput %x: f32[3] = values(0.5, 1.0, 2.0)\n"
+                         "%e = aten::exp(%x)\noutput %e\n";
+  std::ofstream(dir + "/first.dfz") << ok;
+  std::ofstream(dir + "/crash.dfz") << "divfuzz v1\ninput %x: f32[3] = values(0.5, 1.0, 2.0)\n"
+                                       "%e = aten::expm1(%x)\noutput %e\n";
+  std::ofstream(dir + "/after.dfz") << ok;
+  const testing::CommandRun run = testing::RunShell(
+      kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN + " replay --targets=cpu,cpu-f64 " + dir +
+      "/first.dfz " + dir + "/crash.dfz " + dir + "/after.dfz 2>&1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(Contains(run.output, "divfuzz replay: the replay of " + dir +
+                                       "/crash.dfz died of signal 11 (a crash is a finding"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "the 1 file(s) after it run in a fresh process")) << run.output;
+  for (const char* name : {"/first.dfz", "/after.dfz"}) {
+    const size_t at = run.output.find("== " + dir + name + " (cpu vs cpu-f64)");
+    ASSERT_NE(at, std::string::npos) << name << "\n" << run.output;
+    EXPECT_NE(run.output.find("verdict: agree", at), std::string::npos) << run.output;
+  }
+}
+
 TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTheBudget) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-failon");

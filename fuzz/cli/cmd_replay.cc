@@ -1,6 +1,9 @@
 // divfuzz replay: rerun programs and show both targets' outputs and the verdict.
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -92,6 +95,10 @@ int PrintReplay(const std::string& path, const graph::Program& program, const ex
   return kExitFindings;
 }
 
+// Set in a batch's child: the file it writes the index of each file it
+// starts to, so that its supervisor knows which one a crash took.
+constexpr char kBatchProgress[] = "DIVFUZZ_REPLAY_BATCH_PROGRESS";
+
 // This command again on `files`, with the same flags, in a child process
 // whose output is this one's; `blocking` sets CUDA_LAUNCH_BLOCKING=1 there.
 // Its exit code (a crash counts as a finding).
@@ -105,6 +112,8 @@ int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::s
   argv.insert(argv.end(), files.begin(), files.end());
   SpawnOptions options;
   if (blocking) options.env["CUDA_LAUNCH_BLOCKING"] = "1";
+  // A child of several files supervises its own batch (RunReplay).
+  options.unset.push_back(kBatchProgress);
   std::cout.flush();
   const pid_t pid = SpawnSelf(argv, options);
   int status = 0;
@@ -117,6 +126,57 @@ int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::s
   std::cout << "divfuzz replay: the replay of " << absl::StrJoin(files, " ")
             << " died of signal " << WTERMSIG(status) << " (a crash is a finding)\n";
   return kExitFindings;
+}
+
+// Several files: they run in a child, and a file whose replay kills it (a
+// kernel that segfaults: libtorch's CPU group_norm backward on a null dX,
+// session 42) is reported as a finding and the files after it go on in a
+// fresh child. Without this, one crash lost the verdicts of the whole batch.
+int SuperviseBatch(const std::vector<std::string>& args,
+                   const std::vector<std::string>& files) {
+  const std::set<std::string> given(args.begin(), args.end());
+  std::vector<std::string> flags;
+  for (const std::string& word : OwnCommandLine()) {
+    if (given.count(word) == 0) flags.push_back(word);
+  }
+  char dir_template[] = "/tmp/divfuzz-replay-XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) return -1;
+  const std::string progress = std::string(dir_template) + "/started";
+  int worst = kExitClean;
+  for (size_t start = 0; start < files.size();) {
+    std::vector<std::string> argv = flags;
+    argv.insert(argv.end(), files.begin() + start, files.end());
+    SpawnOptions options;
+    options.env[kBatchProgress] = progress;
+    std::remove(progress.c_str());
+    std::cout.flush();
+    const pid_t pid = SpawnSelf(argv, options);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+      std::cerr << "divfuzz replay: could not start a child process to replay the files\n";
+      worst = WorseExit(worst, 2);
+      break;
+    }
+    if (WIFEXITED(status)) {
+      worst = WorseExit(worst, WEXITSTATUS(status));
+      break;
+    }
+    size_t at = 0;
+    std::ifstream(progress) >> at;
+    const size_t crashed = std::min(start + at, files.size() - 1);
+    std::cout << "divfuzz replay: the replay of " << files[crashed] << " died of signal "
+              << WTERMSIG(status) << " (a crash is a finding; `divfuzz replay` of it alone "
+              << "shows the nodes it ran)";
+    worst = WorseExit(worst, kExitFindings);
+    start = crashed + 1;
+    if (start < files.size()) {
+      std::cout << "; the " << files.size() - start << " file(s) after it run in a fresh process";
+    }
+    std::cout << "\n";
+  }
+  std::remove(progress.c_str());
+  rmdir(dir_template);
+  return worst;
 }
 
 }  // namespace
@@ -135,6 +195,11 @@ int RunReplay(const std::vector<std::string>& args) {
       return 2;
     }
   }
+  const char* progress = std::getenv(kBatchProgress);
+  if (args.size() > 1 && progress == nullptr) {
+    const int supervised = SuperviseBatch(args, args);
+    if (supervised >= 0) return supervised;
+  }
   const exec::Target* ta = &pair->first;
   const exec::Target* tb = &pair->second;
   const oracles::Policy& policy = *loaded;
@@ -145,6 +210,7 @@ int RunReplay(const std::vector<std::string>& args) {
   std::vector<std::string> unusable;
   for (size_t file = 0; file < args.size(); ++file) {
     const std::string& path = args[file];
+    if (progress != nullptr) std::ofstream(progress, std::ios::trunc) << file << "\n";
     absl::StatusOr<graph::Program> program = LoadProgramFile(path);
     absl::StatusOr<ops::TypeEnv> types =
         program.ok() ? ops::InferProgram(*program, path) : absl::StatusOr<ops::TypeEnv>(program.status());
@@ -185,6 +251,8 @@ int RunReplay(const std::vector<std::string>& args) {
       break;
     }
     worst = WorseExit(worst, PrintReplay(path, *program, a, b, v));
+    // Out before the next file: a crash there would lose what is buffered.
+    std::cout.flush();
   }
   if (!unusable.empty()) {
     std::cerr << "divfuzz replay: " << unusable.size() << " of " << args.size()
