@@ -291,10 +291,10 @@ constexpr DomainFact kDomains[] = {
 // self.pow(exponent - 1), whose exponent - 1 the pow kernels read as a float32.
 struct DerivedScalarFact {
   absl::string_view qualified;
-  int arg;
+  OpSpec::DerivedScalar arg;
 };
 constexpr DerivedScalarFact kDerivedScalars[] = {
-    {"aten::pow.Tensor_Scalar", 1},
+    {"aten::pow.Tensor_Scalar", {1, "exponent"}},
 };
 
 // Arguments whose None default depends on the input's dtype, by base name.
@@ -778,7 +778,7 @@ void ApplyKernelClasses(OpSpec& spec) {
     (f.opmath_eps ? spec.opmath_eps_arg : spec.dtype_default_arg) = f.arg;
   }
   for (const DerivedScalarFact& f : kDerivedScalars) {
-    if (spec.Qualified() == f.qualified) spec.derived_scalar_arg = f.arg;
+    if (spec.Qualified() == f.qualified) spec.derived_scalar = f.arg;
   }
   for (const PhaseFact& f : kPhases) {
     // Not the modified Bessel functions (i, k): they grow or decay, not oscillate.

@@ -296,10 +296,14 @@ struct OpSpec {
   // An argument whose None means the epsilon of the input's opmath dtype
   // (rms_norm's eps): the float64 targets pass that value explicitly.
   absl::string_view opmath_eps_arg;
-  // The position of a Scalar argument the backward formula derives another
-  // Scalar from and hands to a kernel that rounds it to the dtype (pow's
-  // grad·exp·self.pow(exp - 1): 0.79 read as a float32); -1 for none.
-  int derived_scalar_arg = -1;
+  // A Scalar argument (position and schema name) the backward formula
+  // derives another Scalar from and hands to a kernel that rounds it to the
+  // dtype (pow's grad·exp·self.pow(exp - 1): 0.79 read as a float32); pos -1
+  // for none.
+  struct DerivedScalar {
+    int pos = -1;
+    absl::string_view name;
+  } derived_scalar;
   struct Phase {
     int arg = -1;
     double scale = 1, power = 1, amplitude = 0, amplitude_power = 0;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "ops/catalogue.h"
+#include "ops/infer.h"
 #include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
@@ -31,19 +32,15 @@ std::optional<RuleMatch> gradient_scalar_rounding(const GradientContext& c) {
     return std::nullopt;
   }
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
-  if (spec == nullptr || spec->derived_scalar_arg < 0) return std::nullopt;
-  // By position, as the catalogue counts it (the program may name it).
-  size_t arg = c.node.args.size();
-  for (size_t i = 0, pos = 0; i < c.node.args.size(); ++i, ++pos) {
-    if (static_cast<int>(pos) == spec->derived_scalar_arg || c.node.args[i].name == "exponent") {
-      arg = i;
-      break;
-    }
-  }
-  if (arg >= c.node.args.size() || c.node.args[arg].value.kind != graph::Literal::Kind::kFloat ||
-      !std::isfinite(c.node.args[arg].value.f)) {
+  if (spec == nullptr || spec->derived_scalar.pos < 0) return std::nullopt;
+  const graph::Literal* given =
+      ops::FindArg(c.node, static_cast<size_t>(spec->derived_scalar.pos), spec->derived_scalar.name);
+  if (given == nullptr || given->kind != graph::Literal::Kind::kFloat || !std::isfinite(given->f)) {
     return std::nullopt;
   }
+  size_t arg = 0;  // its slot, to move it in a copy of the node
+  while (arg < c.node.args.size() && &c.node.args[arg].value != given) ++arg;
+  if (arg == c.node.args.size()) return std::nullopt;
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
   const double eps = graph::Epsilon(c.dtype);
