@@ -7,6 +7,8 @@
 #include <set>
 #include <string>
 
+#include "exec/overflow_recorder.h"
+
 namespace divfuzz::exec {
 namespace {
 
@@ -24,19 +26,13 @@ Settings* g_settings = nullptr;
 
 thread_local int t_backward_depth = 0;
 
-// Calls that allocate, convert or alias: no rounding of a formula's own.
-bool Incidental(const c10::OperatorName& op) {
-  static const std::set<std::string> kIncidental = {
-      "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_strided",
-      "aten::empty_like", "aten::detach", "aten::clone", "aten::contiguous", "aten::lift_fresh",
-      "aten::alias", "aten::resize_", "aten::zeros", "aten::zeros_like", "aten::ones_like",
-      "aten::ones", "aten::full", "aten::full_like", "aten::fill_", "aten::zero_",
-      "aten::result_type", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
-      "aten::view", "aten::reshape", "aten::_reshape_alias", "aten::expand", "aten::as_strided",
-      "aten::unsqueeze", "aten::squeeze", "aten::t", "aten::transpose", "aten::permute",
-      "aten::select", "aten::slice", "aten::_unsafe_view", "aten::sign", "aten::sgn",
-      "aten::neg", "aten::abs", "aten::where", "aten::masked_fill", "aten::sum_to_size"};
-  return kIncidental.count(op.name) > 0;
+// Calls that round nothing of a formula's own: exec/overflow_recorder.h's
+// incidental ones, and those exact in any dtype.
+bool RoundsNothing(const c10::OperatorName& op) {
+  static const std::set<std::string> kExact = {
+      "aten::ones", "aten::full", "aten::full_like", "aten::sign", "aten::sgn", "aten::neg",
+      "aten::abs", "aten::where", "aten::masked_fill", "aten::sum_to_size"};
+  return IncidentalOp(op) || kExact.count(op.name) > 0;
 }
 
 struct Context : at::ObserverContext {
@@ -51,7 +47,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     c->backward_node = true;
     return c;
   }
-  if (t_backward_depth == 0 || !fn.operator_name() || Incidental(*fn.operator_name())) {
+  if (t_backward_depth == 0 || !fn.operator_name() || RoundsNothing(*fn.operator_name())) {
     return nullptr;
   }
   auto c = std::make_unique<Context>();

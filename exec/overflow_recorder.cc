@@ -28,21 +28,6 @@ bool AllFinite(const at::Tensor& t) {
 // conversions around it, differ between a dtype's run and float64's).
 thread_local int t_backward_depth = 0;
 
-// Calls that convert, allocate or alias: present in one run and not the
-// other (a cast to the dtype a value already has dispatches nothing), so
-// left out of both before they are aligned.
-bool Incidental(const c10::OperatorName& op) {
-  static const std::set<std::string> kIncidental = {
-      "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_strided",
-      "aten::empty_like", "aten::detach", "aten::clone", "aten::contiguous", "aten::lift_fresh",
-      "aten::alias", "aten::resize_", "aten::zeros", "aten::zeros_like", "aten::ones_like",
-      "aten::fill_", "aten::zero_", "aten::result_type", "aten::is_nonzero", "aten::item",
-      "aten::_local_scalar_dense", "aten::view", "aten::reshape", "aten::_reshape_alias",
-      "aten::expand", "aten::as_strided", "aten::unsqueeze", "aten::squeeze", "aten::t",
-      "aten::transpose", "aten::permute", "aten::select", "aten::slice", "aten::_unsafe_view"};
-  return kIncidental.count(op.name) > 0;
-}
-
 struct Context : at::ObserverContext {
   bool backward_node = false;
   std::optional<at::ScalarType> dtype;
@@ -57,7 +42,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     c->backward_node = true;
     return c;
   }
-  if (t_backward_depth == 0 || !fn.operator_name() || Incidental(*fn.operator_name())) {
+  if (t_backward_depth == 0 || !fn.operator_name() || IncidentalOp(*fn.operator_name())) {
     return nullptr;
   }
   at::DisableRecordFunctionGuard off;  // our own checks are not observed
@@ -108,6 +93,18 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 }
 
 }  // namespace
+
+bool IncidentalOp(const c10::OperatorName& op) {
+  static const std::set<std::string> kIncidental = {
+      "aten::to", "aten::_to_copy", "aten::copy_", "aten::empty", "aten::empty_strided",
+      "aten::empty_like", "aten::detach", "aten::clone", "aten::contiguous", "aten::lift_fresh",
+      "aten::alias", "aten::resize_", "aten::zeros", "aten::zeros_like", "aten::ones_like",
+      "aten::fill_", "aten::zero_", "aten::result_type", "aten::is_nonzero", "aten::item",
+      "aten::_local_scalar_dense", "aten::view", "aten::reshape", "aten::_reshape_alias",
+      "aten::expand", "aten::as_strided", "aten::unsqueeze", "aten::squeeze", "aten::t",
+      "aten::transpose", "aten::permute", "aten::select", "aten::slice", "aten::_unsafe_view"};
+  return kIncidental.count(op.name) > 0;
+}
 
 bool OpCall::Overflows() const {
   if (!inputs_finite || !input_dtype || at::isComplexType(*input_dtype)) return false;

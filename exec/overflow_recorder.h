@@ -21,6 +21,11 @@
 
 namespace divfuzz::exec {
 
+// Calls that convert, allocate or alias: present in one run and not the
+// other (a cast to the dtype a value already has dispatches nothing), and
+// none of them rounds a value.
+bool IncidentalOp(const c10::OperatorName& op);
+
 struct OpCall {
   c10::OperatorName op{"", ""};
   std::optional<at::ScalarType> input_dtype;  // its floating inputs' dtype; none when mixed

@@ -99,16 +99,23 @@ int PrintReplay(const std::string& path, const graph::Program& program, const ex
 // starts to, so that its supervisor knows which one a crash took.
 constexpr char kBatchProgress[] = "DIVFUZZ_REPLAY_BATCH_PROGRESS";
 
-// This command again on `files`, with the same flags, in a child process
-// whose output is this one's; `blocking` sets CUDA_LAUNCH_BLOCKING=1 there.
-// Its exit code (a crash counts as a finding).
-int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::string>& files,
-                  bool blocking) {
+// This process's command line without the files it was given (`args`): the
+// same command and flags, for a child given other files.
+std::vector<std::string> CommandWithoutFiles(const std::vector<std::string>& args) {
   const std::set<std::string> given(args.begin(), args.end());
   std::vector<std::string> argv;
   for (const std::string& word : OwnCommandLine()) {
     if (given.count(word) == 0) argv.push_back(word);
   }
+  return argv;
+}
+
+// This command again on `files`, with the same flags, in a child process
+// whose output is this one's; `blocking` sets CUDA_LAUNCH_BLOCKING=1 there.
+// Its exit code (a crash counts as a finding).
+int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::string>& files,
+                  bool blocking) {
+  std::vector<std::string> argv = CommandWithoutFiles(args);
   argv.insert(argv.end(), files.begin(), files.end());
   SpawnOptions options;
   if (blocking) options.env["CUDA_LAUNCH_BLOCKING"] = "1";
@@ -132,13 +139,8 @@ int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::s
 // kernel that segfaults: libtorch's CPU group_norm backward on a null dX,
 // session 42) is reported as a finding and the files after it go on in a
 // fresh child. Without this, one crash lost the verdicts of the whole batch.
-int SuperviseBatch(const std::vector<std::string>& args,
-                   const std::vector<std::string>& files) {
-  const std::set<std::string> given(args.begin(), args.end());
-  std::vector<std::string> flags;
-  for (const std::string& word : OwnCommandLine()) {
-    if (given.count(word) == 0) flags.push_back(word);
-  }
+int SuperviseBatch(const std::vector<std::string>& files) {
+  const std::vector<std::string> flags = CommandWithoutFiles(files);
   char dir_template[] = "/tmp/divfuzz-replay-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return -1;
   const std::string progress = std::string(dir_template) + "/started";
@@ -197,7 +199,7 @@ int RunReplay(const std::vector<std::string>& args) {
   }
   const char* progress = std::getenv(kBatchProgress);
   if (args.size() > 1 && progress == nullptr) {
-    const int supervised = SuperviseBatch(args, args);
+    const int supervised = SuperviseBatch(args);
     if (supervised >= 0) return supervised;
   }
   const exec::Target* ta = &pair->first;

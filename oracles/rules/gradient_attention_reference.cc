@@ -54,10 +54,14 @@ std::optional<RuleMatch> gradient_attention_reference(const GradientContext& c) 
   const graph::Node& sdpa = inner != nullptr ? *inner : c.node;
   const ops::OpSpec* spec = ops::FindOp(sdpa.QualifiedName());
   if (spec == nullptr || !(spec->cuda_kernels & ops::kCudaAttention)) return std::nullopt;
+  // q, k, v and the mask by name: the fudge factors are per operand, and q's
+  // and k's last dims are permuted alike below (their gradients permuted
+  // back). Not where q or k is also read as v or the mask (self-attention):
+  // the permutation would change the function.
+  const std::vector<std::string> uses = OperandNames(sdpa);
   double fudge = 5.0;
   if (inner == nullptr) {
     static constexpr double kFudge[] = {160.0, 25.0, 8.0, 45.0};  // q, k, v, mask
-    const std::vector<std::string> uses = OperandNames(sdpa);
     for (size_t i = 0; i < uses.size() && i < 4; ++i) {
       if (uses[i] == c.wrt) fudge = kFudge[i];
     }
@@ -68,10 +72,6 @@ std::optional<RuleMatch> gradient_attention_reference(const GradientContext& c) 
   // vetoed the test on the element that is.
   const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
                                                  c.policy.For(c.node.QualifiedName(), c.dtype));
-  // q and k by name: their last dims are permuted alike below, and their
-  // gradients permuted back. Not where q or k is also read as v or a mask
-  // (self-attention): the permutation would change the function.
-  const std::vector<std::string> uses = OperandNames(sdpa);
   const bool permutable = uses.size() >= 3 && uses[0] != uses[2] && uses[1] != uses[2] &&
                           (uses.size() < 4 || (uses[3] != uses[0] && uses[3] != uses[1]));
   static constexpr int kOrders = 8;

@@ -171,4 +171,42 @@ std::vector<std::string> OperandNames(const graph::Node& node) {
   return names;
 }
 
+std::optional<double> WithinRoundingSpread(
+    const GradientContext& c, const SpreadTest& test,
+    const std::function<std::optional<at::Tensor>(const GradientSide&, int)>& draw) {
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    if (!s->witness.defined() || s->witness.is_complex() || !s->outgoing.defined()) {
+      return std::nullopt;
+    }
+  }
+  const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
+  const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
+  double worst = 0;
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    const at::Tensor base = s->witness.to(at::kDouble);
+    at::Tensor spread = at::zeros_like(base);
+    for (int k = 0; k < test.draws; ++k) {
+      std::optional<at::Tensor> g = draw(*s, k);
+      if (!g || g->sizes() != base.sizes()) return std::nullopt;
+      spread = at::fmax(spread, (g->to(at::kDouble) - base).abs());
+    }
+    const at::Tensor off = (s->outgoing.to(at::kDouble) - base).abs();
+    if (off.sizes() != spread.sizes()) return std::nullopt;
+    at::Tensor judged = at::ones_like(off, at::kBool).reshape(-1);
+    if (differing.defined() && differing.numel() == judged.numel()) judged = differing;
+    if (test.keeps_digit) {
+      const at::Tensor no_bound = (at::isfinite(spread).logical_not() |
+                                   spread * test.factor >= base.abs()).reshape(-1);
+      if ((no_bound & judged).any().item<bool>()) return std::nullopt;
+    }
+    at::Tensor ok = off <= spread * test.factor + tol.atol;
+    if (test.nonfinite_passes) ok = ok | at::isfinite(off).logical_not();
+    if (!(ok.reshape(-1) | judged.logical_not()).all().item<bool>()) return std::nullopt;
+    const at::Tensor ratio = (off / (spread + 1e-300)).reshape(-1).masked_select(
+        judged & at::isfinite(off).reshape(-1));
+    if (ratio.numel() > 0) worst = std::max(worst, ratio.max().item<double>());
+  }
+  return worst;
+}
+
 }  // namespace divfuzz::oracles::rules

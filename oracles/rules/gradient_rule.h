@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -116,6 +117,24 @@ struct SplitUses {
 std::optional<SplitUses> SplitRepeatedUses(const graph::Node& node,
                                            const std::map<std::string, at::Tensor>& inputs,
                                            const ops::TypeEnv& types);
+
+// The rounding-spread test gradient_composite_rounding and
+// gradient_formula_rounding share: for each side, the largest move of its
+// float64 backward (its witness) over `draws` reruns (`draw(side, k)`, nullopt:
+// the test does not apply), and each side within `factor` times that move
+// plus atol at the elements the sides differ at. `nonfinite_passes`: a
+// non-finite distance there passes; `keeps_digit`: the test does not apply
+// where the move is non-finite or reaches the witness itself. Returns the
+// largest distance in units of the move.
+struct SpreadTest {
+  int draws = 6;
+  double factor = 4.0;
+  bool nonfinite_passes = false;
+  bool keeps_digit = false;
+};
+std::optional<double> WithinRoundingSpread(
+    const GradientContext& c, const SpreadTest& test,
+    const std::function<std::optional<at::Tensor>(const GradientSide&, int)>& draw);
 
 #define DIVFUZZ_RULE(name, meaning)
 #define DIVFUZZ_GRADIENT_RULE(name, meaning) \
