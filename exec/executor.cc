@@ -667,6 +667,12 @@ NodeResult ExecuteNode(const graph::Node& node, const ValueLookup& lookup,
     for (size_t i = 0; i < stack->size(); ++i) {
       const c10::IValue& v = (*stack)[i];
       if (v.isTensor()) {
+        for (const std::string& name : node.Uses()) {
+          const at::Tensor in = lookup(name);
+          nr.returns_input = nr.returns_input || (in.defined() && v.toTensor().defined() &&
+                                                  in.unsafeGetTensorImpl() ==
+                                                      v.toTensor().unsafeGetTensorImpl());
+        }
         define(node.results[i], v.toTensor());
         if (nr.grad_fn.empty() && v.toTensor().defined() && v.toTensor().grad_fn()) {
           nr.grad_fn = ArithmeticGradFn(v.toTensor().grad_fn().get(), first_seq);
@@ -991,6 +997,17 @@ NodeResult ExecutePlaced(const graph::Node& node, const std::map<std::string, at
 
 }  // namespace
 
+namespace {
+thread_local const std::function<bool(const std::string&)>* differentiate_only = nullptr;
+}  // namespace
+
+DifferentiateOnly::DifferentiateOnly(std::function<bool(const std::string&)> differentiates)
+    : accepts_(std::move(differentiates)), previous_(differentiate_only) {
+  differentiate_only = &accepts_;
+}
+
+DifferentiateOnly::~DifferentiateOnly() { differentiate_only = previous_; }
+
 VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Tensor>& values,
                      const std::vector<at::Tensor>& cotangents, const ops::TypeEnv& types,
                      Target target, bool round_results,
@@ -1012,7 +1029,8 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
       auto it = values.find(name);
       if (it == values.end() || !it->second.defined()) continue;
       at::Tensor t = Place(it->second, target);
-      if (t.is_floating_point() || t.is_complex()) {
+      if ((t.is_floating_point() || t.is_complex()) &&
+          (differentiate_only == nullptr || (*differentiate_only)(name))) {
         t = t.detach().requires_grad_(true);
         r.wrt.push_back(name);
         wrt.push_back(t);

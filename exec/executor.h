@@ -123,6 +123,25 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
                      const BackwardProbeOptions* probe = nullptr,
                      bool create_graph = false, const VjpGraphVisitor* visit = nullptr);
 
+// While alive, RunNodeVjp on this thread differentiates only the inputs
+// `differentiates` accepts (by value name), not every floating one: the
+// oracle's reruns take the gradients the run's own backward took. An input
+// the program never differentiated can make the engine reject its gradient's
+// shape (batch_norm's weight given as [1, 1]: its backward returns [C];
+// session 41's INFRA verdict) or send the kernel down another path (SDPA's
+// backward for a mask that requires grad).
+class DifferentiateOnly {
+ public:
+  explicit DifferentiateOnly(std::function<bool(const std::string&)> differentiates);
+  ~DifferentiateOnly();
+  DifferentiateOnly(const DifferentiateOnly&) = delete;
+  DifferentiateOnly& operator=(const DifferentiateOnly&) = delete;
+
+ private:
+  std::function<bool(const std::string&)> accepts_;
+  const std::function<bool(const std::string&)>* previous_;
+};
+
 // The same node in forward mode: `tangents` (by value name) ride along as
 // dual numbers; outputs are the results' tangents (J u) on the CPU, in the
 // target's dtype. Reverse and forward mode are separate code in PyTorch, so

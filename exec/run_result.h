@@ -43,6 +43,11 @@ struct NodeResult {
   // A forward node run under autograd: the backward node PyTorch recorded for
   // its first differentiable result, as PyTorch names it ("SinhBackward0").
   std::string grad_fn;
+  // A result is one of the node's inputs itself, not a view or a copy
+  // (flatten of a 1-d tensor returns self): autograd sees one value where the
+  // program names two, so a gradient statement's sums for either name take
+  // the uses of both (session 43's InputBuffer::add false alarm).
+  bool returns_input = false;
   // A gradient statement (graph/gradient.h): dL/dv of L = sum(cotangent * y)
   // for every value v on a path from its inputs to its outputs (program
   // inputs and forward results alike), on the CPU, rounded to the value's

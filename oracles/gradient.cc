@@ -313,7 +313,7 @@ std::string InnerKernel(const graph::Node& node, const Step& sa, const Step& sb,
 // side). A value some use of which was not rerun (its incoming gradients
 // differ, an earlier gradient statement reads it) is `unknown`.
 struct UseGradients {
-  bool tracked = true;  // off where an in-place node aliases values
+  bool tracked = true;  // off where an in-place node aliases values, or a node returns its input
   std::map<std::string, std::vector<at::Tensor>> a, b;
   std::set<std::string> unknown;
 
@@ -340,6 +340,11 @@ UseGradients StartUses(const graph::Program& program, const exec::RunResult& a,
   for (int k = 0; k < g; ++k) {
     const std::string& op = program.nodes[k].op;
     if (!op.empty() && op.back() == '_') u.tracked = false;
+    // One autograd value under two names: the engine sums their uses together.
+    const size_t i = static_cast<size_t>(k);
+    if ((i < a.nodes.size() && a.nodes[i].returns_input) || (i < b.nodes.size() && b.nodes[i].returns_input)) {
+      u.tracked = false;
+    }
   }
   graph::GradCallOrError call = graph::ParseGradCall(program.nodes[g]);
   if (!call.call) {
@@ -808,6 +813,17 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   d.tier = "divergence";
   d.wrong_side = "undecided";
   if (d.cls == DivergenceClass::kDtypeGap) d.tier = "dtype_gap";
+  // Every rerun of a forward node's backward below differentiates what the
+  // run's backward did: the values on this statement's paths. Not where
+  // neither side kept a gradient (both raised), and not a step inside an
+  // earlier statement (`inside_step`): its first-order gradients need the
+  // inputs that statement differentiated, whatever this one does.
+  const bool kept = !ga.value_grads.empty() || !gb.value_grads.empty();
+  bool inside_step = false;
+  const exec::DifferentiateOnly only([&](const std::string& name) {
+    return !kept || inside_step || types.count(name) == 0 || ga.value_grads.count(name) > 0 ||
+           gb.value_grads.count(name) > 0;
+  });
   // As the executor does: a later gradient statement makes this one's
   // backward differentiable.
   bool later = false;
@@ -846,6 +862,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   auto visit = [&](const graph::Node& node, int k, Step xa, Step xb, const ops::TypeEnv& env,
                    bool forward) -> Visit {
     if (!AnyIncoming(xa) && !AnyIncoming(xb)) return kNext;  // not on the path
+    inside_step = !forward;
     const bool same = SameIncoming(xa, xb, node, env, policy);
     if (forward) {
       Divergence diff;
@@ -1003,6 +1020,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   const ops::TypeEnv& rtypes = *root_types;
   // A step inside an earlier statement: named after its forward node.
   const graph::Node* inside = exec::VjpInner(node);
+  inside_step = inside != nullptr;
   std::string grad_fn = !sa.vjp.grad_fn.empty() ? sa.vjp.grad_fn : sb.vjp.grad_fn;
   std::string inner_note;
   if (d.cls != DivergenceClass::kErrorSplit && d.cls != DivergenceClass::kDtypeGap) {
@@ -1019,9 +1037,19 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   d.op = grad_fn.empty() ? absl::StrCat(forward_name, inside ? ".double_backward" : ".backward")
                          : grad_fn;
   const std::string wrt = out < sa.vjp.wrt.size() ? sa.vjp.wrt[out] : "";
+  // The devices may record different backward nodes for one op: CUDA's fused
+  // rms_norm kernel is FusedRmsNormBackward0 where the CPU's composite ends in
+  // ToCopyBackward0 (session 43's judge). The bucket keeps side A's name; the
+  // finding names both.
+  std::string named = d.op;
+  if (inner_note.empty() && !sa.vjp.grad_fn.empty() && !sb.vjp.grad_fn.empty() &&
+      sa.vjp.grad_fn != sb.vjp.grad_fn) {
+    named = absl::StrCat(sa.vjp.grad_fn, " on ", exec::TargetName(a.target), " (",
+                         sb.vjp.grad_fn, " on ", exec::TargetName(b.target), ")");
+  }
   d.detail = absl::StrCat(inside ? "double backward of node " : "backward of node ", root, " (",
                           forward_name, inside ? ", inside an earlier gradient statement" : "",
-                          "): ", d.op, " gives d/d%", wrt, " ", d.value_a, " on ",
+                          "): ", named, " gives d/d%", wrt, " ", d.value_a, " on ",
                           exec::TargetName(a.target), " and ", d.value_b, " on ",
                           exec::TargetName(b.target), " from the same incoming gradients",
                           inner_note);

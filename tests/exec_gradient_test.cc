@@ -65,6 +65,60 @@ output %gx, %gw, %gu, %z
   EXPECT_TRUE(SameBits(r.nodes[2].value_grads.at("x"), gh));
 }
 
+// The oracle's reruns made every floating input require grad, whether the
+// run differentiated it or not: a class weight among them, which nll_loss
+// (inside cross_entropy_loss) refuses ("not differentiable with respect to
+// argument 'weight'"), and batch_norm's [1, C] weight, whose [C] gradient the
+// engine rejects (session 41's INFRA verdict). Under DifferentiateOnly the
+// rerun takes the gradients the run took.
+TEST(Gradients, ARerunDifferentiatesOnlyWhatTheRunDifferentiated) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[3,4] = normal(seed=3)
+input %t: i64[3] = values(0, 1, 3)
+input %w: f32[4] = values(0.5, 1.0, 2.0, 0.25)
+%y = aten::cross_entropy_loss(%x, %t, %w)
+output %y
+)");
+  const ops::TypeEnv types = MustInfer(p);
+  const RunResult built = exec::Run(p, types, Target::kCpu);
+  std::map<std::string, at::Tensor> values;
+  for (const char* name : {"x", "t", "w"}) values[name] = built.inputs.at(name);
+  const std::vector<at::Tensor> incoming{at::ones({})};
+  const VjpResult every = RunNodeVjp(p.nodes[0], values, incoming, types, Target::kCpu);
+  ASSERT_TRUE(every.result.error.has_value()) << "nll_loss took a weight requiring grad";
+  VjpResult only;
+  {
+    const DifferentiateOnly scope([](const std::string& name) { return name == "x"; });
+    only = RunNodeVjp(p.nodes[0], values, incoming, types, Target::kCpu);
+  }
+  ASSERT_FALSE(only.result.error.has_value()) << only.result.error->message;
+  ASSERT_EQ(only.wrt, std::vector<std::string>{"x"});
+  // torch::autograd::grad of the same call, the input alone requiring grad.
+  const at::Tensor x = built.inputs.at("x").detach().requires_grad_(true);
+  const at::Tensor y = at::cross_entropy_loss(x, built.inputs.at("t"), built.inputs.at("w"));
+  const at::Tensor want = torch::autograd::grad({y}, {x}, {incoming[0]})[0];
+  EXPECT_TRUE(at::equal(only.result.outputs.at(0), want));
+  // The scope ends with its block: every floating input again.
+  EXPECT_EQ(RunNodeVjp(p.nodes[0], values, incoming, types, Target::kCpu).wrt.size(), 2u);
+}
+
+// flatten of a 1-d tensor returns its input itself: one autograd value under
+// two names, whose uses the engine sums together (session 43's InputBuffer::add
+// false alarm summed two names apart). flatten of a 2-d one is a view.
+TEST(Gradients, ANodeThatReturnsItsInputItselfIsRecorded) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x: f32[4] = normal(seed=1)
+input %m: f32[2,2] = normal(seed=2)
+%a = aten::flatten.using_ints(%x)
+%b = aten::flatten.using_ints(%m)
+output %a, %b
+)");
+  const RunResult r = exec::Run(p, MustInfer(p), Target::kCpu);
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_TRUE(r.nodes[0].returns_input);
+  EXPECT_FALSE(r.nodes[1].returns_input);
+}
+
 TEST(Gradients, ACompositeOpIsNamedByTheBackwardNodeThatComputes) {
   graph::Program p = MustParse(R"(divfuzz v1
 input %x: f32[2,3,4] = normal(seed=1)
