@@ -622,6 +622,32 @@ output %g
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// Session 43's AcosBackward0 c64 (judged expected): acos's backward forms
+// 1 - z·z, which overflows both components of c64 at z = 1.5 + 1.7e38i; the
+// CPU's complex rsqrt of (inf, -inf) gives NaN where CUDA's gives 0
+// (pytorch#156152), and the gradient (incoming 0) is -0. A complex operand
+// within 16x of the range is extremal, by its modulus.
+TEST(GradientOracle, AComplexOperandNearTheRangeIsExtremal) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("complex_extremal");
+  const std::string out = ReplayPlain(dir, "acos.dfz", R"(divfuzz v1
+input %xb: bf16[1,3,5,5] = fill(0.0)
+input %wb: bf16[4,3,1,1] = fill(0.0)
+input %vb: f32[1,4,3,3] = fill(0.0)
+input %x16: c64[4,1] = special(seed=2844540516)
+input %ct0: f32[1,3,5,5] = fill(1.0)
+input %ct1: c64[4,1] = fill(0.0)
+%yb = aten::conv2d(%xb, %wb, None, [3, 3], [1, 1])
+%gxb = autograd::grad([%yb], [%xb], grad_outputs=[%vb])
+%v17 = aten::arccos(%x16)
+%g0 = autograd::grad([%gxb, %v17], [%x16], grad_outputs=[%ct0, %ct1])
+output %g0
+)").output;
+  EXPECT_THAT(out, HasSubstr("AcosBackward0")) << out;
+  EXPECT_THAT(out, HasSubstr("tier: expected, wrong side: cpu, rule: gradient_extremal_values"))
+      << out;
+}
+
 // Session 38's MulBackward1 bucket (8eed812d), reduced on a 2xH200 host: the
 // double backward of attention over constant values, exactly 0, where the
 // CPU's f32 gives 1.9e-5 (the order of its sums over the keys).

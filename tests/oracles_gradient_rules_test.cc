@@ -16,6 +16,7 @@
 #include "oracles/compare.h"
 #include "oracles/gradient.h"
 #include "oracles/rules/gradient_rule.h"
+#include "oracles/rules/rule.h"
 #include "tests/test_util.h"
 
 namespace divfuzz::oracles::rules {
@@ -235,6 +236,37 @@ output %y
   EXPECT_FALSE(gradient_backward_stable(wrong).has_value());
 }
 
+
+// Session 43's ConvolutionBackward0 bf16 (judged real, from the expected
+// tier): the CPU's oneDNN bf16 convolution backward read a subnormal
+// incoming gradient, 2^-128, as 0 and gave 0 where the exact gradient is
+// -0x1.c4p+127 · 2^-128 = -0.8828125 (CUDA's value). The hull's moves had
+// a floor of the smallest normal float, which carried 2^-128 across 0.
+TEST(GradientRules, BackwardStableDoesNotMoveASubnormalAcrossZero) {
+  Case k{MustParse(R"(divfuzz v1
+input %xb: bf16[1,1,2,2] = fill(0.0)
+input %wb: bf16[1,1,1,1] = values(-0x1.c4p+127)
+%yb = aten::conv2d(%xb, %wb)
+output %yb
+)"), {}, {}};
+  k.types = MustInfer(k.program);
+  k.d.cls = DivergenceClass::kTolerance;
+  k.d.element = 3;
+  const at::Tensor x = at::zeros({1, 1, 2, 2}, at::kDouble);
+  const at::Tensor w = at::full({1, 1, 1, 1}, -0x1.c4p+127, at::kDouble);
+  at::Tensor v = at::zeros({1, 1, 2, 2}, at::kBFloat16);
+  v.reshape(-1)[3] = std::ldexp(1.0, -128);
+  const at::Tensor exact = w.reshape({}) * v.to(at::kDouble);
+  ASSERT_EQ(exact.reshape(-1)[3].item<double>(), -0.8828125);
+  GradientContext c = ContextOf(k, {{"xb", x}, {"wb", w}}, {v}, at::zeros({1, 1, 2, 2}, at::kBFloat16),
+                                exact.to(at::kBFloat16), exact, false, graph::DType::kBF16);
+  EXPECT_FALSE(gradient_backward_stable(c).has_value());
+  // The exact value and one rounding of it are within the hull.
+  GradientContext ok = ContextOf(k, {{"xb", x}, {"wb", w}}, {v},
+                                 (exact * (1 + 1.0 / 256)).to(at::kBFloat16),
+                                 exact.to(at::kBFloat16), exact, false, graph::DType::kBF16);
+  EXPECT_TRUE(gradient_backward_stable(ok).has_value());
+}
 
 // The gradient of sum(v * f(x)) by autograd on the CPU in `dtype` (float64:
 // the reference), f one op of the program.
@@ -1644,6 +1676,101 @@ output %y
   at::Tensor far = tied.clone();
   far[3] = 0.9;
   EXPECT_FALSE(nondifferentiable_point(ctx(far, routed)).has_value());
+}
+
+
+// Session 43's SortBackward0 (msort of x / -1.5, f32, judged expected): CUDA
+// multiplies by the reciprocal, which ties elements 0 and 1 there only; the
+// CPU divides, which ties elements 2 and 3 there only. Each side routes among
+// its own ties; neither side's ties alone explain both differences.
+TEST(GradientRules, TiesThatEachSideSawAloneTogetherAreARoutingChoice) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: f32[5] = values(1.0, 1.0, 2.0, 2.0, 3.0)
+%y = aten::msort(%x)
+output %y
+)", DivergenceClass::kTolerance);
+  const at::Tensor on_cpu = at::tensor({1.0, 1.0000001, 2.0, 2.0, 3.0}, at::kDouble);
+  const at::Tensor on_cuda = at::tensor({1.0, 1.0, 2.0, 2.0000002, 3.0}, at::kDouble);
+  auto ctx = [&](const at::Tensor& xb, const at::Tensor& a, const at::Tensor& b) {
+    GradientContext c = ContextOf(k, {{"x", on_cpu}}, {at::tensor({0.1f, -0.7f, 0.3f, 1.9f, 5.f})},
+                                  a, b, a.to(at::kDouble), false);
+    c.b.inputs = {{"x", xb}};
+    c.hints = ops::FindOp("aten::msort")->hints;
+    return c;
+  };
+  const at::Tensor a = at::tensor({0.1f, -0.7f, 0.3f, 1.9f, 5.f});
+  // CUDA swapped 0 and 1 (tied on CUDA only) and 2 and 3 (tied on the CPU only).
+  const at::Tensor swapped = at::tensor({-0.7f, 0.1f, 1.9f, 0.3f, 5.f});
+  std::optional<RuleMatch> m = nondifferentiable_point(ctx(on_cuda, a, swapped));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("either side"), std::string::npos) << m->reason;
+  // A gradient sent to element 4, tied with nothing on either side, is no choice.
+  EXPECT_FALSE(
+      nondifferentiable_point(ctx(on_cuda, a, at::tensor({-0.7f, 0.1f, 1.9f, 5.f, 0.3f})))
+          .has_value());
+}
+
+// Session 43's CholeskySolveBackward0 (cholesky_solve(X, X), c64, judged
+// expected): the rule read the matrix as the op's second distinct value,
+// which a node reading X twice does not have, and declined. The matrix is
+// the argument at the catalogue's position, L L^H for a Cholesky factor.
+TEST(GradientRules, ConditioningReadsTheMatrixByArgumentPositionEvenWhenItIsReadTwice) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %x: c64[3,3] = normal(seed=4)
+%y = aten::cholesky_solve(%x, %x)
+output %y
+)", DivergenceClass::kTolerance);
+  const ops::OpSpec* spec = ops::FindOp("aten::cholesky_solve");
+  ASSERT_NE(spec, nullptr);
+  const at::Tensor x = at::randn({3, 3}, at::kComplexDouble);
+  const at::Tensor m = ConditionedMatrixOf(k.program.nodes[0], *spec, {{"x", x}});
+  ASSERT_TRUE(m.defined());
+  const at::Tensor l = at::tril(x);
+  EXPECT_TRUE(at::allclose(m, at::matmul(l, l.mH())));
+  // The gradient rule now applies: the sides differ within its bound.
+  const at::Tensor w = at::randn({3, 3}, at::kComplexDouble);
+  const at::Tensor wa = (w * (1 + 1e-6)).to(at::kComplexFloat);
+  GradientContext c = ContextOf(k, {{"x", x}}, {at::ones({3, 3}, at::kComplexFloat)}, wa,
+                                w.to(at::kComplexFloat), w, false, graph::DType::kC64);
+  c.hints = spec->hints;
+  std::optional<RuleMatch> r = gradient_conditioning(c);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->reason.find("cond"), std::string::npos) << r->reason;
+}
+
+// Session 43's bf16 rms_norm over 7 elements (judged expected): CUDA's fused
+// backward forms 7·dy = 7 × 2.0e38 in float32, inf, where the exact gradient
+// is 1.7e38 and the CPU's composite gives it. sum|v| alone (2.0e38) fits.
+TEST(GradientRules, AFusedNormBackwardsNTimesDyPastFloatIsExtremal) {
+  Case k = CaseOf(R"(divfuzz v1
+input %l: bf16[2,1,7] = fill(1.0)
+%y = aten::rms_norm(%l, [7])
+output %y
+)", DivergenceClass::kClassSplit, 13);
+  const at::Tensor x = at::ones({2, 1, 7}, at::kDouble);
+  at::Tensor v = at::zeros({2, 1, 7});
+  v.reshape(-1)[13] = 0x1.2ced32p+127f;
+  const at::Tensor exact = at::zeros({2, 1, 7}, at::kDouble).index_put_(
+      {at::tensor({1}), at::tensor({0}), at::tensor({6})}, at::tensor({1.70901e38}, at::kDouble));
+  GradientContext c = ContextOf(k, {{"l", x}}, {v}, exact.to(at::kBFloat16),
+                                at::where(exact > 0, INFINITY, 0.0).to(at::kBFloat16), exact, false,
+                                graph::DType::kBF16);
+  c.hints = ops::FindOp("aten::rms_norm")->hints;
+  std::optional<RuleMatch> m = gradient_extremal_values(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("n·dy·w"), std::string::npos) << m->reason;
+  // Over 1 element there is no n·dy past float32's range: a finding.
+  Case one = CaseOf(R"(divfuzz v1
+input %l: bf16[14,1,1] = fill(1.0)
+%y = aten::rms_norm(%l, [1])
+output %y
+)", DivergenceClass::kClassSplit, 13);
+  GradientContext c1 = ContextOf(one, {{"l", x.reshape({14, 1, 1})}}, {v.reshape({14, 1, 1})},
+                                 exact.reshape({14, 1, 1}).to(at::kBFloat16),
+                                 at::where(exact > 0, INFINITY, 0.0).reshape({14, 1, 1}).to(at::kBFloat16),
+                                 exact.reshape({14, 1, 1}), false, graph::DType::kBF16);
+  c1.hints = ops::FindOp("aten::rms_norm")->hints;
+  EXPECT_FALSE(gradient_extremal_values(c1).has_value());
 }
 
 

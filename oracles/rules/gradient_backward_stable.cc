@@ -55,7 +55,7 @@ std::vector<WorstDirection> WorstDirections(const GradientContext& c, const Grad
 at::Tensor MovedAlong(const at::Tensor& t, const at::Tensor& sign, double eps) {
   at::Tensor x = t.to(at::kDouble);
   if (!sign.defined() || sign.sizes() != x.sizes()) return x;
-  const at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
+  const at::Tensor step = FourEpsStep(x, eps);
   return at::where(at::isfinite(x), x + sign.to(at::kDouble) * step, x);
 }
 

@@ -14,6 +14,7 @@
 #include "exec/executor.h"
 #include "ops/catalogue.h"
 #include "oracles/rules/gradient_rule.h"
+#include "oracles/rules/rule.h"
 
 namespace divfuzz::oracles::rules {
 namespace {
@@ -22,13 +23,8 @@ namespace {
 // conditioned), largest over its batch; inf for a singular or non-finite one.
 std::optional<double> Condition(const GradientContext& c, const graph::Node& node,
                                 const ops::OpSpec& spec) {
-  const std::vector<std::string> uses = node.Uses();
-  const size_t arg = static_cast<size_t>(std::max(0, spec.conditioned.arg));
-  if (arg >= uses.size()) return std::nullopt;
-  auto it = c.a.inputs.find(uses[arg]);
-  if (it == c.a.inputs.end() || !it->second.defined() || it->second.dim() < 2) return std::nullopt;
-  at::Tensor m = it->second.to(it->second.is_complex() ? at::kComplexDouble : at::kDouble);
-  if (m.numel() == 0) return std::nullopt;
+  const at::Tensor m = ConditionedMatrixOf(node, spec, c.a.inputs);
+  if (!m.defined() || m.numel() == 0) return std::nullopt;
   if (!at::isfinite(m).all().item<bool>()) return std::numeric_limits<double>::infinity();
   at::Tensor s = at::linalg_svdvals(m);  // descending along the last dim
   at::Tensor hi = s.select(-1, 0), lo = s.select(-1, s.size(-1) - 1);
@@ -66,7 +62,8 @@ std::optional<RuleMatch> gradient_conditioning(const GradientContext& c) {
   const at::Tensor w = c.a.witness.abs();
   const double scale = at::where(at::isfinite(w), w, at::zeros_like(w)).max().item<double>();
   const double bound = 8.0 * static_cast<double>(n) * eps * *cond * scale;
-  at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
+  const auto wide = c.a.outgoing.is_complex() ? at::kComplexDouble : at::kDouble;
+  at::Tensor diff = (c.a.outgoing.to(wide) - c.b.outgoing.to(wide)).abs();
   // Non-finite elements are in the same class on both sides here.
   diff = at::where(at::isfinite(diff), diff, at::zeros_like(diff));
   if (!std::isfinite(bound) || diff.max().item<double>() > bound) return std::nullopt;

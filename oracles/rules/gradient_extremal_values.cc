@@ -168,11 +168,14 @@ std::optional<double> ExtremalOperand(const GradientContext& c, const GradientSi
   if (!c.pointwise || c.d.element < 0) return std::nullopt;
   const double limit = graph::MaxFinite(c.dtype) / 16;
   for (const at::Tensor& t : operands) {
-    if (!t.defined() || t.is_complex() || !t.is_floating_point() ||
+    if (!t.defined() || !(t.is_floating_point() || t.is_complex()) ||
         t.numel() != s.outgoing.numel()) {
       continue;
     }
-    const double v = std::abs(ElementAt(t, c.d.element));
+    // A complex operand by its modulus: acos's 1 - z·z at z = 1.5 + 1.7e38i
+    // overflows both components of c64 (session 43, judged expected: the CPU's
+    // complex rsqrt of (inf, -inf) gives NaN, CUDA's 0, pytorch#156152).
+    const double v = ElementAt(t.abs(), c.d.element);
     if (std::isfinite(v) && v >= limit) return v;
   }
   return std::nullopt;
@@ -190,6 +193,39 @@ RuleMatch ExtremalOperandMatch(const GradientContext& c, double big) {
                                 big, ", within 16x of ", std::string(graph::DTypeName(c.dtype)),
                                 "'s largest value: a product the formula forms first may "
                                 "overflow though the gradient fits")};
+}
+
+// layer_norm's and rms_norm's fused backward (CUDA's, from apex's
+// cuComputeGradInput) forms n·dy·w in float32 before it scales by 1/n,
+// dx = rstd/n·(n·dy·w - Σdy·w - x̂·Σdy·w·x̂), n the normalized size: past
+// float32's range that term overflows though the gradient fits (session 43's
+// bf16 rms_norm over 7 elements: 7 × 2.0e38, inf, against an exact 1.7e38;
+// a float32 emulation gives CUDA's inf; judged expected). n·max|dy|·
+// max(1, max|w|); 0 for other ops.
+double FusedNormTerm(const GradientContext& c, const GradientSide& s) {
+  const std::string op = c.node.QualifiedName();
+  if (op != "aten::layer_norm" && op != "aten::rms_norm" && op != "aten::native_layer_norm" &&
+      op != "aten::_fused_rms_norm") {
+    return 0;
+  }
+  const graph::Literal* shape = ops::FindArg(c.node, 1, "normalized_shape");
+  if (shape == nullptr || shape->kind != graph::Literal::Kind::kList) return 0;
+  double n = 1;
+  for (const graph::Literal& d : shape->list) {
+    if (d.kind == graph::Literal::Kind::kInt) n *= static_cast<double>(std::max<int64_t>(1, d.i));
+  }
+  double dy = 0, w = 1;
+  if (!s.incoming.empty() && s.incoming[0].defined() && s.incoming[0].is_floating_point()) {
+    dy = FiniteAbsMax(s.incoming[0]);
+  }
+  const std::vector<std::string> uses = c.node.Uses();
+  for (size_t i = 1; i < uses.size(); ++i) {  // the weight (and bias: no larger factor)
+    auto t = s.inputs.find(uses[i]);
+    if (t != s.inputs.end() && t->second.defined() && t->second.is_floating_point()) {
+      w = std::max(w, FiniteAbsMax(t->second));
+    }
+  }
+  return n * dy * w;
 }
 
 // An intermediate that overflows in a denominator flushes the gradient to 0
@@ -325,6 +361,15 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                     "largest invstd²) = ", m, ", beyond ",
                                     std::string(graph::DTypeName(acc)), "'s range: an "
                                     "intermediate sum may overflow though the gradient fits")};
+    }
+    const double fused = std::max(FusedNormTerm(c, c.a), FusedNormTerm(c, c.b));
+    if (fused > graph::MaxFinite(acc)) {
+      return RuleMatch{"gradient_extremal_values",
+                       absl::StrCat("the fused backward of ", c.node.QualifiedName(),
+                                    " forms n·dy·w (n the normalized size) up to ", fused,
+                                    ", beyond ", std::string(graph::DTypeName(acc)),
+                                    "'s range: an intermediate may overflow though the gradient "
+                                    "fits")};
     }
     const double norm = std::max(NormBound(c.a), NormBound(c.b));
     if (norm > graph::MaxFinite(acc)) {

@@ -12,9 +12,13 @@
 
 namespace divfuzz::oracles::rules {
 
+at::Tensor FourEpsStep(const at::Tensor& x, double eps) {
+  return at::where(x == 0, at::full_like(x, 1.2e-38), x.abs() * (4 * eps));
+}
+
 at::Tensor MovedBy4Eps(const at::Tensor& t, double eps, int dir, uint64_t seed) {
   at::Tensor x = t.to(at::kDouble);
-  at::Tensor step = at::clamp_min(x.abs() * (4 * eps), 1.2e-38);
+  const at::Tensor step = FourEpsStep(x, eps);
   at::Tensor sign = at::ones_like(x);
   if (dir == 1) sign = -sign;
   if (dir == 4 || dir == 5) {

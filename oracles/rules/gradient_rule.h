@@ -97,8 +97,15 @@ std::vector<std::string> OperandNames(const graph::Node& node);
 const std::vector<ElementDerivative>& JudgedElementDerivatives(const GradientContext& c,
                                                                const GradientSide& s);
 
-// `t` as float64 moved by 4 eps of its dtype (at least the smallest normal
-// float, so a kink at 0 moves too): direction 0 up, 1 down, 4 and 5 by a
+// The step of a move by 4 eps of float64 `x`: 4 eps |x|, and the smallest
+// normal float for an exact 0 (so a kink at 0 moves too: an upstream value
+// that underflowed to 0 may have been anything below it). A subnormal was
+// not flushed: it moves by 4 eps of itself (session 43's oneDNN bf16
+// convolution backward reading a subnormal incoming gradient as 0, judged
+// real: the floor had moved 2.94e-39 across 0 and hidden it).
+at::Tensor FourEpsStep(const at::Tensor& x, double eps);
+
+// `t` as float64 moved by 4 eps of its dtype (FourEpsStep): direction 0 up, 1 down, 4 and 5 by a
 // factor from -1 to 1 along the flat index (up, down: ties break in index
 // order or its reverse), others a random sign per element drawn from `seed`,
 // 2k+1 the mirror of 2k. Non-finite elements stay.

@@ -40,30 +40,10 @@ std::optional<RuleMatch> ill_conditioned(const Context& c) {
   // Elimination without any rounding (the exact witness checked every
   // intermediate): conditioning cannot excuse a difference.
   if (c.d.rounding_free) return std::nullopt;
-  const ops::ConditionedMatrix& cm = c.spec.conditioned;
-  const Literal& arg = c.node.args.size() > static_cast<size_t>(cm.arg)
-                           ? c.node.args[static_cast<size_t>(cm.arg)].value
-                           : c.node.args[0].value;
   // The matrix as each side had it: a side that inherited other values (a
   // float64 side's upstream ops) solved another, maybe worse, problem.
   auto matrix_of = [&](const exec::RunResult& run) {
-    at::Tensor x;
-    if (arg.kind != Literal::Kind::kValue) return x;
-    const std::map<std::string, at::Tensor> in = NodeInputs(c.program, c.d.node_index, run);
-    auto found = in.find(arg.s);
-    if (found == in.end() || !found->second.defined()) return x;
-    x = F64(found->second);
-    if (x.dim() < 2) return at::Tensor();
-    if (cm.as != ops::ConditionedAs::kWhole) {
-      // The op reads one triangle (and cholesky_solve solves with L L^T).
-      const Literal* u = ops::FindArg(c.node, cm.upper_pos < 0 ? 1000 : cm.upper_pos, "upper");
-      const bool upper = u != nullptr && u->kind == Literal::Kind::kBool ? u->b : cm.upper_default;
-      x = upper ? at::triu(x) : at::tril(x);
-      if (cm.as == ops::ConditionedAs::kCholeskyFactor) {
-        x = upper ? at::matmul(x.mT(), x) : at::matmul(x, x.mT());
-      }
-    }
-    return x;
+    return ConditionedMatrixOf(c.node, c.spec, NodeInputs(c.program, c.d.node_index, run));
   };
   const at::Tensor x = matrix_of(c.a);
   if (!x.defined()) return std::nullopt;

@@ -12,6 +12,9 @@
 // less, and is left to the conditioning and stability rules.
 #include <ATen/ATen.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "oracles/compare.h"
@@ -92,23 +95,56 @@ std::optional<RuleMatch> RoutedWithinTies(const GradientContext& c, const Tolera
   // gradient is no routing choice.
   const at::Tensor differing = DifferingElements(ga, gb, c.dtype, tol);
   if (!differing.defined() || !differing.any().item<bool>()) return std::nullopt;
-  // Ties as either side saw them.
+  // Ties as either side saw them, joined: a division rounded another way on
+  // one device ties two inputs there only, and each side routes within its
+  // own ties (session 43's msort: element 19 tied on CUDA alone, element 23
+  // on the CPU alone). Element i and j share a group where either side has
+  // them equal, transitively.
+  const int64_t n = x.numel();
+  std::vector<int64_t> parent(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) parent[static_cast<size_t>(i)] = i;
+  const auto find = [&](int64_t i) {
+    while (parent[static_cast<size_t>(i)] != i) {
+      i = parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
+    }
+    return i;
+  };
   for (const at::Tensor& side_x : {x, x_b}) {
     const at::Tensor key = at::where(at::isnan(side_x), at::full({}, INFINITY, side_x.options()), side_x);
-    const auto [values, inverse, counts] =
-        at::_unique2(key, /*sorted=*/true, /*return_inverse=*/true, /*return_counts=*/true);
-    const at::Tensor tied = counts.index_select(0, inverse.reshape(-1)) > 1;
-    if (!tied.index({differing}).all().item<bool>()) continue;
-    const at::Tensor sa = SortedWithinTies(ga, side_x), sb = SortedWithinTies(gb, side_x);
-    const at::Tensor still = DifferingElements(sa, sb, c.dtype, tol);
-    if (!still.defined() || still.any().item<bool>()) continue;
-    return RuleMatch{"nondifferentiable_point",
-                     absl::StrCat(c.node.QualifiedName(), " selects among tied inputs (",
-                                  tied.sum().item<int64_t>(), " of ", x.numel(),
-                                  " elements equal another): the two sides route the same gradient "
-                                  "values to different tied positions, each a valid choice")};
+    const at::Tensor inverse = std::get<1>(
+        at::_unique2(key, /*sorted=*/true, /*return_inverse=*/true, /*return_counts=*/false))
+                                   .reshape(-1).contiguous().to(at::kLong);
+    std::vector<int64_t> first(static_cast<size_t>(n), -1);
+    const int64_t* inv = inverse.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t& f = first[static_cast<size_t>(inv[i])];
+      if (f < 0) {
+        f = i;
+      } else {
+        parent[static_cast<size_t>(find(i))] = find(f);
+      }
+    }
   }
-  return std::nullopt;
+  std::vector<double> group(static_cast<size_t>(n));
+  std::vector<int64_t> size(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < n; ++i) ++size[static_cast<size_t>(find(i))];
+  std::vector<uint8_t> tied_v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    group[static_cast<size_t>(i)] = static_cast<double>(find(i));
+    tied_v[static_cast<size_t>(i)] = size[static_cast<size_t>(find(i))] > 1;
+  }
+  const at::Tensor groups = at::tensor(group, at::kDouble);
+  const at::Tensor tied = at::tensor(std::vector<int64_t>(tied_v.begin(), tied_v.end()), at::kLong) > 0;
+  if (!tied.index({differing}).all().item<bool>()) return std::nullopt;
+  const at::Tensor sa = SortedWithinTies(ga, groups), sb = SortedWithinTies(gb, groups);
+  const at::Tensor still = DifferingElements(sa, sb, c.dtype, tol);
+  if (!still.defined() || still.any().item<bool>()) return std::nullopt;
+  return RuleMatch{"nondifferentiable_point",
+                   absl::StrCat(c.node.QualifiedName(), " selects among tied inputs (",
+                                tied.sum().item<int64_t>(), " of ", n,
+                                " elements equal another on either side): the two sides route the "
+                                "same gradient values to different tied positions, each a valid "
+                                "choice")};
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/abs.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/tril.h>
+#include <ATen/ops/triu.h>
 #include <ATen/ops/isfinite.h>
 
 namespace divfuzz::oracles::rules {
@@ -42,6 +45,28 @@ std::string BaseName(const std::string& op) {
 bool Accumulates(const graph::Node& node, size_t pos) {
   const graph::Literal* a = ops::FindArg(node, pos, "accumulate");
   return a != nullptr && a->kind == graph::Literal::Kind::kBool && a->b;
+}
+
+at::Tensor ConditionedMatrixOf(const graph::Node& node, const ops::OpSpec& spec,
+                               const std::map<std::string, at::Tensor>& inputs) {
+  const ops::ConditionedMatrix& cm = spec.conditioned;
+  const size_t pos = static_cast<size_t>(std::max(0, cm.arg));
+  const Literal& arg = node.args.size() > pos ? node.args[pos].value : node.args[0].value;
+  if (arg.kind != Literal::Kind::kValue) return {};
+  auto found = inputs.find(arg.s);
+  if (found == inputs.end() || !found->second.defined() || found->second.dim() < 2) return {};
+  at::Tensor x = found->second.to(found->second.is_complex() ? at::kComplexDouble : at::kDouble)
+                     .contiguous();
+  if (cm.as != ops::ConditionedAs::kWhole) {
+    // The op reads one triangle (and cholesky_solve solves with L L^H).
+    const Literal* u = ops::FindArg(node, cm.upper_pos < 0 ? 1000 : cm.upper_pos, "upper");
+    const bool upper = u != nullptr && u->kind == Literal::Kind::kBool ? u->b : cm.upper_default;
+    x = upper ? at::triu(x) : at::tril(x);
+    if (cm.as == ops::ConditionedAs::kCholeskyFactor) {
+      x = upper ? at::matmul(x.mH(), x) : at::matmul(x, x.mH());
+    }
+  }
+  return x;
 }
 
 }  // namespace divfuzz::oracles::rules

@@ -89,4 +89,12 @@ std::string BaseName(const std::string& op);
 // Whether the node's `accumulate` argument (at `pos`) is true.
 bool Accumulates(const graph::Node& node, size_t pos);
 
+// The matrix whose conditioning an op inherits (its catalogue entry's
+// `conditioned`: the argument at that position, not the node's n-th distinct
+// value, since cholesky_solve(X, X) reads one value twice; one triangle, or
+// L L^H for a Cholesky factor), in float64 or complex128 as `inputs` hold
+// it; undefined where the node has none or it is not a matrix.
+at::Tensor ConditionedMatrixOf(const graph::Node& node, const ops::OpSpec& spec,
+                               const std::map<std::string, at::Tensor>& inputs);
+
 }  // namespace divfuzz::oracles::rules
