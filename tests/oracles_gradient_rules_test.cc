@@ -144,6 +144,16 @@ output %y
   GradientContext beside = c;
   beside.a.outgoing = at::tensor({INFINITY, 2.5f});
   EXPECT_FALSE(gradient_accumulation_overflow(beside).has_value());
+  // In float64 (session 43's dc9e1413): 1.8e308 + 8.2e306 - 8.2e306 is inf in
+  // the order that adds the positive terms first, 1.8e308 in the other.
+  const double top = std::numeric_limits<double>::max();
+  const at::Tensor p = at::tensor({top, 1.0}, at::kDouble), q = at::tensor({8.17e306, 0.5}, at::kDouble);
+  GradientContext f64 = c;
+  f64.dtype = graph::DType::kF64;
+  f64.a.outgoing = at::tensor({INFINITY, 1.0}, at::kDouble);
+  f64.b.outgoing = at::tensor({top, 1.0}, at::kDouble);
+  f64.a.contributions = f64.b.contributions = {p, q, -q};
+  EXPECT_TRUE(gradient_accumulation_overflow(f64).has_value());
 }
 
 TEST(GradientRules, ConditioningExcusesAnIllConditionedSolveNotAWellConditionedOne) {
