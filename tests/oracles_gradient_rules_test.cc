@@ -156,6 +156,34 @@ output %y
   EXPECT_TRUE(gradient_accumulation_overflow(f64).has_value());
 }
 
+// Session 43's LogSoftmaxBackward0 f32 (judged expected): g - p·Σg at
+// p = 0.999994 cancels whatever the signs (the probabilities sum to 1), so
+// the float64 backward of |inputs| cancels too; CUDA's expf, 1 ulp off, moved
+// the result 0.76%. Its terms are |g| + p·Σ|g|; half the result off is not
+// within 2·n·eps of them.
+TEST(GradientRules, ALogSoftmaxBackwardCancelsByItsProbabilitiesNotItsSigns) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1,2] = values(12.0, 0.0)
+%y = aten::log_softmax.int(%x, 1)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const at::Tensor x = at::tensor({12.0, 0.0}, at::kDouble).reshape({1, 2});
+  const at::Tensor y = at::log_softmax(x, 1);
+  const at::Tensor g = at::tensor({1e20f, 0.0f}).reshape({1, 2});
+  const at::Tensor exact = g.to(at::kDouble) - y.exp() * g.to(at::kDouble).sum(1, true);
+  auto ctx = [&](double off) {  // element 0, the cancelling one, off by `off`
+    const at::Tensor a = exact * at::tensor({1 + off, 1.0}, at::kDouble).reshape({1, 2});
+    GradientContext c = ContextOf(k, {{"x", x}}, {g}, a.to(at::kFloat), exact.to(at::kFloat),
+                                  exact, false);
+    c.a.results = c.b.results = {y.to(at::kFloat)};
+    return c;
+  };
+  std::optional<RuleMatch> m = gradient_summation(ctx(0.0076));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_summation");
+  EXPECT_FALSE(gradient_summation(ctx(0.5)).has_value());
+}
+
 TEST(GradientRules, ConditioningExcusesAnIllConditionedSolveNotAWellConditionedOne) {
   const Case k = CaseOf(R"(divfuzz v1
 input %a: f32[2,2] = values(1.0, 1.0, 1.0, 1.0001)

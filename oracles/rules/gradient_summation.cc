@@ -7,11 +7,41 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "oracles/rules/gradient_rule.h"
+#include "oracles/rules/rule.h"
 
 namespace divfuzz::oracles::rules {
+namespace {
+
+// softmax's and log_softmax's backward cancel by structure, whatever the
+// signs: dx = p·g - p·Σ(p·g) and dx = g - p·Σg along `dim`, p the saved
+// probabilities (exp of log_softmax's output), which sum to 1; the float64
+// backward of |inputs| cancels as well. Their terms, p·|g| + p·Σ(p·|g|) and
+// |g| + p·Σ|g| (session 43's LogSoftmaxBackward0 f32, p = 0.99999: CUDA's
+// expf 1 ulp off moved the result 0.76% within 2·n·eps of them; judged
+// expected). nullopt for other ops.
+std::optional<at::Tensor> SimplexTerms(const GradientContext& c, const GradientSide& s) {
+  const std::string op = c.node.op;
+  const bool log = absl::StrContains(op, "log_softmax");
+  if (!absl::StrContains(op, "softmax") || absl::StrContains(op, "backward") ||
+      s.results.empty() || !s.results[0].defined() || s.incoming.empty() ||
+      !s.incoming[0].defined() || s.results[0].is_complex() ||
+      s.results[0].sizes() != s.incoming[0].sizes() || s.results[0].dim() == 0) {
+    return std::nullopt;
+  }
+  const int64_t dim = at::maybe_wrap_dim(IntArgOr(c.node, 1, "dim", -1), s.results[0].dim());
+  const at::Tensor y = s.results[0].to(at::kDouble);
+  const at::Tensor p = log ? y.exp() : y;
+  const at::Tensor g = s.incoming[0].to(at::kDouble).abs();
+  const at::Tensor t = log ? g + p * g.sum(dim, /*keepdim=*/true)
+                           : p * g + p * (p * g).sum(dim, /*keepdim=*/true);
+  return at::where(at::isfinite(t), t, at::zeros_like(t));
+}
+
+}  // namespace
 
 std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kTolerance) return std::nullopt;
@@ -59,6 +89,9 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
     sum_terms = terms.result.exact[c.out].abs();
   }
   if (!sum_terms.defined()) return std::nullopt;
+  if (std::optional<at::Tensor> t = SimplexTerms(c, c.a); t && t->sizes() == sum_terms.sizes()) {
+    sum_terms = at::fmax(sum_terms, *t);
+  }
   // The bound holds while n·eps is well below 1 (Higham's gamma_n =
   // n u / (1 - n u)); past that it allows any value of the right sign,
   // a sum that stalled included (session 40's G6: CUDA's bilinear upsample
