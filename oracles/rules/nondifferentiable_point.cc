@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -100,41 +101,40 @@ std::optional<RuleMatch> RoutedWithinTies(const GradientContext& c, const Tolera
   // own ties (session 43's msort: element 19 tied on CUDA alone, element 23
   // on the CPU alone). Element i and j share a group where either side has
   // them equal, transitively.
-  const int64_t n = x.numel();
-  std::vector<int64_t> parent(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) parent[static_cast<size_t>(i)] = i;
-  const auto find = [&](int64_t i) {
-    while (parent[static_cast<size_t>(i)] != i) {
-      i = parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
-    }
+  const size_t n = static_cast<size_t>(x.numel());
+  std::vector<size_t> parent(n);
+  std::iota(parent.begin(), parent.end(), size_t{0});
+  const auto root = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
     return i;
   };
   for (const at::Tensor& side_x : {x, x_b}) {
     const at::Tensor key = at::where(at::isnan(side_x), at::full({}, INFINITY, side_x.options()), side_x);
-    const at::Tensor inverse = std::get<1>(
-        at::_unique2(key, /*sorted=*/true, /*return_inverse=*/true, /*return_counts=*/false))
-                                   .reshape(-1).contiguous().to(at::kLong);
-    std::vector<int64_t> first(static_cast<size_t>(n), -1);
-    const int64_t* inv = inverse.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t& f = first[static_cast<size_t>(inv[i])];
-      if (f < 0) {
+    const at::Tensor inverse = std::get<1>(at::_unique2(key, /*sorted=*/true,
+                                                        /*return_inverse=*/true,
+                                                        /*return_counts=*/false))
+                                   .reshape(-1).to(at::kLong).contiguous();
+    const int64_t* value = inverse.data_ptr<int64_t>();
+    std::vector<size_t> first(n, n);  // the first element of each distinct value
+    for (size_t i = 0; i < n; ++i) {
+      size_t& f = first[static_cast<size_t>(value[i])];
+      if (f == n) {
         f = i;
       } else {
-        parent[static_cast<size_t>(find(i))] = find(f);
+        parent[root(i)] = root(f);
       }
     }
   }
-  std::vector<double> group(static_cast<size_t>(n));
-  std::vector<int64_t> size(static_cast<size_t>(n), 0);
-  for (int64_t i = 0; i < n; ++i) ++size[static_cast<size_t>(find(i))];
-  std::vector<uint8_t> tied_v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    group[static_cast<size_t>(i)] = static_cast<double>(find(i));
-    tied_v[static_cast<size_t>(i)] = size[static_cast<size_t>(find(i))] > 1;
+  std::vector<size_t> size(n, 0);
+  for (size_t i = 0; i < n; ++i) ++size[root(i)];
+  std::vector<double> group(n);
+  std::vector<int64_t> in_tie(n);
+  for (size_t i = 0; i < n; ++i) {
+    group[i] = static_cast<double>(root(i));
+    in_tie[i] = size[root(i)] > 1;
   }
   const at::Tensor groups = at::tensor(group, at::kDouble);
-  const at::Tensor tied = at::tensor(std::vector<int64_t>(tied_v.begin(), tied_v.end()), at::kLong) > 0;
+  const at::Tensor tied = at::tensor(in_tie, at::kLong).gt(0);
   if (!tied.index({differing}).all().item<bool>()) return std::nullopt;
   const at::Tensor sa = SortedWithinTies(ga, groups), sb = SortedWithinTies(gb, groups);
   const at::Tensor still = DifferingElements(sa, sb, c.dtype, tol);
