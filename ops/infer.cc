@@ -254,6 +254,9 @@ const Literal* FindArg(const graph::Node& node, size_t position, absl::string_vi
 
 absl::StatusOr<std::vector<TensorType>> InferNode(const OpSpec& spec, const graph::Node& node,
                                                   const TypeEnv& env) {
+  if (std::optional<std::string> wrong = ChannelParameterMisshapen(node, env)) {
+    return absl::InvalidArgumentError(*wrong);
+  }
   if (spec.rule == Rule::kGeneric) {
     // The first tensor argument decides which learned dtypes apply.
     for (const graph::Argument& a : node.args) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "graph/program.h"
+#include "ops/infer.h"
 #include "ops/op_spec.h"
 
 namespace divfuzz::ops {
@@ -37,6 +38,15 @@ std::optional<std::string> RandomArgumentOf(const graph::Node& node);
 // (rms_norm's None: the epsilon of `dtype`'s opmath type); nullopt for an op
 // that is not a normalization.
 std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType dtype);
+
+// Where `node` gives a per-channel parameter of another shape than its
+// documentation's (C), C the input's dim 1 (batch_norm's and instance_norm's
+// weight, bias and running statistics, group_norm's weight and bias): more
+// than one dim, or other than C values; what is wrong, or nullopt. The forward takes a [1, C] weight, the CPU's
+// backward raises on it (pytorch#188358): an off-contract input, not a
+// finding (session 43's INFRA verdict).
+std::optional<std::string> ChannelParameterMisshapen(
+    const graph::Node& node, const TypeEnv& types);
 
 // Whether the op hands its input to a backend that PyTorch's notes let fail
 // in any way on non-finite values ("Non-finite values": torch.linalg's

@@ -89,6 +89,30 @@ TEST(InferProgram, UnknownOpAndBadShapesNameTheLine) {
       << t.status();
 }
 
+// batch_norm's weight is documented as (C): the forward takes a [1, C] one
+// and the CPU's backward then raises (pytorch#188358), an off-contract input
+// the generator made (session 43's INFRA verdict). A 0-d weight of a
+// 1-channel input is C values, and stays.
+TEST(InferProgram, AChannelParameterOfAnotherShapeThanCIsRefused) {
+  auto infer = [](const std::string& weight, const std::string& input) {
+    absl::StatusOr<graph::Program> p = graph::ParseProgram(
+        "divfuzz v1\ninput %x: f32" + input + " = fill(1.0)\ninput %w: f32" + weight +
+            " = fill(1.0)\n%y = aten::batch_norm(%x, %w, None, None, None, True, 0.1, 1e-05, "
+            "True)\noutput %y\n",
+        "bn.dfz");
+    EXPECT_TRUE(p.ok()) << p.status();
+    return InferProgram(*p, "bn.dfz");
+  };
+  absl::StatusOr<TypeEnv> t = infer("[1,2]", "[3,2,4]");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "bn.dfz:4:1: aten::batch_norm: aten::batch_norm's weight must have shape (C) = [2] "
+            "(the input's dim 1), got f32[1,2]");
+  EXPECT_TRUE(infer("[2]", "[3,2,4]").ok());
+  EXPECT_TRUE(infer("[]", "[3,1,4]").ok());
+  EXPECT_FALSE(infer("[3]", "[3,2,4]").ok());
+}
+
 }  // namespace
 }  // namespace divfuzz::ops
 
