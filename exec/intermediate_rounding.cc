@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "exec/backward_nodes.h"
 #include "exec/overflow_recorder.h"
 
 namespace divfuzz::exec {
@@ -24,8 +25,6 @@ struct Settings {
 std::mutex g_mu;
 Settings* g_settings = nullptr;
 
-thread_local int t_backward_depth = 0;
-
 // Calls that round nothing of a formula's own: exec/overflow_recorder.h's
 // incidental ones, and those exact in any dtype.
 bool RoundsNothing(const c10::OperatorName& op) {
@@ -36,18 +35,12 @@ bool RoundsNothing(const c10::OperatorName& op) {
 }
 
 struct Context : at::ObserverContext {
-  bool backward_node = false;
   std::vector<at::Tensor> inputs;  // to tell an output that aliases one
 };
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    ++t_backward_depth;
-    auto c = std::make_unique<Context>();
-    c->backward_node = true;
-    return c;
-  }
-  if (t_backward_depth == 0 || !fn.operator_name() || RoundsNothing(*fn.operator_name())) {
+  if (std::unique_ptr<at::ObserverContext> node = EnterIfBackwardNode(fn)) return node;
+  if (!InsideBackwardNode() || !fn.operator_name() || RoundsNothing(*fn.operator_name())) {
     return nullptr;
   }
   auto c = std::make_unique<Context>();
@@ -58,12 +51,8 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 }
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  if (ctx == nullptr || LeaveIfBackwardNode(ctx)) return;
   auto* c = static_cast<Context*>(ctx);
-  if (c == nullptr) return;
-  if (c->backward_node) {
-    --t_backward_depth;
-    return;
-  }
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_settings == nullptr) return;
   at::DisableRecordFunctionGuard off;

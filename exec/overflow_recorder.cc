@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "exec/backward_nodes.h"
 
 namespace divfuzz::exec {
 namespace {
@@ -23,26 +24,15 @@ bool AllFinite(const at::Tensor& t) {
   return t.numel() == 0 || at::isfinite(t).all().item<bool>();
 }
 
-// How many autograd backward nodes this thread is inside: only their ops
-// are recorded (the forward that builds the graph, and the executor's own
-// conversions around it, differ between a dtype's run and float64's).
-thread_local int t_backward_depth = 0;
-
 struct Context : at::ObserverContext {
-  bool backward_node = false;
   std::optional<at::ScalarType> dtype;
   bool mixed = false;
   bool finite = true;
 };
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    ++t_backward_depth;
-    auto c = std::make_unique<Context>();
-    c->backward_node = true;
-    return c;
-  }
-  if (t_backward_depth == 0 || !fn.operator_name() || IncidentalOp(*fn.operator_name())) {
+  if (std::unique_ptr<at::ObserverContext> node = EnterIfBackwardNode(fn)) return node;
+  if (!InsideBackwardNode() || !fn.operator_name() || IncidentalOp(*fn.operator_name())) {
     return nullptr;
   }
   at::DisableRecordFunctionGuard off;  // our own checks are not observed
@@ -59,12 +49,8 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 }
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  if (ctx == nullptr || LeaveIfBackwardNode(ctx)) return;
   auto* c = static_cast<Context*>(ctx);
-  if (c == nullptr) return;
-  if (c->backward_node) {
-    --t_backward_depth;
-    return;
-  }
   std::shared_ptr<OpRecorder::Sink> sink;
   {
     std::lock_guard<std::mutex> lock(g_mu);
