@@ -23,6 +23,7 @@ struct Settings {
   int64_t calls = 0, moved = 0;
 };
 std::mutex g_mu;
+constexpr double kSentinel = 1e300;
 Settings* g_settings = nullptr;
 
 // Calls that round nothing of a formula's own: exec/overflow_recorder.h's
@@ -76,7 +77,14 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
     // node that saved this output reads the moved values without an
     // in-place modification error.
     at::Tensor data = t.variable_data();
-    data.mul_((sign.to(data.device()) * g_settings->eps).add_(1));
+    at::Tensor factor = (sign.to(data.device()) * g_settings->eps).add_(1);
+    // A value past every narrower dtype's range is a formula's sentinel
+    // (logcumsumexp_backward's log of a zero gradient, the dtype's lowest):
+    // the dtype's own run holds its sentinel exactly, since anything added
+    // to it is absorbed, and a relative move of 1e301 in an exponent would
+    // make or remove whole terms (session 43's 7d9a4e69).
+    factor.masked_fill_(data.abs() >= kSentinel, 1.0);
+    data.mul_(factor);
     ++g_settings->moved;
   }
 }

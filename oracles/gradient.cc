@@ -979,6 +979,34 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
                               step_types, false);
         if (v == kStop) return;
         if (v == kRoot) root_node = pseudo, root_types = &step_types;
+        // The step recomputes node k2's forward, so its gradient includes
+        // k2's own first-order backward (SoftmaxBackward0 after
+        // SoftmaxBackwardDataBackward0). Where that kernel, from the
+        // gradient this statement sent its results (agreeing on both
+        // sides), is where the sides part, it is the root: session 43's
+        // softmax double backwards had bit-identical outputs at the step's
+        // own kernel and were blamed there.
+        if (v == kRoot && (d.cls == DivergenceClass::kTolerance ||
+                           d.cls == DivergenceClass::kClassSplit)) {
+          const int kept_root = root;
+          const size_t kept_out = out;
+          const bool kept_past = past_range;
+          const Divergence kept_d = d;
+          Step kept_a = std::move(sa), kept_b = std::move(sb);
+          const UseGradients kept_uses = uses;
+          root = -1;
+          const Visit own = visit(program.nodes[k2], k2, StepOf(program, types, a, ga, k2),
+                                  StepOf(program, types, b, gb, k2), types, true);
+          if (own == kStop) return;
+          if (own == kRoot && acc.value.empty() && d.cls != DivergenceClass::kErrorSplit &&
+              d.cls != DivergenceClass::kDtypeGap) {
+            root_node = program.nodes[k2], root_types = &types;
+          } else {
+            root = kept_root, out = kept_out, past_range = kept_past, d = kept_d;
+            sa = std::move(kept_a), sb = std::move(kept_b), uses = kept_uses;
+            acc = Accumulated{};
+          }
+        }
       }
       continue;
     }

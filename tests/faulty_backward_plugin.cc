@@ -26,6 +26,10 @@
 // group_norm backward launches a kernel with no blocks (session 40's G6:
 // "CUDA error: invalid argument" where the answer, an empty gradient, is
 // fixed by the shape).
+// And aten::_softmax_backward_data (SoftmaxBackward0), which in float32 is
+// 1.5x high where an incoming gradient exceeds 1e30: a softmax double
+// backward then parts the sides in the first-order kernel after the step's
+// own SoftmaxBackwardDataBackward0, whose formula is PyTorch's.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -75,9 +79,21 @@ at::Tensor HardsigmoidBackward(const at::Tensor& grad, const at::Tensor& self) {
   return at::where((self > -3) & (self < 3), grad / 6, at::zeros_like(grad));
 }
 
+at::Tensor SoftmaxBackwardData(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                               at::ScalarType input_dtype) {
+  const at::Tensor g = grad.to(at::kDouble), y = output.to(at::kDouble);
+  at::Tensor out = (y * (g - (g * y).sum(dim, /*keepdim=*/true))).to(output.scalar_type());
+  if (output.scalar_type() == at::kFloat && grad.numel() > 0 &&
+      grad.abs().max().item<double>() > 1e30) {
+    out = out * 1.5;
+  }
+  return out.to(input_dtype);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl("_softmax_backward_data", &SoftmaxBackwardData);
   m.impl("hardsigmoid_backward", &HardsigmoidBackward);
   m.impl("threshold_backward", &ThresholdBackward);
   m.impl("sigmoid_backward", &SigmoidBackward);

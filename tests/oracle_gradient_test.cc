@@ -481,6 +481,33 @@ output %g1
   EXPECT_THAT(nan, HasSubstr("(aten::mish, inside an earlier gradient statement)")) << nan;
 }
 
+// The step inside an earlier statement recomputes its forward, so its
+// gradient runs the forward's first-order backward too. Where that kernel
+// parts the sides from agreeing incoming gradients, it is the root, named as
+// such: the plugin's _softmax_backward_data is wrong for incoming gradients
+// above 1e30, which only the second statement's SoftmaxBackward0 receives
+// (session 43's softmax double backwards were blamed on
+// SoftmaxBackwardDataBackward0, whose outputs were bit-identical).
+TEST(GradientOracle, ADoubleBackwardPartingInTheForwardsOwnBackwardIsRootedThere) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("step_forward");
+  int rc = 0;
+  const std::string out = Replay(dir, "softmax.dfz", R"(divfuzz v1
+input %b: f32[2,3] = values(0.1, -0.2, 0.3, 0.0, 0.5, -0.4)
+input %c: f32[2,3] = values(1.0, 2.0, -1.0, 0.5, 0.25, 3.0)
+input %u: f32[2,3] = values(1e31, -2e31, 3e31, 0.0, 1e31, 0.5)
+%p = aten::softmax.int(%b, -1)
+%g = autograd::grad(%p, [%b], grad_outputs=%c)
+%gg = autograd::grad([%g], [%b], grad_outputs=[%u])
+output %gg
+)", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_THAT(out, HasSubstr("(%gg = SoftmaxBackward0, f32) [root]: backward of node 0 "
+                             "(aten::softmax.int)"))
+      << out;
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
+}
+
 // A statement's gradient is compared with the loosest policy entry of the
 // ops whose backward it runs: erfc's backward -2/sqrt(pi)·exp(-x²)·g in f16
 // is 3 ulps off at x = -2.2 (session 37's judge: f16 rounding of x², within

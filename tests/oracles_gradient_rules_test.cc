@@ -1471,6 +1471,52 @@ output %g7
   EXPECT_FALSE(gradient_formula_rounding(context(far)).has_value());
 }
 
+// Session 43's SubBackward0 (7d9a4e69, judged expected): logcumsumexp over a
+// dim of size 1 is the identity, so its double backward is exactly 0, a
+// self path and a result path of up to ±1.5e19 cancelling; the CPU's float32
+// run leaves 2e13. No digit of an exact 0 is kept, but float64 keeps none
+// either (its own run leaves 2048): the side is judged against its spread
+// (7e14 there, 1/30 of it off). A side 500x further off is not within it.
+TEST(GradientRules, AnExactZeroThatFloat64CannotResolveEitherIsJudgedByTheSpread) {
+  const graph::Program p = MustParse(testing::ReadTextFile(
+      std::string(DIVFUZZ_SOURCE_DIR) +
+      "/docs/judgments/session43/programs/SubBackward0-f32-tolerance-7d9a4e69.dfz"));
+  ops::TypeEnv types = MustInfer(p);
+  const std::string w_name = graph::FirstOrderName("c", "g0");
+  const std::string out_name = graph::FirstOrderName("x", "g0") + ".0";
+  types[w_name] = types.at("c");
+  types[out_name] = types.at("x");
+  const graph::Node step = exec::MakeVjpNode(p.nodes[0], {w_name}, {"x"}, {out_name});
+  const exec::RunResult built = exec::Run(p, types, exec::Target::kCpu);
+  const std::map<std::string, at::Tensor> inputs{{"x", built.inputs.at("x")},
+                                                 {w_name, built.inputs.at("ct8")}};
+  const std::vector<at::Tensor> incoming{built.inputs.at("ct7")};
+  auto run = [&](exec::Target t) {
+    exec::VjpResult r = exec::RunNodeVjp(step, inputs, incoming, types, t);
+    EXPECT_FALSE(r.result.error);
+    return r.result.outputs.at(0);
+  };
+  const at::Tensor cpu = run(exec::Target::kCpu);
+  const at::Tensor witness = run(exec::Target::kCpuF64).to(at::kDouble);
+  // The CPU's float32 run is off by more than f32's tolerance somewhere.
+  const double off = (cpu.to(at::kDouble) - witness).abs().max().item<double>();
+  ASSERT_GT(off, 1e6) << cpu << witness;
+  Divergence d;
+  d.cls = DivergenceClass::kTolerance;
+  d.op = "SubBackward0";
+  const Policy policy = DefaultPolicy();
+  auto context = [&](const at::Tensor& a) {
+    return GradientContext{step, types, policy, d, 0, "x", graph::DType::kF32, false,
+                           {inputs, incoming, a, witness},
+                           {inputs, incoming, witness.to(at::kFloat), witness}};
+  };
+  std::optional<RuleMatch> m = gradient_formula_rounding(context(cpu));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_formula_rounding");
+  const at::Tensor far = (witness + (cpu.to(at::kDouble) - witness) * 500).to(at::kFloat);
+  EXPECT_FALSE(gradient_formula_rounding(context(far)).has_value());
+}
+
 TEST(GradientRules, AKinkJumpsASteepSmoothGradientDoesNot) {
   // pow(x, 30) at 2: its gradient 30 x^29 moves by 29 * 4 eps relative within
   // 4 eps of x (beyond f32's rtol), but 64 times less within 1/16 eps: a

@@ -7,9 +7,9 @@
 // (gradient_composite_rounding) reproduces them. Session 42's i1e double
 // backward (terms of 74 leaving 3.14; CPU 114 ulps, CUDA 50 from the exact)
 // was judged expected. Its softmax double backward (exactly 0, both sides
-// 1e-3 from 1 - Σy rounded times an incoming 7e6), judged expected too,
-// stays out of reach: no digit of an exact 0 is kept, and the guard below
-// cannot tell it from a formula that loses the result. So the float64
+// 1e-3 from 1 - Σy rounded times an incoming 7e6), judged expected too, keeps
+// no digit of an exact 0: the guard below lets it pass only where float64
+// keeps none either (SpreadTest::float64_draw). So the float64
 // backward is rerun with every intermediate moved by eps of the dtype
 // (exec/intermediate_rounding.h; random signs per element, in mirrored
 // pairs), and each side must lie within four times the largest move that
@@ -41,20 +41,32 @@ std::optional<RuleMatch> gradient_formula_rounding(const GradientContext& c) {
   // off a moved norm) or keeps no digit of the result (session 37's CPU
   // matrix_exp backward, 5x off and judged real: moved intermediates reach
   // 8e26 against 5e8) bounds nothing, as gradient_summation's 2·n·eps >= 1.
-  const SpreadTest test{6, 4.0, /*nonfinite_passes=*/false, /*keeps_digit=*/true};
-  const std::optional<double> worst =
-      WithinRoundingSpread(c, test, [&](const GradientSide& s, int k) -> std::optional<at::Tensor> {
-        exec::VjpResult w;
-        int64_t moved = 0;
-        {
-          exec::IntermediateRounding rounding(c.ProductEps(), 29 + k / 2, k % 2 == 1);
-          w = exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64,
-                               false);
-          moved = rounding.moved();
-        }
-        if (w.result.error || c.out >= w.result.exact.size() || moved == 0) return std::nullopt;
-        return w.result.exact[c.out];
-      });
+  SpreadTest test{6, 4.0, /*nonfinite_passes=*/false, /*keeps_digit=*/true};
+  auto draw_at = [&](double eps) {
+    return [&c, eps](const GradientSide& s, int k) -> std::optional<at::Tensor> {
+      exec::VjpResult w;
+      int64_t moved = 0;
+      {
+        exec::IntermediateRounding rounding(eps, 29 + k / 2, k % 2 == 1);
+        w = exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64,
+                             false);
+        moved = rounding.moved();
+      }
+      if (w.result.error || c.out >= w.result.exact.size() || moved == 0) return std::nullopt;
+      return w.result.exact[c.out];
+    };
+  };
+  // An exact 0 (or 1) that terms of the data cancel to, which float64 keeps
+  // no digit of either: softmax's double backward (Σp = 1: terms of 1e38
+  // leaving 0) and logcumsumexp's over a size-1 dim (a self path and a result
+  // path of ±1.5e19), session 43's four, judged expected. Not for an
+  // elementwise op: there the large terms are the formula's own (sinc's
+  // cos(πz)/z - sin(πz)/(πz²) near 0, judged real), and the exact
+  // derivative judges.
+  // float64's eps (graph::Epsilon), as the dtype's for the run's draws.
+  if (!c.pointwise) test.float64_draw = draw_at(std::ldexp(1.0, -52));
+  test.draw_eps = c.ProductEps();
+  const std::optional<double> worst = WithinRoundingSpread(c, test, draw_at(c.ProductEps()));
   if (!worst) return std::nullopt;
   return RuleMatch{
       "gradient_formula_rounding",

@@ -131,13 +131,20 @@ std::optional<SplitUses> SplitRepeatedUses(const graph::Node& node,
 // the test does not apply), and each side within `factor` times that move
 // plus atol at the elements the sides differ at. `nonfinite_passes`: a
 // non-finite distance there passes; `keeps_digit`: the test does not apply
-// where the move is non-finite or reaches the witness itself. Returns the
+// where the move is non-finite or reaches the witness itself (but see
+// `float64_draw`). Returns the
 // largest distance in units of the move.
 struct SpreadTest {
   int draws = 6;
   double factor = 4.0;
   bool nonfinite_passes = false;
   bool keeps_digit = false;
+  // With keeps_digit, when given: the same draw with float64's eps. Where the
+  // float64 backward keeps no digit either (its own spread reaches it), the
+  // exact value is a cancellation to about 0 that no precision resolves,
+  // and the side is judged against its spread all the same.
+  std::function<std::optional<at::Tensor>(const GradientSide&, int)> float64_draw;
+  double draw_eps = 0;  // the eps the test's own draws move by (float64_draw's is 2^-52)
 };
 std::optional<double> WithinRoundingSpread(
     const GradientContext& c, const SpreadTest& test,
