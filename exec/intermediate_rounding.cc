@@ -18,6 +18,7 @@ namespace {
 // process-wide and a guard holds them.
 struct Settings {
   double eps = 0;
+  double floor = 0;
   uint64_t seed = 0;
   bool mirror = false;
   int64_t calls = 0, moved = 0;
@@ -84,6 +85,16 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
     // to it is absorbed, and a relative move of 1e301 in an exponent would
     // make or remove whole terms (session 43's 7d9a4e69).
     factor.masked_fill_(data.abs() >= kSentinel, 1.0);
+    if (g_settings->floor > 0) {
+      // Where eps of the value is less than the floor, the move is the floor.
+      const at::Tensor small = (data.abs() * g_settings->eps < g_settings->floor) & data.ne(0);
+      if (small.any().item<bool>()) {
+        const at::Tensor step = sign.to(data.device()) * g_settings->floor;
+        data.copy_(at::where(small, data + step, data * factor));
+        ++g_settings->moved;
+        continue;
+      }
+    }
     data.mul_(factor);
     ++g_settings->moved;
   }
@@ -91,10 +102,10 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 }  // namespace
 
-IntermediateRounding::IntermediateRounding(double eps, uint64_t seed, bool mirror) {
+IntermediateRounding::IntermediateRounding(double eps, uint64_t seed, bool mirror, double floor) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_settings = new Settings{eps, seed, mirror, 0, 0};
+    g_settings = new Settings{eps, floor, seed, mirror, 0, 0};
   }
   handle_ = at::addThreadLocalCallback(
       at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).needsOutputs(true));

@@ -42,12 +42,12 @@ std::optional<RuleMatch> gradient_formula_rounding(const GradientContext& c) {
   // matrix_exp backward, 5x off and judged real: moved intermediates reach
   // 8e26 against 5e8) bounds nothing, as gradient_summation's 2·n·eps >= 1.
   SpreadTest test{6, 4.0, /*nonfinite_passes=*/false, /*keeps_digit=*/true};
-  auto draw_at = [&](double eps) {
-    return [&c, eps](const GradientSide& s, int k) -> std::optional<at::Tensor> {
+  auto draw_at = [&](double eps, double floor) {
+    return [&c, eps, floor](const GradientSide& s, int k) -> std::optional<at::Tensor> {
       exec::VjpResult w;
       int64_t moved = 0;
       {
-        exec::IntermediateRounding rounding(eps, 29 + k / 2, k % 2 == 1);
+        exec::IntermediateRounding rounding(eps, 29 + k / 2, k % 2 == 1, floor);
         w = exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64,
                              false);
         moved = rounding.moved();
@@ -64,9 +64,10 @@ std::optional<RuleMatch> gradient_formula_rounding(const GradientContext& c) {
   // cos(πz)/z - sin(πz)/(πz²) near 0, judged real), and the exact
   // derivative judges.
   // float64's eps (graph::Epsilon), as the dtype's for the run's draws.
-  if (!c.pointwise) test.float64_draw = draw_at(std::ldexp(1.0, -52));
+  if (!c.pointwise) test.float64_draw = draw_at(std::ldexp(1.0, -52), 0.0);
   test.draw_eps = c.ProductEps();
-  const std::optional<double> worst = WithinRoundingSpread(c, test, draw_at(c.ProductEps()));
+  const std::optional<double> worst =
+      WithinRoundingSpread(c, test, draw_at(c.ProductEps(), graph::DenormMin(c.dtype) / 2));
   if (!worst) return std::nullopt;
   return RuleMatch{
       "gradient_formula_rounding",
