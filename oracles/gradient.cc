@@ -1124,6 +1124,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   struct Judged {
     bool cpu_says_wrong = false, cuda_says_wrong = false, have_cuda = false, ok = false;
     at::Tensor ref;
+    at::Tensor cuda_ref;  // the GPU's float64 backward, where it ran
   };
   // Blame rests on the elements where the two sides differ only, as at a
   // forward node (oracles::DifferingElements).
@@ -1161,6 +1162,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       exec::VjpResult wg = WitnessOf(node, s, rtypes, Target::kCudaF64);
       if (!wg.result.error && out < wg.result.outputs.size()) {
         j.have_cuda = true;
+        if (out < wg.result.exact.size()) j.cuda_ref = wg.result.exact[out];
         j.cuda_says_wrong =
             !WithinTolerance(mine, on_differing(wg.result.outputs[out]), dt, policy, opname);
       }
@@ -1325,6 +1327,39 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       absl::StrAppend(&d.reason, "; ", exec::TargetName(ea ? a.target : b.target),
                       "'s distance from its own float64 backward is within a rule of "
                       "oracles/rules.def, so only ", d.wrong_side, " is blamed");
+    }
+  }
+  // Blamed on one side, where the sides differ: the other may be as wrong
+  // where they agree, one formula on both devices (session 43's
+  // logcumsumexp bf16, 8298b42b: exact 1.71 at element 2, 0 on both; only
+  // the CPU was blamed, at element 7). Then both are, where the other is
+  // off its independent float64 backward (the GPU's for the CPU) by more
+  // than ten times the tolerance and no rule explains its distance.
+  if (!self_witness && !far_both && !f64_set_aside &&
+      (d.wrong_side == exec::TargetName(a.target)) !=
+                                        (d.wrong_side == exec::TargetName(b.target))) {
+    const bool a_blamed = d.wrong_side == exec::TargetName(a.target);
+    const Step& other = a_blamed ? sb : sa;
+    const Judged& jo = a_blamed ? jb : ja;
+    const Target ot = a_blamed ? b.target : a.target;
+    const bool on_cuda = ot == Target::kCuda || ot == Target::kCudaF64;
+    const at::Tensor ref = !on_cuda && jo.cuda_ref.defined() ? jo.cuda_ref : jo.ref;
+    const at::Tensor mine = other.vjp.result.outputs[out];
+    if (ref.defined() && mine.defined() && !mine.is_complex() && ref.sizes() == mine.sizes()) {
+      const Tolerance tol = policy.For(opname, dt);
+      const at::Tensor x = mine.to(at::kDouble).reshape(-1);
+      const at::Tensor r = exec::ToDTypeKeepingNaNs(ref, mine.scalar_type()).to(at::kDouble).reshape(-1);
+      at::Tensor ratio = (x - r).abs() / (r.abs() * tol.rtol + tol.atol);
+      ratio = at::where(at::isfinite(ratio), ratio, at::zeros_like(ratio));
+      if (ratio.numel() > 0 && ratio.max().item<double>() > 10 &&
+          !SideExcused(c, a_blamed ? c.b : c.a, policy)) {
+        const int64_t k = ratio.argmax().item<int64_t>();
+        d.wrong_side = "both";
+        absl::StrAppend(&d.reason, "; ", exec::TargetName(ot), " is off its float64 backward "
+                        "too where the sides agree: element ", k, " gives ",
+                        graph::FormatFloat(x[k].item<double>()), " for ",
+                        graph::FormatFloat(ref.reshape(-1)[k].to(at::kDouble).item<double>()));
+      }
     }
   }
   // A root whose sides agree once rounded is judged by the range alone: the
