@@ -427,6 +427,14 @@ int AccumulationRoot(const std::vector<std::string>& values, const std::string& 
 }
 
 
+// |x - r| in units of the tolerance, per element (flat, float64; 0 where not
+// finite): how far a side is off a reference, to find its worst element.
+at::Tensor OffInTolerances(const at::Tensor& x, const at::Tensor& r, const Tolerance& tol) {
+  const at::Tensor xd = x.to(at::kDouble).reshape(-1), rd = r.to(at::kDouble).reshape(-1);
+  const at::Tensor ratio = (xd - rd).abs() / (rd.abs() * tol.rtol + tol.atol);
+  return at::where(at::isfinite(ratio), ratio, at::zeros_like(ratio));
+}
+
 }  // namespace
 
 std::optional<int> NearbyMiss(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
@@ -505,11 +513,8 @@ bool SideExcused(const rules::GradientContext& c, const rules::GradientSide& s,
   // CUDA excused at element 4, 45 ulps within the formula's rounding, and
   // blamed the CPU alone, where at element 9 CUDA gave 0 for an exact 1.9.
   if (d.cls == DivergenceClass::kTolerance && !s.outgoing.is_complex()) {
-    const Tolerance tol = policy.For(c.node.QualifiedName(), c.dtype);
-    const at::Tensor x = s.outgoing.to(at::kDouble).reshape(-1);
-    const at::Tensor r = rounded.to(at::kDouble).reshape(-1);
-    at::Tensor ratio = (x - r).abs() / (r.abs() * tol.rtol + tol.atol);
-    ratio = at::where(at::isfinite(ratio), ratio, at::zeros_like(ratio));
+    const at::Tensor ratio =
+        OffInTolerances(s.outgoing, rounded, policy.For(c.node.QualifiedName(), c.dtype));
     if (ratio.numel() > 0 && ratio.max().item<double>() > 1) {
       d.element = ratio.argmax().item<int64_t>();
     }
@@ -1346,19 +1351,18 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     const at::Tensor ref = !on_cuda && jo.cuda_ref.defined() ? jo.cuda_ref : jo.ref;
     const at::Tensor mine = other.vjp.result.outputs[out];
     if (ref.defined() && mine.defined() && !mine.is_complex() && ref.sizes() == mine.sizes()) {
-      const Tolerance tol = policy.For(opname, dt);
-      const at::Tensor x = mine.to(at::kDouble).reshape(-1);
-      const at::Tensor r = exec::ToDTypeKeepingNaNs(ref, mine.scalar_type()).to(at::kDouble).reshape(-1);
-      at::Tensor ratio = (x - r).abs() / (r.abs() * tol.rtol + tol.atol);
-      ratio = at::where(at::isfinite(ratio), ratio, at::zeros_like(ratio));
+      const at::Tensor ratio = OffInTolerances(
+          mine, exec::ToDTypeKeepingNaNs(ref, mine.scalar_type()), policy.For(opname, dt));
       if (ratio.numel() > 0 && ratio.max().item<double>() > 10 &&
           !SideExcused(c, a_blamed ? c.b : c.a, policy)) {
         const int64_t k = ratio.argmax().item<int64_t>();
         d.wrong_side = "both";
+        auto at_k = [k](const at::Tensor& t) {
+          return graph::FormatFloat(t.reshape(-1)[k].to(at::kDouble).item<double>());
+        };
         absl::StrAppend(&d.reason, "; ", exec::TargetName(ot), " is off its float64 backward "
-                        "too where the sides agree: element ", k, " gives ",
-                        graph::FormatFloat(x[k].item<double>()), " for ",
-                        graph::FormatFloat(ref.reshape(-1)[k].to(at::kDouble).item<double>()));
+                        "too where the sides agree: element ", k, " gives ", at_k(mine), " for ",
+                        at_k(ref));
       }
     }
   }
