@@ -387,6 +387,15 @@ Program Generate(uint64_t seed, const GenerateOptions& options) {
 
 Program Mutate(const Program& program, uint64_t seed, const MutateOptions& options) {
   Random random(seed);
+  // Share 0 is forward only: a gradient program (the seed corpus has them)
+  // loses its statements, else half a --grad_share=0 campaign's executions
+  // still ran a backward (session 44 measured 50.6%).
+  if (options.grad_share <= 0 && graph::HasGradients(program)) {
+    Program p = program;
+    while (graph::HasGradients(p) && RemoveGradient(p, random)) {
+    }
+    if (!graph::HasGradients(p)) return p;
+  }
   for (int attempt = 0; attempt < 8; ++attempt) {
     Program p = program;
     bool changed = false;

@@ -125,6 +125,22 @@ TEST(GradientGeneration, ShareZeroNeverAddsOne) {
   }
 }
 
+// Share 0 is forward only: a gradient program from the corpus loses its
+// statements at its first mutation (a --grad_share=0 campaign ran half its
+// executions with one, session 44).
+TEST(GradientMutation, ShareZeroStripsTheCorpusGradients) {
+  int stripped = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    const Program p = Generate(seed, Share(1));
+    if (GradCount(p) == 0) continue;
+    const Program q = Mutate(p, seed, MutateOptions{0});
+    ASSERT_TRUE(Valid(q)) << graph::PrintProgram(q);
+    EXPECT_EQ(GradCount(q), 0) << graph::PrintProgram(p) << "\n->\n" << graph::PrintProgram(q);
+    ++stripped;
+  }
+  EXPECT_GE(stripped, 50);
+}
+
 // A simple program: its gradient runs on the CPU and is v * exp(x).
 TEST(GradientGeneration, ASimpleProgramsGradientRunsOnTheCpu) {
   absl::StatusOr<Program> p = graph::ParseProgram(R"(divfuzz v1
