@@ -385,16 +385,24 @@ Program Generate(uint64_t seed, const GenerateOptions& options) {
   }
 }
 
+namespace {
+
+// Share 0 is forward only: a gradient program (the seed corpus has them)
+// loses its statements, else half a --grad_share=0 campaign's executions
+// still ran a backward (session 44 measured 50.6%). Whether none is left.
+bool StripGradients(Program& p, Random& random) {
+  while (graph::HasGradients(p) && RemoveGradient(p, random)) {
+  }
+  return !graph::HasGradients(p);
+}
+
+}  // namespace
+
 Program Mutate(const Program& program, uint64_t seed, const MutateOptions& options) {
   Random random(seed);
-  // Share 0 is forward only: a gradient program (the seed corpus has them)
-  // loses its statements, else half a --grad_share=0 campaign's executions
-  // still ran a backward (session 44 measured 50.6%).
   if (options.grad_share <= 0 && graph::HasGradients(program)) {
     Program p = program;
-    while (graph::HasGradients(p) && RemoveGradient(p, random)) {
-    }
-    if (!graph::HasGradients(p)) return p;
+    if (StripGradients(p, random)) return p;
   }
   for (int attempt = 0; attempt < 8; ++attempt) {
     Program p = program;
@@ -485,6 +493,7 @@ Program CrossOver(const Program& a, const Program& b, uint64_t seed, const Mutat
   if (!graph::HasGradients(a)) out.outputs.clear();
   std::optional<Program> repaired = Repair(std::move(out));
   if (repaired && graph::HasGradients(*repaired) && !ProgramValid(*repaired)) repaired.reset();
+  if (repaired && options.grad_share <= 0 && !StripGradients(*repaired, random)) repaired.reset();
   return repaired ? *repaired : Mutate(a, seed, options);
 }
 

@@ -126,8 +126,8 @@ TEST(GradientGeneration, ShareZeroNeverAddsOne) {
 }
 
 // Share 0 is forward only: a gradient program from the corpus loses its
-// statements at its first mutation (a --grad_share=0 campaign ran half its
-// executions with one, session 44).
+// statements at its first mutation or crossover (a --grad_share=0 campaign
+// ran half its executions with one, session 44).
 TEST(GradientMutation, ShareZeroStripsTheCorpusGradients) {
   int stripped = 0;
   for (uint64_t seed = 0; seed < 100; ++seed) {
@@ -136,6 +136,9 @@ TEST(GradientMutation, ShareZeroStripsTheCorpusGradients) {
     const Program q = Mutate(p, seed, MutateOptions{0});
     ASSERT_TRUE(Valid(q)) << graph::PrintProgram(q);
     EXPECT_EQ(GradCount(q), 0) << graph::PrintProgram(p) << "\n->\n" << graph::PrintProgram(q);
+    const Program c = CrossOver(p, Generate(seed + 700, Share(1)), seed, MutateOptions{0});
+    ASSERT_TRUE(Valid(c)) << graph::PrintProgram(c);
+    EXPECT_EQ(GradCount(c), 0) << graph::PrintProgram(c);
     ++stripped;
   }
   EXPECT_GE(stripped, 50);
