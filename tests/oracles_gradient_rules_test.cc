@@ -1328,6 +1328,48 @@ TEST(GradientRules, AttentionWithinPyTorchsOwnTestToleranceIsExpected) {
                    .has_value());
 }
 
+// Node 0's backward step inside a first-order statement (`statement`:
+// the gradient of node 0's `result` with respect to `wrt`, its cotangent the
+// input `cotangent`), as the oracle builds it for a later statement that
+// differentiates again with the input `incoming` as its cotangent.
+struct InsideStep {
+  ops::TypeEnv types;
+  graph::Node step;
+  std::map<std::string, at::Tensor> inputs;
+  std::vector<at::Tensor> incoming;
+  // The step's gradient for `wrt` on `target`, from `in` (default: inputs).
+  at::Tensor Run(exec::Target target, const std::map<std::string, at::Tensor>* in = nullptr) const {
+    exec::VjpResult r = exec::RunNodeVjp(step, in ? *in : inputs, incoming, types, target);
+    EXPECT_FALSE(r.result.error);
+    return r.result.outputs.at(0);
+  }
+  // Its f32 gradient for `wrt` judged: side A gave `a`, side B `b`, each
+  // against `witness` (the float64 run). The context refers to this step.
+  GradientContext Context(const Policy& policy, const Divergence& d, const std::string& wrt,
+                          const at::Tensor& a, const at::Tensor& b,
+                          const at::Tensor& witness) const {
+    return GradientContext{step, types, policy, d, 0, wrt, graph::DType::kF32, false,
+                           {inputs, incoming, a, witness}, {inputs, incoming, b, witness}};
+  }
+};
+
+InsideStep StepInside(const graph::Program& p, const std::string& result,
+                      const std::string& statement, const std::string& wrt,
+                      const std::string& cotangent, const std::string& incoming) {
+  InsideStep s;
+  s.types = MustInfer(p);
+  const std::string w_name = graph::FirstOrderName(result, statement);
+  const std::string out_name = graph::FirstOrderName(wrt, statement) + ".0";
+  s.types[w_name] = s.types.at(result);
+  s.types[out_name] = s.types.at(wrt);
+  s.step = exec::MakeVjpNode(p.nodes[0], {w_name}, {wrt}, {out_name});
+  const exec::RunResult built = exec::Run(p, s.types, exec::Target::kCpu);
+  for (const std::string& name : p.nodes[0].Uses()) s.inputs[name] = built.inputs.at(name);
+  s.inputs[w_name] = built.inputs.at(cotangent);
+  s.incoming = {built.inputs.at(incoming)};
+  return s;
+}
+
 // Session 41's MulBackward1: an f32 double backward of the math path whose
 // logits reach 233, judged expected (docs/judgments/session41). CUDA's
 // rounding of the logits' dot products differed from the CPU's run, whose
@@ -1339,31 +1381,23 @@ TEST(GradientRules, AttentionDoubleBackwardWithinTheMathPathsOtherSummationOrder
   const graph::Program p = MustParse(testing::ReadTextFile(
       std::string(DIVFUZZ_SOURCE_DIR) +
       "/docs/judgments/session41/programs/MulBackward1-f32-tolerance-04b58e2e.dfz"));
-  ops::TypeEnv types = MustInfer(p);
   // Node 1 differentiates node 0 (the attention) with respect to %v: the
   // step node 2 differentiates again, as the oracle builds it.
-  const std::string w_name = graph::FirstOrderName("o", "gv");
-  const std::string out_name = graph::FirstOrderName("v", "gv") + ".0";
-  types[w_name] = types.at("o");
-  types[out_name] = types.at("v");
-  const graph::Node step = exec::MakeVjpNode(p.nodes[0], {w_name}, {"v"}, {out_name});
-  const exec::RunResult built = exec::Run(p, types, exec::Target::kCpu);
-  std::map<std::string, at::Tensor> inputs;
-  for (const char* name : {"q", "k", "v"}) inputs[name] = built.inputs.at(name);
-  inputs[w_name] = built.inputs.at("c");
-  const std::vector<at::Tensor> incoming{built.inputs.at("ct3")};
+  const InsideStep st = StepInside(p, "o", "gv", "v", "c", "ct3");
+  const ops::TypeEnv& types = st.types;
+  const graph::Node& step = st.step;
+  const std::map<std::string, at::Tensor>& inputs = st.inputs;
+  const std::vector<at::Tensor>& incoming = st.incoming;
   auto run = [&](const std::map<std::string, at::Tensor>& in, exec::Target t) {
-    exec::VjpResult r = exec::RunNodeVjp(step, in, incoming, types, t);
-    EXPECT_FALSE(r.result.error);
-    return r.result.outputs.at(0);  // d/dq
+    return st.Run(t, &in);  // d/dq
   };
   const at::Tensor own = run(inputs, exec::Target::kCpu);
   const at::Tensor witness = run(inputs, exec::Target::kCpuF64).to(at::kDouble);
   // The head dimension's columns of q and k permuted alike, d/dq permuted back.
   const at::Tensor perm = at::tensor({5, 1, 2, 6, 0, 3, 7, 4}, at::kLong);
   std::map<std::string, at::Tensor> permuted = inputs;
-  permuted["q"] = inputs["q"].index_select(-1, perm);
-  permuted["k"] = inputs["k"].index_select(-1, perm);
+  permuted["q"] = inputs.at("q").index_select(-1, perm);
+  permuted["k"] = inputs.at("k").index_select(-1, perm);
   const at::Tensor other = run(permuted, exec::Target::kCpu).index_select(-1, at::argsort(perm));
   // The other order is as far off as CUDA was (6.7e9): more than 5x the
   // run's own order's deviation plus rtol, which had vetoed the test.
@@ -1435,23 +1469,9 @@ input %ct3: f32[2] = values(-3.2695, 1522.7)
 %g7 = autograd::grad([%g3], [%u], grad_outputs=[%ct3])
 output %g7
 )");
-  ops::TypeEnv types = MustInfer(p);
-  const std::string w_name = graph::FirstOrderName("r", "g3");
-  const std::string out_name = graph::FirstOrderName("u", "g3") + ".0";
-  types[w_name] = types.at("r");
-  types[out_name] = types.at("u");
-  const graph::Node step = exec::MakeVjpNode(p.nodes[0], {w_name}, {"u"}, {out_name});
-  const exec::RunResult built = exec::Run(p, types, exec::Target::kCpu);
-  const std::map<std::string, at::Tensor> inputs{{"u", built.inputs.at("u")},
-                                                 {w_name, built.inputs.at("ct0")}};
-  const std::vector<at::Tensor> incoming{built.inputs.at("ct3")};
-  auto run = [&](exec::Target t) {
-    exec::VjpResult r = exec::RunNodeVjp(step, inputs, incoming, types, t);
-    EXPECT_FALSE(r.result.error);
-    return r.result.outputs.at(0);
-  };
-  const at::Tensor cpu = run(exec::Target::kCpu);
-  const at::Tensor witness = run(exec::Target::kCpuF64).to(at::kDouble);
+  const InsideStep st = StepInside(p, "r", "g3", "u", "ct0", "ct3");
+  const at::Tensor cpu = st.Run(exec::Target::kCpu);
+  const at::Tensor witness = st.Run(exec::Target::kCpuF64).to(at::kDouble);
   // The CPU's float32 run is off by more than f32's tolerance at element 0.
   const double off = std::abs(cpu[0].item<double>() - witness[0].item<double>());
   ASSERT_GT(off, 1e-5 + 1.3e-6 * std::abs(witness[0].item<double>()));
@@ -1460,9 +1480,7 @@ output %g7
   d.op = "MulBackward0";
   const Policy policy = DefaultPolicy();
   auto context = [&](const at::Tensor& a) {
-    return GradientContext{step, types, policy, d, 0, "u", graph::DType::kF32, false,
-                           {inputs, incoming, a, witness},
-                           {inputs, incoming, witness.to(at::kFloat), witness}};
+    return st.Context(policy, d, "u", a, witness.to(at::kFloat), witness);
   };
   std::optional<RuleMatch> m = gradient_formula_rounding(context(cpu));
   ASSERT_TRUE(m.has_value());
@@ -1481,23 +1499,9 @@ TEST(GradientRules, AnExactZeroThatFloat64CannotResolveEitherIsJudgedByTheSpread
   const graph::Program p = MustParse(testing::ReadTextFile(
       std::string(DIVFUZZ_SOURCE_DIR) +
       "/docs/judgments/session43/programs/SubBackward0-f32-tolerance-7d9a4e69.dfz"));
-  ops::TypeEnv types = MustInfer(p);
-  const std::string w_name = graph::FirstOrderName("c", "g0");
-  const std::string out_name = graph::FirstOrderName("x", "g0") + ".0";
-  types[w_name] = types.at("c");
-  types[out_name] = types.at("x");
-  const graph::Node step = exec::MakeVjpNode(p.nodes[0], {w_name}, {"x"}, {out_name});
-  const exec::RunResult built = exec::Run(p, types, exec::Target::kCpu);
-  const std::map<std::string, at::Tensor> inputs{{"x", built.inputs.at("x")},
-                                                 {w_name, built.inputs.at("ct8")}};
-  const std::vector<at::Tensor> incoming{built.inputs.at("ct7")};
-  auto run = [&](exec::Target t) {
-    exec::VjpResult r = exec::RunNodeVjp(step, inputs, incoming, types, t);
-    EXPECT_FALSE(r.result.error);
-    return r.result.outputs.at(0);
-  };
-  const at::Tensor cpu = run(exec::Target::kCpu);
-  const at::Tensor witness = run(exec::Target::kCpuF64).to(at::kDouble);
+  const InsideStep st = StepInside(p, "c", "g0", "x", "ct8", "ct7");
+  const at::Tensor cpu = st.Run(exec::Target::kCpu);
+  const at::Tensor witness = st.Run(exec::Target::kCpuF64).to(at::kDouble);
   // The CPU's float32 run is off by more than f32's tolerance somewhere.
   const double off = (cpu.to(at::kDouble) - witness).abs().max().item<double>();
   ASSERT_GT(off, 1e6) << cpu << witness;
@@ -1506,9 +1510,7 @@ TEST(GradientRules, AnExactZeroThatFloat64CannotResolveEitherIsJudgedByTheSpread
   d.op = "SubBackward0";
   const Policy policy = DefaultPolicy();
   auto context = [&](const at::Tensor& a) {
-    return GradientContext{step, types, policy, d, 0, "x", graph::DType::kF32, false,
-                           {inputs, incoming, a, witness},
-                           {inputs, incoming, witness.to(at::kFloat), witness}};
+    return st.Context(policy, d, "x", a, witness.to(at::kFloat), witness);
   };
   std::optional<RuleMatch> m = gradient_formula_rounding(context(cpu));
   ASSERT_TRUE(m.has_value());
