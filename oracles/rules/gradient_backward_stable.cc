@@ -20,7 +20,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
-#include "ops/op_spec.h"
 #include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
 
@@ -192,9 +191,7 @@ std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
   // hull holds any value there, and cleared a CPU that kept no digit of the
   // exact 2.6 (sessions 38 and 39: judged real on both devices, only CUDA
   // blamed).
-  if ((c.hints & ops::kScanCarry) && c.d.op.rfind("LogcumsumexpBackward", 0) == 0) {
-    return std::nullopt;
-  }
+  if (c.ScanCarryKernel()) return std::nullopt;
   for (const GradientSide* s : {&c.a, &c.b}) {
     if (!s->witness.defined() || s->witness.is_complex()) return std::nullopt;
   }

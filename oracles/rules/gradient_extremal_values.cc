@@ -374,10 +374,7 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
   // 2^24 in f32), which gradient_scan_carry models per element; the bound
   // below, vacuous wherever an operand is large, excused CUDA's 0 for an
   // exact 1.9 (session 44's af2c70f2, judged real on both sides).
-  if (c.d.cls != DivergenceClass::kClassSplit && (c.hints & ops::kScanCarry) &&
-      c.d.op.rfind("LogcumsumexpBackward", 0) == 0) {
-    return std::nullopt;
-  }
+  if (c.d.cls != DivergenceClass::kClassSplit && c.ScanCarryKernel()) return std::nullopt;
   // The clauses below read magnitudes anywhere in a non-elementwise op's
   // operands: not for a 0 that stays without them.
   if (!c.pointwise && FlushedToZero(c) && FlushWithoutLargeValues(c)) return std::nullopt;

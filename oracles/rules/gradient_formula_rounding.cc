@@ -25,16 +25,13 @@
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
 #include "exec/intermediate_rounding.h"
-#include "ops/op_spec.h"
 #include "oracles/rules/gradient_rule.h"
 
 namespace divfuzz::oracles::rules {
 
 std::optional<RuleMatch> gradient_formula_rounding(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kTolerance || c.accumulation) return std::nullopt;
-  if ((c.hints & ops::kScanCarry) && c.d.op.rfind("LogcumsumexpBackward", 0) == 0) {
-    return std::nullopt;
-  }
+  if (c.ScanCarryKernel()) return std::nullopt;
   // As gradient_composite_rounding: three mirrored pairs, 4x. A draw that
   // moved no intermediate does not apply. A move that leaves the formula's
   // value undetermined (a non-finite spread: matrix_exp's squaring count read

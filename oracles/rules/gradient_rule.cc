@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
+#include "ops/op_spec.h"
 #include "oracles/compare.h"
 
 namespace divfuzz::oracles::rules {
@@ -116,6 +117,10 @@ const std::vector<ElementDerivative>& JudgedElementDerivatives(const GradientCon
       &s == &c.b ? c.derivatives_b : c.derivatives_a;
   if (!memo) memo = ComputeJudgedElementDerivatives(c, s);
   return *memo;
+}
+
+bool GradientContext::ScanCarryKernel() const {
+  return (hints & ops::kScanCarry) && d.op.rfind("LogcumsumexpBackward", 0) == 0;
 }
 
 double GradientContext::ProductEps() const {

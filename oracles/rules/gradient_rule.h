@@ -74,6 +74,9 @@ struct GradientContext {
   // The unit roundoff the backward's products carry: the dtype's, or TF32's
   // 2^-10 for float32 under tf32.
   double ProductEps() const;
+  // The root is logcumsumexp's own backward kernel (LogcumsumexpBackward*),
+  // whose formula gradient_scan_carry models: the generic bounds defer to it.
+  bool ScanCarryKernel() const;
 };
 
 // The element of `t` the divergence names as float64 (NaN when out of range).

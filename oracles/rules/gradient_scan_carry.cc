@@ -30,9 +30,8 @@ namespace {
 }  // namespace
 
 std::optional<RuleMatch> gradient_scan_carry(const GradientContext& c) {
-  if (!(c.hints & ops::kScanCarry) || c.d.cls != DivergenceClass::kTolerance ||
-      c.d.op.rfind("LogcumsumexpBackward", 0) != 0 || c.a.outgoing.is_complex() ||
-      c.a.outgoing.dim() == 0) {
+  if (!c.ScanCarryKernel() || c.d.cls != DivergenceClass::kTolerance ||
+      c.a.outgoing.is_complex() || c.a.outgoing.dim() == 0) {
     return std::nullopt;
   }
   const int64_t dim = at::maybe_wrap_dim(IntArgOr(c.node, 1, "dim", 0), c.a.outgoing.dim());
