@@ -115,7 +115,7 @@ RuleCheck CheckRule(const std::string& rule, const graph::Program& program, cons
   }
   const graph::Node& node = program.nodes[KernelNode(program, d)];
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  const uint32_t hints = spec == nullptr ? 0 : spec->hints;
+  const uint64_t hints = spec == nullptr ? 0 : spec->hints;
   const std::string op = node.QualifiedName();
   c.status = "not applicable";
   if (rule == "info_gated") {

@@ -39,7 +39,7 @@ OpSpec Positions(OpSpec s, int dim_pos, int keepdim_pos) {
   return s;
 }
 
-OpSpec With(OpSpec s, uint32_t hints) {
+OpSpec With(OpSpec s, uint64_t hints) {
   s.hints |= hints;
   return s;
 }

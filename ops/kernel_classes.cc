@@ -22,7 +22,7 @@ enum class Match { kBase, kPrefix, kContains };
 struct ClassFact {
   Match match;
   absl::string_view pattern;  // against the name without "aten::"
-  uint32_t hints;
+  uint64_t hints;
   absl::string_view why;
 };
 
@@ -153,6 +153,9 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "group_norm", kNormalizes, "normalizes by group statistics"},
     {Match::kContains, "instance_norm", kNormalizes, "normalizes by instance statistics"},
     {Match::kContains, "rms_norm", kNormalizes, "normalizes by the root mean square"},
+    // rms_norm's composite (aten/src/ATen/native/layer_norm.cpp) upcasts to
+    // opmath and keeps rstd there; CUDA's fused kernel keeps it in float too.
+    {Match::kContains, "rms_norm", kComputesInOpmath, "computes in float32 for f16/bf16"},
     // Vandermonde matrices are cumulative products: CUDA carries them in the dtype.
     {Match::kBase, "vander", kScanCarry, "a cumulative product of x"},
     {Match::kBase, "linalg_vander", kScanCarry, "a cumulative product of x"},
@@ -699,7 +702,7 @@ constexpr std::pair<absl::string_view, Decomposition> kGenericDecompositions[] =
 // dims, and (for a decomposition) the form its invariants are compared in.
 struct RuleClass {
   Rule rule;
-  uint32_t hints;
+  uint64_t hints;
   Decomposition decomposition;
 };
 constexpr RuleClass kRuleClasses[] = {

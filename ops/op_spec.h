@@ -49,7 +49,7 @@ enum class Rule {
 };
 
 // What the oracle's expected-by-policy rules need to know about an op.
-enum Hint : uint32_t {
+enum Hint : uint64_t {
   kHintNone = 0,
   kInfoGated = 1 << 0,            // outputs are valid only where the last (info) output is 0
   kIndicesOutput = 1 << 1,        // result 1 holds indices along dim; ties make them free
@@ -111,8 +111,12 @@ enum Hint : uint32_t {
   kMultipliesInputs = 1u << 31,  // multiplies two of its inputs inside without summing them
                                  // (addr's vec1[i]·vec2[j]): that product may overflow the
                                  // dtype though the result is defined
-  kBinning = 1 << 26,           // counts x into bins by (x - min)·bins/(max - min) computed in
+  kBinning = 1ull << 33,        // counts x into bins by (x - min)·bins/(max - min) computed in
                                 // the dtype (histc): an x at an edge may land either side
+                                // (it shared kSelectsInputs' bit until session 45)
+  kComputesInOpmath = 1ull << 32,  // computes in its opmath dtype (float32 for f16/bf16),
+                                   // statistics and backward included, and rounds once at
+                                   // the end (rms_norm's composite upcasts its input)
 };
 
 // The CUDA kernel classes whose library process-wide switches choose
@@ -248,7 +252,7 @@ struct OpSpec {
   double scalar_low = -2, scalar_high = 2;
   // Policy hints (read by the oracle).
   bool integer_sum_widens = false;  // sum/prod/cumsum of ints give i64
-  uint32_t hints = kHintNone;
+  uint64_t hints = kHintNone;
   uint32_t cuda_kernels = kCudaKernelNone;  // CudaKernel bits
   // Positions of dim and keepdim in the schema (-1: keyword-only).
   int dim_pos = 1;

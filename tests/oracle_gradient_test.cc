@@ -508,6 +508,31 @@ output %gg
   EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
 }
 
+// Session 45's recall audit: C3's ToCopyBackward0 bf16 (e712d0d9), the CPU's
+// rms_norm composite at |x| ~ 1e18, whose rstd³ = 1.7e-54 underflows float32
+// and drops a whole term (-5.9e-19 for an exact -2.4e-5), had been excused
+// by bounds in bf16's eps: gradient_normalization_statistics' and
+// gradient_summation's (2·n·eps = 2 at n = 128). rms_norm computes in
+// float32 (ops::kComputesInOpmath), so its bounds take float32's eps, and a
+// bound whose n makes 2·n·eps >= 1 excuses nothing.
+TEST(GradientOracle, AnRmsNormComputingInFloat32IsNotExcusedByBf16Bounds) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("rms_norm_opmath");
+  int rc = 0;
+  const std::string out = Replay(dir, "rms.dfz", R"(divfuzz v1
+input %f: bf16[1,32] = normal(seed=65, mean=0.0, std=1e+18)
+input %vf: f32[1,32] = edges(seed=2862473739)
+%yf = aten::rms_norm(%f, [32])
+%gf = autograd::grad([%yf], [%f], grad_outputs=[%vf])
+output %gf
+)", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_THAT(out, HasSubstr("(%gf = ToCopyBackward0, bf16) [root]: backward of node 0 "
+                             "(aten::rms_norm)"))
+      << out;
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
+}
+
 // A statement's gradient is compared with the loosest policy entry of the
 // ops whose backward it runs: erfc's backward -2/sqrt(pi)·exp(-x²)·g in f16
 // is 3 ulps off at x = -2.2 (session 37's judge: f16 rounding of x², within

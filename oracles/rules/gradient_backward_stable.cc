@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -62,9 +63,15 @@ at::Tensor MovedAlong(const at::Tensor& t, const at::Tensor& sign, double eps) {
 // incoming gradients: as given (-1) and moved six ways, each with the
 // forward's results exact and rounded to their dtypes (a kernel that saves
 // its output works from the rounded one), and the side's own saved outputs
-// where known. nullopt: a point could not run.
+// where known. nullopt: a point could not run. `enough` is asked after each
+// point: the hull only grows, so once the side lies within it the rest cannot
+// change the answer, and the points left (the worst directions' derivatives
+// above all) are not computed (issue 35: the hull was two thirds of a
+// gradient program's triage).
+using Enough = std::function<bool(const at::Tensor& lo, const at::Tensor& hi)>;
 std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
-                                                      const GradientSide& s) {
+                                                      const GradientSide& s,
+                                                      const Enough& enough) {
   const at::Tensor at_witness = s.witness.to(at::kDouble);
   at::Tensor lo = at_witness, hi = lo.clone();
   // The float64 gradient at one point: moved in direction `dir` (-1: not
@@ -137,25 +144,9 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
   };
   // Round 2 only where the side's own saved outputs are known.
   const int rounds = s.results.empty() ? 2 : 3;
-  const std::vector<WorstDirection> worst = WorstDirections(c, s);
+  // The sampled points first (no derivatives needed), then each judged
+  // element's worst direction: the union is the same in any order.
   for (int round = 0; round < rounds; ++round) {
-    // Each judged element's own worst direction, both ways, saved outputs
-    // as the round takes them but not moved.
-    for (const WorstDirection& w : worst) {
-      for (int dir = 0; dir < 2; ++dir) {
-        std::optional<at::Tensor> g = point(round, dir, 1.0, &w);
-        if (!g) return std::nullopt;
-        at::Tensor out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
-        for (double scale = 0.5; scale >= 1.0 / 64 && out.any().item<bool>(); scale /= 2) {
-          std::optional<at::Tensor> nearer = point(round, dir, scale, &w);
-          if (!nearer) break;
-          *g = at::where(out, *nearer, *g);
-          out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
-        }
-        lo = at::fmin(lo, *g);
-        hi = at::fmax(hi, *g);
-      }
-    }
     // The side's own saved outputs are taken as they are, nothing moved: a
     // move of x apart from the output it saved can excuse a formula that
     // amplifies that output's rounding past every digit (session 38's
@@ -177,6 +168,28 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c,
       }
       lo = at::fmin(lo, *g);
       hi = at::fmax(hi, *g);
+      if (enough(lo, hi)) return std::make_pair(lo, hi);
+    }
+  }
+  const std::vector<WorstDirection> worst = WorstDirections(c, s);
+  for (int round = 0; round < rounds; ++round) {
+    // Each judged element's own worst direction, both ways, saved outputs
+    // as the round takes them but not moved.
+    for (const WorstDirection& w : worst) {
+      for (int dir = 0; dir < 2; ++dir) {
+        std::optional<at::Tensor> g = point(round, dir, 1.0, &w);
+        if (!g) return std::nullopt;
+        at::Tensor out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
+        for (double scale = 0.5; scale >= 1.0 / 64 && out.any().item<bool>(); scale /= 2) {
+          std::optional<at::Tensor> nearer = point(round, dir, scale, &w);
+          if (!nearer) break;
+          *g = at::where(out, *nearer, *g);
+          out = at::isfinite(*g).logical_not() & at::isfinite(at_witness);
+        }
+        lo = at::fmin(lo, *g);
+        hi = at::fmax(hi, *g);
+        if (enough(lo, hi)) return std::make_pair(lo, hi);
+      }
     }
   }
   return std::make_pair(lo, hi);
@@ -202,16 +215,18 @@ std::optional<RuleMatch> gradient_backward_stable(const GradientContext& c) {
   // upstream, and an ill-conditioned backward (acosh near 1) amplifies that.
   const at::Tensor differing = DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype, tol);
   auto within = [&](const GradientSide& s) {
-    const auto hull = Hull(c, s);
-    if (!hull) return false;
-    at::Tensor v = s.outgoing.to(at::kDouble);
-    if (v.sizes() != hull->first.sizes()) return false;
-    at::Tensor ok = (v >= hull->first - tol.atol) & (v <= hull->second + tol.atol);
-    ok = ok.logical_or(at::isfinite(v).logical_not()).reshape(-1);
-    if (differing.defined() && differing.numel() == ok.numel()) {
-      ok = ok.logical_or(differing.logical_not());
-    }
-    return ok.all().item<bool>();
+    const at::Tensor v = s.outgoing.to(at::kDouble);
+    auto inside = [&](const at::Tensor& lo, const at::Tensor& hi) {
+      if (v.sizes() != lo.sizes()) return false;
+      at::Tensor ok = (v >= lo - tol.atol) & (v <= hi + tol.atol);
+      ok = ok.logical_or(at::isfinite(v).logical_not()).reshape(-1);
+      if (differing.defined() && differing.numel() == ok.numel()) {
+        ok = ok.logical_or(differing.logical_not());
+      }
+      return ok.all().item<bool>();
+    };
+    const auto hull = Hull(c, s, inside);
+    return hull && inside(hull->first, hull->second);
   };
   if (!within(c.a) || !within(c.b)) return std::nullopt;
   return RuleMatch{"gradient_backward_stable",

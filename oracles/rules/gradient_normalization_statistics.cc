@@ -1,7 +1,8 @@
 // gradient_normalization_statistics: a normalization's backward,
 // dx = rstd (g w - mean(g w) - xhat mean(g w xhat)), reads the statistics
 // (mean, rstd) its forward computed and rounded (the CPU keeps layer_norm's in
-// bf16 for bf16 inputs, pytorch#109188; CUDA in float32): an error of n eps in
+// bf16 for bf16 inputs, pytorch#109188; CUDA in float32; rms_norm's composite
+// in float32 on both, so eps is float32's there): an error of n eps in
 // them moves each term by about n eps rstd |g w| (1 + |xhat|), and the terms
 // cancel (a layer_norm whose gradient is exactly 0 gives n eps rstd |g| on a
 // side): |A - B| <= 2 (n + 4) eps rstd max|g| max(|w|, 1) (1 + max|xhat| +
@@ -134,7 +135,7 @@ std::optional<RuleMatch> gradient_normalization_statistics(const GradientContext
       // The terms each element of the parameter's gradient sums.
       const double terms = static_cast<double>(x->second.numel()) /
                            static_cast<double>(p->second.numel());
-      bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * graph::Epsilon(c.dtype) *
+      bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * c.ComputeEps() *
                                   terms * r->param);
       group = std::max(group, r->n);
       continue;
@@ -151,7 +152,7 @@ std::optional<RuleMatch> gradient_normalization_statistics(const GradientContext
         w = std::max(w, Finite(t.to(at::kDouble).abs()).max().item<double>());
       }
     }
-    bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * graph::Epsilon(c.dtype) *
+    bound = std::max(bound, 2.0 * static_cast<double>(r->n + 4) * c.ComputeEps() *
                                 r->term * w);
     group = std::max(group, r->n);
   }

@@ -123,8 +123,14 @@ bool GradientContext::ScanCarryKernel() const {
   return (hints & ops::kScanCarry) && d.op.rfind("LogcumsumexpBackward", 0) == 0;
 }
 
+double GradientContext::ComputeEps() const {
+  const bool low = dtype == graph::DType::kF16 || dtype == graph::DType::kBF16;
+  return low && (hints & ops::kComputesInOpmath) ? graph::Epsilon(graph::DType::kF32)
+                                                 : graph::Epsilon(dtype);
+}
+
 double GradientContext::ProductEps() const {
-  const double eps = graph::Epsilon(dtype);
+  const double eps = ComputeEps();
   const bool single = dtype == graph::DType::kF32 || dtype == graph::DType::kC64;
   return tf32 && single ? std::max(eps, std::ldexp(1.0, -10)) : eps;
 }

@@ -71,7 +71,10 @@ struct GradientContext {
   // JudgedElementDerivatives' memo, per side.
   mutable std::optional<std::vector<ElementDerivative>> derivatives_a, derivatives_b;
 
-  // The unit roundoff the backward's products carry: the dtype's, or TF32's
+  // The epsilon the backward computes in: float32's for an f16/bf16 op that
+  // computes in opmath (ops::kComputesInOpmath: rms_norm), else the dtype's.
+  double ComputeEps() const;
+  // The unit roundoff the backward's products carry: ComputeEps(), or TF32's
   // 2^-10 for float32 under tf32.
   double ProductEps() const;
   // The root is logcumsumexp's own backward kernel (LogcumsumexpBackward*),
