@@ -1210,6 +1210,42 @@ TEST(GradientRules, AttentionBackwardRoundsItsCancellingTerms) {
   EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
 }
 
+// Session 45's audit of C3's BmmBackward0 bf16 (076007ac): one inf in
+// another batch's q made the logits' single maximum infinite, and so the
+// bound of every element. The bound is per query row: batch 0's rounding is
+// still excused, 2% off its largest element is not.
+TEST(GradientRules, AttentionLogitsAreBoundedPerQueryRow) {
+  Case k = CaseOf(R"(divfuzz v1
+input %q: f32[2,2,5,8] = normal(seed=1)
+input %k: f32[2,2,5,8] = normal(seed=2)
+input %v: f32[2,2,5,8] = normal(seed=3)
+%o = aten::scaled_dot_product_attention(%q, %k, %v)
+output %o
+)", DivergenceClass::kTolerance);
+  at::Generator gen = at::detail::createCPUGenerator(11);
+  auto draw = [&](double scale) {
+    return (at::randn({2, 2, 5, 8}, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
+  };
+  at::Tensor q = draw(0.5);
+  const at::Tensor kk = draw(0.5), v = draw(1000), g = draw(1000).to(at::kFloat);
+  q.index_put_({1, 0, 0, 0}, INFINITY);
+  auto attention = [&](const at::Tensor& t) {
+    return at::scaled_dot_product_attention(t, kk.to(t.scalar_type()), v.to(t.scalar_type()));
+  };
+  const at::Tensor w = GradOf(attention, q, g), f32 = GradOf(attention, q, g, at::kFloat);
+  ASSERT_TRUE(at::isfinite(w[0]).all().item<bool>());
+  const std::map<std::string, at::Tensor> inputs{{"q", q}, {"k", kk}, {"v", v}};
+  GradientContext ok = ContextOf(k, inputs, {g}, f32, w.to(at::kFloat), w, false);
+  std::optional<RuleMatch> m = gradient_attention_rounding(ok);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_attention_rounding");
+  at::Tensor wrong = f32.clone(at::MemoryFormat::Contiguous);  // so reshape is a view
+  const int64_t top = w[0].reshape(-1).abs().argmax().item<int64_t>();
+  wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.02f;
+  GradientContext bad = ContextOf(k, inputs, {g}, wrong, w.to(at::kFloat), w, false);
+  EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
+}
+
 // Session 38's masked grouped-query bucket (ToCopyBackward0, f16): v
 // constant, so k's exact gradient is 0 and each side's float32 dP - D leaves
 // 1e-5. The rule models the mask and repeats k and v over q's heads; the

@@ -8,7 +8,7 @@
 // rowsum(P∘(|g|·|v|ᵀ))), A = scale·T·|k| (for q), scale·Tᵀ·|q| (for k),
 // Pᵀ·|g| (for v). Each side within u·(4·(keys + d + 8) + 2·(d + 4)·max|S|)·A
 // (sums of those lengths, and the weights' relative error from logits S
-// known to (d + 4)·u·|S|), plus its own rounding to the dtype and atol, of its
+// known to (d + 4)·u·|S|, max|S| over each query row's keys), plus its own rounding to the dtype and atol, of its
 // float64 backward is expected. A mask enters P as SDPA's math path applies
 // it; grouped-query heads (enable_gqa) repeat k and v over q's heads, and k's
 // and v's magnitudes sum over each group (session 38's masked GQA f16
@@ -78,25 +78,30 @@ std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
         q, k, v, mask, 0.0, is_causal, std::nullopt, scale)).nan_to_num(0.0);
     const at::Tensor dp = at::matmul(g.abs(), v.abs().transpose(-2, -1));
     const at::Tensor t = p * (dp + (p * dp).sum(-1, /*keepdim=*/true));
+    // The logits' bound per query row, over that row's keys: one row's inf
+    // (another batch's) made a single maximum infinite for every element
+    // (session 45's audit of C3's BmmBackward0 bf16, 076007ac). A row whose
+    // logits are not finite has no bound here (NaN): other rules judge it.
+    at::Tensor logits = sc * at::matmul(q.abs(), k.abs().transpose(-2, -1)).amax(-1, true);
+    logits = at::where(at::isfinite(logits), logits, at::full_like(logits, NAN));
+    const at::Tensor eps = u * (4.0 * static_cast<double>(keys + d + 8) +
+                                2.0 * static_cast<double>(d + 4) * logits);
     at::Tensor a;
-    if (c.out == 0) a = at::matmul(t, k.abs()) * sc;
-    if (c.out == 1) a = at::matmul(t.transpose(-2, -1), q.abs()) * sc;
-    if (c.out == 2) a = at::matmul(p.transpose(-2, -1), g.abs());
+    if (c.out == 0) a = at::matmul(t * eps, k.abs()) * sc;
+    if (c.out == 1) a = at::matmul((t * eps).transpose(-2, -1), q.abs()) * sc;
+    if (c.out == 2) a = at::matmul((p * eps).transpose(-2, -1), g.abs());
     if (c.out > 0 && group > 1) a = a.unflatten(-3, {a.size(-3) / group, group}).sum(-3);
     const at::Tensor& self = c.out == 0 ? qi->second : c.out == 1 ? ki->second : vi->second;
     a = a.sum_to_size(self.sizes());
-    const double logits =
-        sc * at::matmul(q.abs(), k.abs().transpose(-2, -1)).max().item<double>();
-    const double eps = u * (4.0 * static_cast<double>(keys + d + 8) +
-                            2.0 * static_cast<double>(d + 4) * logits);
     const at::Tensor w = s->witness.to(at::kDouble);
     if (a.sizes() != w.sizes() || s->outgoing.sizes() != w.sizes()) return std::nullopt;
-    const at::Tensor bound = a * eps + w.abs() * (2 * graph::Epsilon(c.dtype)) + atol;
+    const at::Tensor bound = a + w.abs() * (2 * graph::Epsilon(c.dtype)) + atol;
     const at::Tensor off = (s->outgoing.to(at::kDouble) - w).abs();
     if (!((off <= bound) | at::isfinite(off).logical_not()).all().item<bool>()) {
       return std::nullopt;
     }
-    worst = std::max(worst, eps);
+    const at::Tensor finite_eps = eps.masked_select(at::isfinite(eps));
+    if (finite_eps.numel() > 0) worst = std::max(worst, finite_eps.max().item<double>());
   }
   return RuleMatch{"gradient_attention_rounding",
                    absl::StrCat("each side's gradient of ", c.node.QualifiedName(), " is within ",
