@@ -130,16 +130,35 @@ std::optional<Divergence> Misses(const ops::OpSpec* spec, const graph::Node& nod
                                  const std::vector<at::Tensor>& side_a,
                                  const std::vector<at::Tensor>& side_b,
                                  const std::vector<at::Tensor>& reference,
-                                 const std::optional<PhaseBound>& phase = std::nullopt) {
+                                 const std::optional<PhaseBound>& phase = std::nullopt,
+                                 const at::Tensor& selected_from = at::Tensor()) {
   const std::vector<at::Tensor> mine = Comparable(spec, judged);
   const std::vector<at::Tensor> sa = Comparable(spec, side_a);
   const std::vector<at::Tensor> sb = Comparable(spec, side_b);
   const std::vector<at::Tensor> want = Comparable(spec, reference);
   const bool invariants = spec != nullptr && (spec->hints & ops::kDecomposition);
   for (size_t o = 0; o < mine.size() && o < want.size(); ++o) {
-    // Indices are judged by the index-ties rule, not against the reference's choice.
+    // Indices are judged by the values they select from the side's own
+    // input, not by the reference's choice among ties: session 45's CUDA
+    // argsort put a -NaN first where every NaN sorts last, and both sides had
+    // "matched" the float64 reference. Where they cannot be gathered, the
+    // index-ties rule judges them.
     if (spec != nullptr && (spec->hints & ops::kIndicesOutput) &&
         mine[o].scalar_type() == at::kLong) {
+      if (o != IndicesOutput(*spec) || !selected_from.defined() || !want[o].defined() ||
+          mine[o].sizes() != want[o].sizes()) {
+        continue;
+      }
+      const at::Tensor got = SelectedValues(*spec, node, selected_from, mine[o]);
+      const at::Tensor ref = SelectedValues(*spec, node, selected_from, want[o]);
+      if (!got.defined() || !ref.defined() || got.sizes() != ref.sizes()) continue;
+      const std::optional<DType> xt = exec::FromScalarType(selected_from.scalar_type());
+      if (!xt) continue;
+      if (std::optional<Divergence> miss =
+              CompareTensors(got, ref, *xt, policy.For(node.QualifiedName(), *xt))) {
+        miss->detail = absl::StrCat("the indices select ", miss->detail);
+        return miss;
+      }
       continue;
     }
     if (!invariants && spec != nullptr && o < 32 && (spec->device_defined_outputs >> o) & 1u) {
@@ -198,6 +217,13 @@ struct SideEvidence {
   const exec::Witness* second = nullptr;   // a second float64 implementation (cuda-f64)
   const exec::Witness* rounded = nullptr;  // float64 with the number literals rounded to the dtype
 };
+
+// The side's own input 0 of the node, which an indices output selects from.
+at::Tensor SelectedFrom(const SideEvidence& e) {
+  if (e.node.args.empty() || e.node.args[0].value.kind != graph::Literal::Kind::kValue) return {};
+  auto it = e.inputs.find(e.node.args[0].value.s);
+  return it == e.inputs.end() ? at::Tensor() : it->second;
+}
 
 // Metadata needs no witness run: judged before any is computed. Shape and
 // dtype are the op's documented metadata: what the meta kernel infers
@@ -342,7 +368,7 @@ std::optional<std::string> Float64WitnessesDisagree(const SideEvidence& e) {
   // Only where it matters: the elements where the sides differ.
   if (std::optional<Divergence> split =
           Misses(e.spec, e.node, e.types, e.policy, second->result.outputs, e.got.outputs,
-                 e.theirs.outputs, f64->result.outputs)) {
+                 e.theirs.outputs, f64->result.outputs, std::nullopt, SelectedFrom(e))) {
     return absl::StrCat(second->name, " vs cpu-f64: ", split->detail);
   }
   return std::nullopt;
@@ -386,7 +412,8 @@ SideCheck JudgeAgainst(const SideEvidence& e, const exec::Witness& judge,
              judge.result.outputs,
              e.spec != nullptr && graph::IsFloating(e.dtype)
                  ? PhaseBoundOf(*e.spec, e.node, e.inputs, e.dtype)
-                 : std::nullopt);
+                 : std::nullopt,
+             SelectedFrom(e));
   if (!miss) {
     c.why = absl::StrCat(e.side, " matches the ", judge_name, " computed from its own inputs");
     return c;
@@ -394,7 +421,7 @@ SideCheck JudgeAgainst(const SideEvidence& e, const exec::Witness& judge,
   const exec::Witness* rounded = e.rounded;
   if (rounded != nullptr && !rounded->result.error &&
       !Misses(e.spec, e.node, e.types, e.policy, got.outputs, got.outputs, e.theirs.outputs,
-              rounded->result.outputs)) {
+              rounded->result.outputs, std::nullopt, SelectedFrom(e))) {
     c.scalar_rounding = true;
     c.why = absl::StrCat(e.side, " misses the ", judge_name,
                          " but matches it with the number literals rounded to ", e.d.dtype,

@@ -1,7 +1,12 @@
 #include "oracles/invariants.h"
 
 #include <ATen/ops/imag.h>
+#include <ATen/ops/gather.h>
 #include <ATen/ops/real.h>
+
+#include <limits>
+
+#include "ops/infer.h"
 
 namespace divfuzz::oracles {
 
@@ -85,6 +90,39 @@ std::string InvariantName(const ops::OpSpec* spec, int i) {
       break;
   }
   return static_cast<size_t>(i) < names.size() ? names[i] : "";
+}
+
+size_t IndicesOutput(const ops::OpSpec& spec) {
+  return spec.rule == ops::Rule::kArgReduce || (spec.hints & ops::kIndicesFirst) ? 0 : 1;
+}
+
+at::Tensor SelectedValues(const ops::OpSpec& spec, const graph::Node& node, const at::Tensor& x,
+                          const at::Tensor& indices) {
+  if (!x.defined() || !indices.defined() || indices.scalar_type() != at::kLong) return {};
+  if (x.dim() == 0) return x;  // one element: every index selects it
+  auto int_arg = [&](int pos, const char* name, int64_t fallback) {
+    const graph::Literal* l = ops::FindArg(
+        node, pos < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(pos), name);
+    return l != nullptr && l->kind == graph::Literal::Kind::kInt ? l->i : fallback;
+  };
+  int64_t dim = int_arg(spec.dim_pos, "dim", -1);
+  if (dim < -x.dim() || dim >= x.dim()) return {};
+  if (dim < 0) dim += x.dim();
+  const bool reduces = spec.rule == ops::Rule::kArgReduce ||
+                       spec.rule == ops::Rule::kValuesIndices || (spec.hints & ops::kReducesDim);
+  const graph::Literal* keep = ops::FindArg(
+      node, spec.keepdim_pos < 0 ? std::numeric_limits<size_t>::max()
+                                 : static_cast<size_t>(spec.keepdim_pos),
+      "keepdim");
+  const bool keepdim = keep != nullptr && keep->kind == graph::Literal::Kind::kBool && keep->b;
+  at::Tensor i = indices.to(x.device());
+  if (reduces && !keepdim) i = i.unsqueeze(dim);
+  if (i.dim() != x.dim()) return {};
+  try {
+    return at::gather(x, dim, i);
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 }  // namespace divfuzz::oracles

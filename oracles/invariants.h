@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/program.h"
 #include "ops/op_spec.h"
 
 namespace divfuzz::oracles {
@@ -20,5 +21,17 @@ std::vector<at::Tensor> Comparable(const ops::OpSpec* spec, const std::vector<at
 // What invariant i of Comparable is, as a report names it ("the singular
 // values S"); "" where the op has none (not a decomposition, or no such i).
 std::string InvariantName(const ops::OpSpec* spec, int i);
+
+// Which output of an op with ops::kIndicesOutput holds its indices (0 for
+// argmax-like and kIndicesFirst ops, else 1).
+size_t IndicesOutput(const ops::OpSpec& spec);
+
+// The values of `x` (the node's input 0) that `indices` (its indices
+// output) select along the op's dim, unsqueezed where the op drops it;
+// undefined where they cannot be gathered (indices out of range, a layout
+// this does not model: max_pool's flat plane indices). Indices are judged by
+// what they select: ties may break either way, a NaN must still come last.
+at::Tensor SelectedValues(const ops::OpSpec& spec, const graph::Node& node, const at::Tensor& x,
+                          const at::Tensor& indices);
 
 }  // namespace divfuzz::oracles

@@ -6,6 +6,7 @@
 // deliberately faulty cuda-f64 witness (exec::WitnessPlan::second_f64_runner).
 #include <ATen/ops/full_like.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -370,4 +371,57 @@ TEST(ExpectedRulesNarrow, ReducedPrecisionOnlyWithinWhatOpInfoAccepts) {
 }
 
 }  // namespace
+// --- Indices judged by the values they select ------------------------------
+// Session 45's C4 argsort (dc9df9ef, judged real: CUDA wrong): CUDA's sort put
+// a -NaN first where every NaN sorts last, and both sides had matched the
+// float64 reference because index outputs were left to the index-ties rule.
+// The side's indices now select from its own input, against the reference's:
+// the -NaN first is a miss; a tie broken the other way is not.
+std::string ArgsortWithNegativeNaN() {
+  std::string v;
+  for (int i = 0; i < 33; ++i) {
+    v += i == 0 ? "" : ", ";
+    v += i == 25 ? "-nan" : i == 7 ? "-0x1p-1" : i == 3 ? "0x1p+0" : "0x0p+0";
+  }
+  return "divfuzz v1\ninput %b: f32[33] = values(" + v + ")\n%br = aten::argsort(%b)\noutput %br\n";
+}
+
+// Deliberately faulty: node 0's indices reordered by `move` (as CUDA's).
+Plant PlantOrder(const std::function<void(std::vector<int64_t>&)>& move) {
+  return [=](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[0].outputs[0];
+    std::vector<int64_t> i(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    move(i);
+    t = at::tensor(i, at::kLong);
+  };
+}
+
+TEST(IndicesBySelectedValues, ANegativeNaNSortedFirstIsABugOfThatSide) {
+  // cuda-f64 as the CPU's float64 sort (no GPU here).
+  exec::WitnessPlan plan;
+  plan.second_f64 = exec::Target::kCudaF64;
+  plan.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
+                              const ops::TypeEnv& t) {
+    return exec::RunNode(n, in, t, exec::Target::kCpuF64);
+  };
+  const Judged j = Judge(ArgsortWithNegativeNaN(), exec::Target::kCpu, exec::Target::kCuda, nullptr,
+                         PlantOrder([](std::vector<int64_t>& i) {
+                           std::stable_partition(i.begin(), i.end(),
+                                                 [](int64_t k) { return k == 25; });
+                         }),
+                         &plan);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cuda") << j.root.reason;
+  EXPECT_TRUE(absl::StrContains(j.root.reason, "the indices select")) << j.root.reason;
+}
+
+TEST(IndicesBySelectedValues, ATieBrokenTheOtherWayIsNoMiss) {
+  const Judged j = Judge(ArgsortWithNegativeNaN(), exec::Target::kCpu, exec::Target::kCuda, nullptr,
+                         PlantOrder([](std::vector<int64_t>& i) { std::swap(i[1], i[2]); }));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "index_ties") << j.root.reason;
+}
+
 }  // namespace divfuzz::oracles

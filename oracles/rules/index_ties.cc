@@ -10,6 +10,7 @@
 // indices contain duplicate elements." (Note: torch.argmax/argmin document
 // "If there are multiple maximal values then the indices of the first maximal
 // value are returned": ties there are no excuse by the docs.)
+#include "oracles/invariants.h"
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>
@@ -97,8 +98,7 @@ std::optional<RuleMatch> ModeValueTies(const Context& c) {
 std::optional<RuleMatch> IndexTies(const Context& c) {
   if (auto m = ModeValueTies(c)) return m;
   if (!(c.spec.hints & ops::kIndicesOutput)) return std::nullopt;
-  const size_t idx =
-      c.spec.rule == ops::Rule::kArgReduce || (c.spec.hints & ops::kIndicesFirst) ? 0 : 1;
+  const size_t idx = IndicesOutput(c.spec);
   if (static_cast<size_t>(c.d.output_index) != idx) return std::nullopt;
   at::Tensor x = c.Input(0);
   at::Tensor ia = Context::Output(c.a, c.d.node_index, idx);
@@ -107,24 +107,12 @@ std::optional<RuleMatch> IndexTies(const Context& c) {
     return std::nullopt;
   }
   if (x.dim() == 0) return RuleMatch{"index_ties", "a 0-d input has one index"};
-  int64_t dim = IntArgOr(c.node, ArgPos(c.spec.dim_pos), "dim", -1);
-  if (dim < 0) dim += x.dim();
-  const bool reduces = c.spec.rule == ops::Rule::kArgReduce ||
-                       c.spec.rule == ops::Rule::kValuesIndices || (c.spec.hints & ops::kReducesDim);
-  const Literal* keep = ops::FindArg(c.node, ArgPos(c.spec.keepdim_pos), "keepdim");
-  const bool keepdim = keep != nullptr && keep->kind == Literal::Kind::kBool && keep->b;
-  if (reduces && !keepdim) {
-    ia = ia.unsqueeze(dim);
-    ib = ib.unsqueeze(dim);
-  }
-  try {
-    const at::Tensor va = at::gather(x, dim, ia.to(x.device())), vb = at::gather(x, dim, ib);
-    const at::Tensor same =
-        at::logical_or(va.eq(vb), at::logical_and(at::isnan(va), at::isnan(vb)));
-    if (!at::all(same).item<bool>()) return std::nullopt;
-  } catch (const std::exception&) {
-    return std::nullopt;  // indices out of range: not a tie, a real divergence
-  }
+  // Indices out of range select nothing: not a tie, a real divergence.
+  const at::Tensor va = SelectedValues(c.spec, c.node, x, ia);
+  const at::Tensor vb = SelectedValues(c.spec, c.node, x, ib);
+  if (!va.defined() || !vb.defined() || va.sizes() != vb.sizes()) return std::nullopt;
+  const at::Tensor same = at::logical_or(va.eq(vb), at::logical_and(at::isnan(va), at::isnan(vb)));
+  if (!at::all(same).item<bool>()) return std::nullopt;
   return RuleMatch{"index_ties",
                    "the indices differ but select equal values: ties may be broken either way"};
 }
