@@ -781,7 +781,7 @@ bool IsLinearName(absl::string_view f) {
         "vector_norm", "norm_p", "norm_p_dim", "frobenius_dim", "cumsum", "cumprod", "dot",
         "inner", "vecdot", "mv", "mm", "matmul", "addmm", "addmv", "baddbmm", "trace", "det",
         "logdet", "slogdet", "solve", "inverse", "fft", "ifft", "rfft", "sort", "sort_stable",
-        "msort", "median", "median_dim", "nanmedian", "nanmedian_dim", "kthvalue"}) {
+        "msort", "median", "median_dim", "nanmedian", "nanmedian_dim", "kthvalue", "topk"}) {
     if (f == name) return true;
   }
   return false;
@@ -837,6 +837,24 @@ std::optional<ExactResult> RunExactLinear(absl::string_view f, const graph::Node
     if (!dim) return std::nullopt;
     return SortExact(*x, static_cast<int64_t>(*dim), f != "msort" && bool_arg(at + 1, "descending"),
                      dtype);
+  }
+  if (f == "topk") {
+    // topk(self, k, dim=-1, largest=True, sorted=True): the first k of the
+    // documented order (NaN the largest: session 43's CUDA topk put a -NaN
+    // last among 34); unsorted values have no order to compare.
+    std::optional<double> k = NumberArg(node, 1, "k", 0);
+    std::optional<double> dim = NumberArg(node, 2, "dim", -1);
+    std::optional<double> largest = NumberArg(node, 3, "largest", 1);
+    std::optional<double> sorted = NumberArg(node, 4, "sorted", 1);
+    if (!k || !dim || !largest || !sorted || *sorted == 0) return std::nullopt;
+    std::optional<ExactResult> all = SortExact(*x, static_cast<int64_t>(*dim), *largest != 0, dtype);
+    const int64_t nd = std::max<int64_t>(x->dim(), 1);
+    const int64_t d = *dim < 0 ? static_cast<int64_t>(*dim) + nd : static_cast<int64_t>(*dim);
+    if (!all || x->dim() == 0 || *k < 0 || *k > x->size(d)) return std::nullopt;
+    for (at::Tensor* t : {&all->result.exact[0], &all->result.outputs[0]}) {
+      *t = t->narrow(d, 0, static_cast<int64_t>(*k)).contiguous();
+    }
+    return all;
   }
   if (f == "median" || f == "nanmedian") {
     return Reduce(*x, {}, false, dtype, MedianOf(f == "nanmedian"));

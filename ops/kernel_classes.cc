@@ -469,6 +469,7 @@ constexpr ExactFact kExact[] = {
     {"aten::sort", "sort"},
     {"aten::sort.stable", "sort_stable"},
     {"aten::msort", "msort"},
+    {"aten::topk", "topk"},
     {"aten::median", "median"},
     {"aten::median.dim", "median_dim"},
     {"aten::nanmedian", "nanmedian"},

@@ -1414,6 +1414,30 @@ TEST(ExactWitness, SortAndMediansOrderNanAboveInfinity) {
   EXPECT_EQ(n->result.outputs[0].item<float>(), 2.0f);
 }
 
+// topk's values are the first k of that order, NaN the largest (session 43's
+// CUDA topk put a -NaN last among 34: undecided, no witness); unsorted
+// values have no order to compare.
+TEST(ExactWitness, TopkTakesTheFirstKOfTheDocumentedOrder) {
+  std::optional<exec::ExactResult> t = ExactOf(
+      "divfuzz v1\ninput %x: f32[5] = values(3, -nan, 1, -inf, 2)\n"
+      "%v, %i = aten::topk(%x, 3)\noutput %v\n");
+  ASSERT_TRUE(t.has_value());
+  const at::Tensor v = t->result.outputs[0];
+  ASSERT_EQ(v.numel(), 3);
+  EXPECT_TRUE(std::isnan(v[0].item<float>()));
+  EXPECT_EQ(v[1].item<float>(), 3.0f);
+  EXPECT_EQ(v[2].item<float>(), 2.0f);
+  std::optional<exec::ExactResult> low = ExactOf(
+      "divfuzz v1\ninput %x: f32[5] = values(3, -nan, 1, -inf, 2)\n"
+      "%v, %i = aten::topk(%x, 2, 0, false)\noutput %v\n");
+  ASSERT_TRUE(low.has_value());
+  EXPECT_EQ(low->result.outputs[0][0].item<float>(), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(low->result.outputs[0][1].item<float>(), 1.0f);
+  EXPECT_FALSE(ExactOf("divfuzz v1\ninput %x: f32[5] = values(3, -nan, 1, -inf, 2)\n"
+                       "%v, %i = aten::topk(%x, 2, 0, true, false)\noutput %v\n")
+                   .has_value());
+}
+
 // Deliberately faulty side (a NaN sorted first, as CUDA's radix sort did):
 // a bug on that side, decided by the exact witness. Indices that differ only
 // among equal keys are no bug.
