@@ -1464,6 +1464,25 @@ TEST(RealBugs, ANanSortedFirstIsABugTiesInIndicesAreNot) {
   EXPECT_TRUE(!ties.diverged || ties.root.tier != "bug") << ties.root.reason;
 }
 
+// A float64 topk with its NaN moved last (as CUDA's topk did in session 43,
+// and in session 45's f64 replay on the H200, undecided then): the float64
+// reference is the kernel under test, so the exact witness decides alone.
+TEST(RealBugs, AFloat64TopkWithItsNanLastIsABugByTheExactWitness) {
+  const std::string text =
+      "divfuzz v1\ninput %x: f64[6] = values(3, -nan, 1, 0.5, 2, 0)\n"
+      "%v, %i = aten::topk(%x, 6)\noutput %v, %i\n";
+  auto nan_last = [](exec::RunResult& r) {
+    at::Tensor& v = r.nodes[0].outputs[0];
+    at::Tensor nan = v.isnan();
+    v = at::cat({v.masked_select(nan.logical_not()), v.masked_select(nan)});
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, nan_last);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+}
+
 // remainder(1.0, -2^-1074): 1/b overflows in the CPU's vector path (a NaN),
 // the exact remainder is 0; the Scalar_Tensor overload has the witness too.
 TEST(ExactWitness, ScalarFirstOverloadsShareTheirOpsWitness) {
