@@ -5,6 +5,7 @@
 // only a GPU would show a fault it is planted (the `Plant*` helpers), as is a
 // deliberately faulty cuda-f64 witness (exec::WitnessPlan::second_f64_runner).
 #include <ATen/ops/full_like.h>
+#include <ATen/ops/max_pool3d.h>
 
 #include <algorithm>
 #include <cmath>
@@ -422,6 +423,39 @@ TEST(IndicesBySelectedValues, ATieBrokenTheOtherWayIsNoMiss) {
   ASSERT_TRUE(j.diverged);
   EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
   EXPECT_EQ(j.root.expected_rule, "index_ties") << j.root.reason;
+}
+
+// --- A refused layout ----------------------------------------------------
+// Sessions 44 and 45 (judged real): the CPU's max_pool3d refuses a 4-d
+// channels_last input that CUDA pools. In a float64 program no witness
+// decided it. The raising side's own kernel on contiguous copies computes
+// the other side's values: the refusal is its bug. (CUDA is planted: its
+// values are the CPU's max_pool3d of a contiguous copy.)
+TEST(LayoutRefusal, AKernelRefusingAStridedInputItPoolsContiguousIsTheBug) {
+  const std::string text =
+      "divfuzz v1\ninput %b: f64[1,2,1,2] layout=channels_last = normal(seed=3)\n"
+      "%yb = aten::upsample_bilinear2d(%b, [11, 13], False)\n"
+      "%v = aten::max_pool3d(%yb, [2, 2, 2])\noutput %v\n";
+  auto pools = [](exec::RunResult& r) {
+    r.nodes[1].error.reset();
+    const at::Tensor y = at::max_pool3d(r.nodes[0].outputs[0].contiguous(), {2, 2, 2});
+    r.nodes[1].outputs = {y};
+    r.nodes[1].exact = {y};
+  };
+  const Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCuda, nullptr, pools);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.cls, DivergenceClass::kErrorSplit) << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "contiguous") << j.root.reason;
+  // Values the contiguous run does not give are no proof of a layout refusal.
+  auto other = [&](exec::RunResult& r) {
+    pools(r);
+    r.nodes[1].outputs[0] = r.nodes[1].outputs[0].add(1.0);
+  };
+  const Judged k = Judge(text, exec::Target::kCpu, exec::Target::kCuda, nullptr, other);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_NE(k.root.witness, "contiguous") << k.root.reason;
 }
 
 }  // namespace divfuzz::oracles
