@@ -14,7 +14,6 @@
 #include "oracles/rules/rule.h"
 
 #include <ATen/ops/all.h>
-#include <ATen/ops/gather.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_or.h>
