@@ -500,13 +500,6 @@ std::string Float64SetAside(const SideEvidence& e, const SideCheck& by_exact) {
 
 // Judges `run` at d's node: the metadata, else against the exact witness of
 // its own inputs, else against float64 where float64 can judge it.
-// "aten::view.dtype" -> "view".
-std::string BaseOpName(const graph::Node& node) {
-  std::string base = node.QualifiedName();
-  base = base.substr(base.rfind(':') + 1);
-  return base.substr(0, base.find('.'));
-}
-
 // A side that raises where its own kernel, given contiguous copies of the
 // same inputs, computes the other side's values refuses a layout: PyTorch's
 // ops take any strides, so the refusal is the bug, whatever the dtype (the
@@ -522,7 +515,7 @@ std::optional<SideCheck> JudgeLayoutRefusal(const SideEvidence& e, exec::Target 
   // strides (view, view_as_complex, view.dtype), and an in-place op's
   // internal-overlap error on expanded inputs is documented too.
   const std::string& message = e.got.error->message;
-  if (absl::StartsWith(BaseOpName(e.node), "view") ||
+  if (absl::StartsWith(e.node.op, "aten::view") ||
       (!absl::StrContains(message, "memory format") && !absl::StrContains(message, "contiguous"))) {
     return std::nullopt;
   }
@@ -552,9 +545,40 @@ std::optional<SideCheck> JudgeLayoutRefusal(const SideEvidence& e, exec::Target 
   return c;
 }
 
+// The raising side of an error split that refuses its inputs' layout, and
+// its verdict (JudgeLayoutRefusal); nullopt for other divergences.
+struct Refusal {
+  exec::Target raiser;
+  SideCheck check;
+};
+
+std::optional<Refusal> FindLayoutRefusal(const graph::Program& program, const ops::TypeEnv& types,
+                                         const exec::RunResult& a, const exec::RunResult& b,
+                                         const Policy& policy, const Divergence& d) {
+  if (d.cls != DivergenceClass::kErrorSplit) return std::nullopt;
+  const graph::Node& node = program.nodes[d.node_index];
+  const bool a_raised = a.nodes[d.node_index].error.has_value();
+  const exec::RunResult& run = a_raised ? a : b;
+  const exec::RunResult& other = a_raised ? b : a;
+  SideEvidence e{node,
+                 ops::FindOp(node.QualifiedName()),
+                 types,
+                 policy,
+                 d,
+                 run,
+                 run.nodes[d.node_index],
+                 other.nodes[d.node_index],
+                 std::string(exec::TargetName(run.target))};
+  e.inputs = NodeInputs(program, d.node_index, run);
+  std::optional<SideCheck> check = JudgeLayoutRefusal(e, run.target);
+  if (!check) return std::nullopt;
+  return Refusal{run.target, *check};
+}
+
 SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
                     const exec::RunResult& run, const exec::RunResult& other,
-                    const Policy& policy, const exec::WitnessPlan& plan, const Divergence& d) {
+                    const Policy& policy, const exec::WitnessPlan& plan, const Divergence& d,
+                    const std::optional<Refusal>& refusal) {
   const graph::Node& node = program.nodes[d.node_index];
   SideEvidence e{node,
                  ops::FindOp(node.QualifiedName()),
@@ -567,22 +591,15 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
                  std::string(exec::TargetName(run.target))};
   if (std::optional<SideCheck> meta = JudgeMetadata(e)) return *meta;
   // An error split where the raising side refuses its inputs' layout: that
-  // side is wrong, and the other matches the raising kernel's own contiguous
-  // run (JudgeLayoutRefusal).
-  if (d.cls == DivergenceClass::kErrorSplit) {
-    const bool raised = e.got.error.has_value();
-    SideEvidence r{node, e.spec, types, policy, d, raised ? run : other,
-                   raised ? e.got : e.theirs, raised ? e.theirs : e.got,
-                   std::string(exec::TargetName(raised ? run.target : other.target))};
-    r.inputs = NodeInputs(program, d.node_index, raised ? run : other);
-    if (std::optional<SideCheck> refused = JudgeLayoutRefusal(r, raised ? run.target : other.target)) {
-      if (raised) return *refused;
-      SideCheck c;
-      c.witness = refused->witness;
-      c.why = absl::StrCat(e.side, " computes what ", r.side,
-                           "'s kernel computes from contiguous copies of its inputs");
-      return c;
-    }
+  // side is wrong, and the other matches the raising kernel's own
+  // contiguous run (found once for both sides: FindLayoutRefusal).
+  if (refusal) {
+    if (refusal->raiser == run.target) return refusal->check;
+    SideCheck c;
+    c.witness = refusal->check.witness;
+    c.why = absl::StrCat(e.side, " computes what ", exec::TargetName(refusal->raiser),
+                         "'s kernel computes from contiguous copies of its inputs");
+    return c;
   }
   GatherWitnesses(program, plan, e);
   if (e.exact == nullptr && run.target == exec::Target::kCpuF64) return JudgeReferenceSide(e);
@@ -698,8 +715,9 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   }
   const exec::WitnessPlan plan =
       plan_override != nullptr ? *plan_override : exec::PlanFor(a.target, b.target);
-  const SideCheck ca = CheckSide(program, types, a, b, policy, plan, d);
-  const SideCheck cb = CheckSide(program, types, b, a, policy, plan, d);
+  const std::optional<Refusal> refusal = FindLayoutRefusal(program, types, a, b, policy, d);
+  const SideCheck ca = CheckSide(program, types, a, b, policy, plan, d, refusal);
+  const SideCheck cb = CheckSide(program, types, b, a, policy, plan, d, refusal);
   if (ca.ref_value) d.reference_a = graph::FormatFloat(*ca.ref_value);
   if (cb.ref_value) d.reference_b = graph::FormatFloat(*cb.ref_value);
   d.rounding_free = ca.rounding_free || cb.rounding_free;
