@@ -1184,51 +1184,19 @@ output %y
   EXPECT_FALSE(gradient_interpolation_weights(bad).has_value());
 }
 
-// Session 35's SafeSoftmaxBackward0 buckets: attention's float32 dP - D
-// cancels. The float32 gradient is within its terms' rounding of the float64
-// one; 2% off the largest element is not.
-TEST(GradientRules, AttentionBackwardRoundsItsCancellingTerms) {
-  Case k = CaseOf(kAttention, DivergenceClass::kTolerance);
+// q and k (scale 0.5), v and g (scale 1000) of `shape`, drawn with seed 11,
+// q's flat element `inf_at` set to inf where given: the float32 gradient for
+// q is excused by gradient_attention_rounding, 2% off batch 0's largest
+// element is not.
+void ExpectAttentionRoundingBoundsQ(const Case& k, at::IntArrayRef shape,
+                                    std::optional<int64_t> inf_at = std::nullopt) {
   at::Generator gen = at::detail::createCPUGenerator(11);
   auto draw = [&](double scale) {
-    return (at::randn({1, 2, 5, 8}, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
-  };
-  const at::Tensor q = draw(0.5), kk = draw(0.5), v = draw(1000), g = draw(1000).to(at::kFloat);
-  auto attention = [&](const at::Tensor& t) {
-    return at::scaled_dot_product_attention(t, kk.to(t.scalar_type()), v.to(t.scalar_type()));
-  };
-  const at::Tensor w = GradOf(attention, q, g), f32 = GradOf(attention, q, g, at::kFloat);
-  const std::map<std::string, at::Tensor> inputs{{"q", q}, {"k", kk}, {"v", v}};
-  GradientContext ok = ContextOf(k, inputs, {g}, f32, w.to(at::kFloat), w, false);
-  std::optional<RuleMatch> m = gradient_attention_rounding(ok);
-  ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->rule, "gradient_attention_rounding");
-  at::Tensor wrong = f32.clone(at::MemoryFormat::Contiguous);  // so reshape is a view
-  const int64_t top = w.reshape(-1).abs().argmax().item<int64_t>();
-  wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.02f;
-  GradientContext bad = ContextOf(k, inputs, {g}, wrong, w.to(at::kFloat), w, false);
-  EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
-}
-
-// Session 45's audit of C3's BmmBackward0 bf16 (076007ac): one inf in
-// another batch's q made the logits' single maximum infinite, and so the
-// bound of every element. The bound is per query row: batch 0's rounding is
-// still excused, 2% off its largest element is not.
-TEST(GradientRules, AttentionLogitsAreBoundedPerQueryRow) {
-  Case k = CaseOf(R"(divfuzz v1
-input %q: f32[2,2,5,8] = normal(seed=1)
-input %k: f32[2,2,5,8] = normal(seed=2)
-input %v: f32[2,2,5,8] = normal(seed=3)
-%o = aten::scaled_dot_product_attention(%q, %k, %v)
-output %o
-)", DivergenceClass::kTolerance);
-  at::Generator gen = at::detail::createCPUGenerator(11);
-  auto draw = [&](double scale) {
-    return (at::randn({2, 2, 5, 8}, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
+    return (at::randn(shape, gen, at::kDouble) * scale).to(at::kFloat).to(at::kDouble);
   };
   at::Tensor q = draw(0.5);
   const at::Tensor kk = draw(0.5), v = draw(1000), g = draw(1000).to(at::kFloat);
-  q.index_put_({1, 0, 0, 0}, INFINITY);
+  if (inf_at) q.reshape(-1).index_put_({*inf_at}, INFINITY);
   auto attention = [&](const at::Tensor& t) {
     return at::scaled_dot_product_attention(t, kk.to(t.scalar_type()), v.to(t.scalar_type()));
   };
@@ -1244,6 +1212,28 @@ output %o
   wrong.reshape(-1)[top] = wrong.reshape(-1)[top] * 1.02f;
   GradientContext bad = ContextOf(k, inputs, {g}, wrong, w.to(at::kFloat), w, false);
   EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
+}
+
+// Session 35's SafeSoftmaxBackward0 buckets: attention's float32 dP - D
+// cancels. The float32 gradient is within its terms' rounding of the float64
+// one; 2% off the largest element is not.
+TEST(GradientRules, AttentionBackwardRoundsItsCancellingTerms) {
+  ExpectAttentionRoundingBoundsQ(CaseOf(kAttention, DivergenceClass::kTolerance), {1, 2, 5, 8});
+}
+
+// Session 45's audit of C3's BmmBackward0 bf16 (076007ac): one inf in
+// another batch's q made the logits' single maximum infinite, and so the
+// bound of every element. The bound is per query row: batch 0's rounding is
+// still excused, 2% off its largest element is not.
+TEST(GradientRules, AttentionLogitsAreBoundedPerQueryRow) {
+  const Case k = CaseOf(R"(divfuzz v1
+input %q: f32[2,2,5,8] = normal(seed=1)
+input %k: f32[2,2,5,8] = normal(seed=2)
+input %v: f32[2,2,5,8] = normal(seed=3)
+%o = aten::scaled_dot_product_attention(%q, %k, %v)
+output %o
+)", DivergenceClass::kTolerance);
+  ExpectAttentionRoundingBoundsQ(k, {2, 2, 5, 8}, /*inf_at=*/80);  // q[1, 0, 0, 0]
 }
 
 // Session 38's masked grouped-query bucket (ToCopyBackward0, f16): v
