@@ -1438,6 +1438,17 @@ TEST(ExactWitness, TopkTakesTheFirstKOfTheDocumentedOrder) {
                    .has_value());
 }
 
+// Deliberately faulty: node 0's (1-d) values with their NaNs moved first or
+// last, as CUDA's sort and topk did.
+Plant NansMoved(bool first) {
+  return [first](exec::RunResult& r) {
+    at::Tensor& v = r.nodes[0].outputs[0];
+    const at::Tensor nan = v.isnan();
+    const at::Tensor nans = v.masked_select(nan), rest = v.masked_select(nan.logical_not());
+    v = first ? at::cat({nans, rest}) : at::cat({rest, nans});
+  };
+}
+
 // Deliberately faulty side (a NaN sorted first, as CUDA's radix sort did):
 // a bug on that side, decided by the exact witness. Indices that differ only
 // among equal keys are no bug.
@@ -1445,12 +1456,7 @@ TEST(RealBugs, ANanSortedFirstIsABugTiesInIndicesAreNot) {
   const std::string text =
       "divfuzz v1\ninput %x: bf16[33] = special(seed=5)\n"
       "%v, %i = aten::sort(%x, 0, false)\noutput %v, %i\n";
-  auto nan_first = [](exec::RunResult& r) {
-    at::Tensor& v = r.nodes[0].outputs[0];
-    at::Tensor nan = v.isnan();
-    v = at::cat({v.masked_select(nan), v.masked_select(nan.logical_not())});
-  };
-  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, nan_first);
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, NansMoved(/*first=*/true));
   ASSERT_TRUE(j.diverged);
   EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
   EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
@@ -1471,12 +1477,7 @@ TEST(RealBugs, AFloat64TopkWithItsNanLastIsABugByTheExactWitness) {
   const std::string text =
       "divfuzz v1\ninput %x: f64[6] = values(3, -nan, 1, 0.5, 2, 0)\n"
       "%v, %i = aten::topk(%x, 6)\noutput %v, %i\n";
-  auto nan_last = [](exec::RunResult& r) {
-    at::Tensor& v = r.nodes[0].outputs[0];
-    at::Tensor nan = v.isnan();
-    v = at::cat({v.masked_select(nan.logical_not()), v.masked_select(nan)});
-  };
-  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, nan_last);
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuScalar, {}, NansMoved(/*first=*/false));
   ASSERT_TRUE(j.diverged);
   EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
   EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
