@@ -53,12 +53,13 @@ std::vector<const ops::OpSpec*> OpsFor(DType dtype, bool one_sided = false) {
   return out;
 }
 
-// Appends one random op over the program's values (from `family` when it is
-// not empty); false when none fit.
+// Appends one random op over the program's values (from `family`, or the one
+// `op`, when not empty); false when none fit.
 bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random,
-                    const std::string& family = "") {
+                    const std::string& family = "", const std::string& op = "") {
   NodeBuilder builder(p, types, random);
-  for (int attempt = 0; attempt < (family.empty() ? 8 : 64); ++attempt) {
+  const bool narrowed = !family.empty() || !op.empty();
+  for (int attempt = 0; attempt < (narrowed ? 64 : 8); ++attempt) {
     DType dtype = RandomDType(random);
     // Prefer continuing a chain: the dtype of a value already there.
     if (!types.empty() && random.Chance(0.7)) {
@@ -68,7 +69,7 @@ bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random,
     }
     // Now and then a pair some device rejects (a dtype gap, a one-sided
     // error): findings of their own, kept rare so they do not crowd out the rest.
-    const bool one_sided = family.empty() && random.Chance(ops::kOneSidedShare);
+    const bool one_sided = !narrowed && random.Chance(ops::kOneSidedShare);
     std::vector<const ops::OpSpec*> candidates = OpsFor(dtype, one_sided);
     if (one_sided) {
       if (!candidates.empty() && builder.Append(*random.Pick(candidates), dtype, true)) return true;
@@ -77,6 +78,11 @@ bool AppendRandomOp(Program& p, ops::TypeEnv& types, Random& random,
     if (!family.empty()) {
       candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                       [&](const ops::OpSpec* s) { return s->family != family; }),
+                       candidates.end());
+    }
+    if (!op.empty()) {
+      candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                      [&](const ops::OpSpec* s) { return s->Qualified() != op; }),
                        candidates.end());
     }
     // Curated and generic ops get half the picks each: the curated ones carry
@@ -366,11 +372,11 @@ Program Generate(uint64_t seed, const GenerateOptions& options) {
   int gradient_tries = 0;
   for (int tries = 0;; ++tries) {
     // A family none of whose ops fits anything gives up with no nodes.
-    if (!options.family.empty() && tries == 50) return Program{};
+    if ((!options.family.empty() || !options.op.empty()) && tries == 50) return Program{};
     Program p;
     ops::TypeEnv types;
     const int want = static_cast<int>(random.Range(1, std::max(1, options.max_nodes)));
-    for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random, options.family);
+    for (int i = 0; i < want; ++i) AppendRandomOp(p, types, random, options.family, options.op);
     std::optional<Program> repaired = Repair(std::move(p));
     if (!repaired) continue;
     Program seasoned = SeasonInputs(*std::move(repaired), random);

@@ -14,6 +14,10 @@ struct GenerateOptions {
   int max_nodes = 5;
   // Non-empty: every op comes from this catalogue family ("linalg", "fft" ...).
   std::string family;
+  // Non-empty: every op is this one ("aten::grid_sampler_3d", qualified as
+  // OpSpec::Qualified names it): `divfuzz seeds --gradients` draws a program
+  // per backward kernel this way.
+  std::string op;
   // The share of programs given a gradient statement (mutators/
   // gradient_mutations.h) where one fits: --grad_share's in a campaign
   // (fuzz/settings.def); 0 here, so code that generates programs for

@@ -437,6 +437,9 @@ std::optional<Literal> NodeBuilder::GenericLiteral(const ops::GenericOp& op, con
   switch (a.kind) {
     case GenericArg::Kind::kInt:
       if (absl::StrContains(name, "dim")) return Literal::Int(dim());
+      // grid_sampler: bilinear, nearest, bicubic (2-d only); zeros, border, reflection.
+      if (name == "interpolation_mode") return Literal::Int(random_.Range(0, sp == 3 ? 1 : 2));
+      if (name == "padding_mode") return Literal::Int(random_.Range(0, 2));
       if (name == "diagonal" || name == "offset" || name == "index" || name == "start" ||
           name == "padding_idx" || name == "correction") {
         return Literal::Int(0);
@@ -464,6 +467,10 @@ std::optional<Literal> NodeBuilder::GenericLiteral(const ops::GenericOp& op, con
       }
       if (name == "kernel_size" || name == "output_size") return Literal::List(Ints(Shape(sp, 2)));
       if (name == "stride" || name == "dilation") return Literal::List(Ints(Shape(sp, 1)));
+      // reflection_pad2d and replication_pad3d: a (left, right) pair per spatial dim.
+      if (name == "padding" && absl::StrContains(op.name, "_pad")) {
+        return Literal::List(Ints(Shape(2 * sp, 1)));
+      }
       if (name == "padding" || name == "output_padding") {
         return Literal::List(Ints(Shape(sp, 0)));
       }
@@ -572,6 +579,21 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
       reused = Reuse(
           dtype, [](const Shape& s) { return s.size() == 4 && s[2] >= 4 && s[3] >= 4; }, 0.5);
       break;
+    case ShapeForm::kSame5:
+      first = {small(2), small(3), random_.Range(2, 5), random_.Range(2, 5), random_.Range(2, 5)};
+      reused = Reuse(
+          dtype, [](const Shape& s) { return s.size() == 5 && s[2] >= 2 && s[3] >= 2; }, 0.5);
+      break;
+    case ShapeForm::kGrid: {
+      bool has_grid = false;
+      for (const GenericArg& a : op.args) has_grid = has_grid || a.name == "grid";
+      if (!has_grid) return false;
+      first = absl::StrContains(op.name, "3d")
+                  ? Shape{small(2), small(3), random_.Range(2, 5), random_.Range(2, 5),
+                          random_.Range(2, 5)}
+                  : Shape{small(2), small(3), random_.Range(2, 7), random_.Range(2, 7)};
+      break;
+    }
     case ShapeForm::kScalar:
       reused = Reuse(
           dtype, [](const Shape& s) { return s.empty(); }, 0.5);
@@ -608,6 +630,18 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
       for (int64_t& d : s) {
         if (random_.Chance(0.4)) d = 1;
       }
+    }
+    if (form == ShapeForm::kGrid && arg_name == "grid") {
+      // [n, out spatial..., rank - 2] sampling points, mostly inside [-1, 1].
+      Shape g = {first[0]};
+      for (size_t k = 2; k < first.size(); ++k) g.push_back(random_.Range(1, 6));
+      g.push_back(static_cast<int64_t>(first.size()) - 2);
+      const std::string name = NewInput({dtype, g}, ops::Domain::kAny);
+      graph::Payload& payload = program_.inputs.back().payload;
+      payload.kind = graph::Payload::Kind::kUniform;
+      payload.a = -1.2;
+      payload.b = 1.2;
+      return name;
     }
     if (IsIndexName(arg_name)) {
       graph::Input in;

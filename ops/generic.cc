@@ -31,8 +31,8 @@ GenericInferHook& Hook() {
   return *hook;
 }
 
-const char* const kFormNames[kNumShapeForms] = {"same1",  "same2",  "same3",    "same4",
-                                                "scalar", "square", "broadcast"};
+const char* const kFormNames[kNumShapeForms] = {"same1",  "same2",     "same3", "same4", "scalar",
+                                                "square", "broadcast", "same5", "grid"};
 
 }  // namespace
 

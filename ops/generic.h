@@ -54,8 +54,11 @@ enum class ShapeForm {
   kScalar,     // every tensor 0-d
   kSquare,     // every tensor [n,n] or [b,n,n] (matmul and linear algebra)
   kBroadcast,  // the first [m,n] or [b,m,n], the others broadcast to it
+  kSame5,      // every tensor [n,c,d,h,w] (3-d interpolation, pooling, padding, convolution)
+  kGrid,       // grid_sampler: input [n,c,h,w] (or [n,c,d,h,w] for a 3d op), grid
+               // [n,h',w',2] (or [n,d',h',w',3]) in [-1, 1]; ops without a grid skip it
 };
-inline constexpr int kNumShapeForms = 7;
+inline constexpr int kNumShapeForms = 9;
 absl::string_view ShapeFormName(ShapeForm form);
 
 // One learned argument form and how often the real kernels accepted it: on

@@ -286,6 +286,61 @@ TEST(Replay, AFileThatCrashesTheReplayIsReportedAndTheRestStillRun) {
   }
 }
 
+TEST(GradientSeeds, EachBackwardKernelGetsProgramsThatDifferentiateItsOp) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("gradient-seeds");
+  const testing::CommandRun run = testing::RunShell(
+      kTool + " seeds --gradients --only=aten::grid_sampler_2d --out=" + dir + " 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(Contains(run.output, "backward kernels from 1 ops in " + dir)) << run.output;
+  // The progress file goes once the run is through: the folder is a corpus.
+  EXPECT_FALSE(fs::exists(dir + "/.seeds-gradients.json"));
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().string());
+  ASSERT_GE(files.size(), 1u);
+  ASSERT_LE(files.size(), 2u);  // --per_family=2: one per dtype
+  std::string all;
+  for (const std::string& f : files) {
+    EXPECT_TRUE(Contains(f, "/GridSampler2DBackward0-")) << f;
+    std::ifstream in(f);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(Contains(text, "aten::grid_sampler_2d(")) << text;
+    EXPECT_TRUE(Contains(text, "autograd::grad(")) << text;
+    all += " " + f;
+  }
+  // Each runs forward and backward on both CPU targets.
+  const testing::CommandRun replay =
+      testing::RunShell(kTool + " replay --targets=cpu,cpu-f64" + all + " 2>&1");
+  for (const std::string& f : files) {
+    const size_t at = replay.output.find("== " + f + " (cpu vs cpu-f64)");
+    ASSERT_NE(at, std::string::npos) << replay.output;
+    EXPECT_NE(replay.output.find("verdict: ", at), std::string::npos) << replay.output;
+  }
+  EXPECT_FALSE(Contains(replay.output, "raised")) << replay.output;
+}
+
+TEST(GradientSeeds, AnOpThatKillsTheProcessIsNamedAndTheRestGoOn) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("gradient-seeds-crash");
+  // The faulty plugin's expm1 segfaults and exp2 hangs in float32; exp
+  // (matched by --only=aten::exp, as both are) runs as it should.
+  const testing::CommandRun run = testing::RunShell(
+      kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+      " seeds --gradients --only=aten::exp --probe_timeout=3 --out=" + dir + " 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(Contains(run.output, "trying aten::expm1 killed the process (signal 11)"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "trying aten::exp2 hung (over --probe_timeout=3 s)"))
+      << run.output;
+  EXPECT_TRUE(Contains(run.output, "2 ops crashed or hung: aten::exp2 aten::expm1"))
+      << run.output;
+  bool exp_seed = false;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    exp_seed = exp_seed || Contains(e.path().filename().string(), "ExpBackward0-");
+  }
+  EXPECT_TRUE(exp_seed) << run.output;
+}
+
 TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTheBudget) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("cli-failon");

@@ -55,6 +55,38 @@ TEST(Generate, FamilyRestrictsEveryOp) {
   EXPECT_TRUE(Generate(1, none).nodes.empty());
 }
 
+TEST(Generate, AnOpNarrowsEveryNodeAndGridsAndVolumesTakeTheirShapes) {
+  // grid_sampler's grid is [n, out..., rank - 2]; trilinear reads [n, c, d, h, w].
+  for (const std::string op : {"aten::grid_sampler_2d", "aten::grid_sampler_3d",
+                               "aten::upsample_trilinear3d"}) {
+    GenerateOptions options;
+    options.op = op;
+    options.max_nodes = 1;
+    options.grad_share = 1;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const graph::Program p = Generate(seed, options);
+      ASSERT_EQ(p.nodes.size() >= 1, true) << op;
+      ASSERT_TRUE(Valid(p)) << graph::PrintProgram(p);
+      absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
+      ASSERT_TRUE(types.ok());
+      const graph::Node& n = p.nodes[0];
+      EXPECT_EQ(n.QualifiedName(), op);
+      const std::vector<int64_t>& x = types->at(n.args[0].value.s).shape;
+      const size_t rank = op == "aten::grid_sampler_2d" ? 4 : 5;
+      EXPECT_EQ(x.size(), rank) << graph::PrintProgram(p);
+      if (op != "aten::upsample_trilinear3d") {
+        const std::vector<int64_t>& grid = types->at(n.args[1].value.s).shape;
+        ASSERT_EQ(grid.size(), rank) << graph::PrintProgram(p);
+        EXPECT_EQ(grid[0], x[0]);
+        EXPECT_EQ(grid.back(), static_cast<int64_t>(rank) - 2);
+      }
+      // It runs forward and backward on the CPU.
+      const exec::RunResult r = exec::Run(p, *types, exec::Target::kCpu);
+      for (const exec::NodeResult& nr : r.nodes) EXPECT_FALSE(nr.error) << nr.error->message;
+    }
+  }
+}
+
 TEST(Mutate, MutantsAreValidChangedAndDeterministic) {
   int changed = 0, total = 0;
   std::set<std::string> seen_kinds;
