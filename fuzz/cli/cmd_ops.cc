@@ -151,6 +151,17 @@ ops::GenericOp LearnOp(const ops::GenericOp& candidate, int tries,
       op.forms.push_back(form);
     }
   }
+  // A device that ran none of the calls, in any dtype or form, has no kernel
+  // for the op (slow_conv3d has no CUDA backend): every call would be the same
+  // error split, a fact about the build and no finding. The op is left out.
+  for (size_t k = 0; k < targets.size() && targets.size() > 1; ++k) {
+    int accepted = 0;
+    for (const ops::GenericForm& f : op.forms) accepted += f.per_device[k].second;
+    if (accepted == 0) {
+      op.forms.clear();
+      break;
+    }
+  }
   return op;
 }
 
