@@ -594,6 +594,15 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
                   : Shape{small(2), small(3), random_.Range(2, 7), random_.Range(2, 7)};
       break;
     }
+    case ShapeForm::kClasses: {
+      bool has_target = false;
+      for (const GenericArg& a : op.args) has_target = has_target || a.name == "target";
+      if (!has_target) return false;
+      first = absl::StrContains(op.name, "2d")
+                  ? Shape{small(3), random_.Range(2, 6), random_.Range(1, 5), random_.Range(1, 5)}
+                  : Shape{small(6), random_.Range(2, 9)};
+      break;
+    }
     case ShapeForm::kScalar:
       reused = Reuse(
           dtype, [](const Shape& s) { return s.empty(); }, 0.5);
@@ -630,6 +639,21 @@ bool NodeBuilder::AppendGeneric(const ops::GenericOp& op, DType dtype, ShapeForm
       for (int64_t& d : s) {
         if (random_.Chance(0.4)) d = 1;
       }
+    }
+    if (form == ShapeForm::kClasses && arg_name == "target") {
+      // A class index per sample (and pixel): the input without its class dim.
+      Shape t = first;
+      t.erase(t.begin() + 1);
+      graph::Input in;
+      in.name = FreshName("x");
+      in.type = {DType::kI64, t};
+      in.payload.kind = graph::Payload::Kind::kUniform;
+      in.payload.seed = random_.Seed();
+      in.payload.a = 0;
+      in.payload.b = static_cast<double>(first[1]) - 0.51;
+      types_[in.name] = in.type;
+      program_.inputs.push_back(in);
+      return in.name;
     }
     if (form == ShapeForm::kGrid && arg_name == "grid") {
       // [n, out spatial..., rank - 2] sampling points, mostly inside [-1, 1].

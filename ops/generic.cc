@@ -32,7 +32,7 @@ GenericInferHook& Hook() {
 }
 
 const char* const kFormNames[kNumShapeForms] = {"same1",  "same2",     "same3", "same4", "scalar",
-                                                "square", "broadcast", "same5", "grid"};
+                                                "square", "broadcast", "same5", "grid",  "classes"};
 
 }  // namespace
 

@@ -57,8 +57,10 @@ enum class ShapeForm {
   kSame5,      // every tensor [n,c,d,h,w] (3-d interpolation, pooling, padding, convolution)
   kGrid,       // grid_sampler: input [n,c,h,w] (or [n,c,d,h,w] for a 3d op), grid
                // [n,h',w',2] (or [n,d',h',w',3]) in [-1, 1]; ops without a grid skip it
+  kClasses,    // losses over classes: input [n,c] (or [n,c,h,w] for a 2d op), target i64
+               // [n] (or [n,h,w]) in [0, c); ops without a target skip it
 };
-inline constexpr int kNumShapeForms = 9;
+inline constexpr int kNumShapeForms = 10;
 absl::string_view ShapeFormName(ShapeForm form);
 
 // One learned argument form and how often the real kernels accepted it: on

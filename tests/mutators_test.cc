@@ -87,6 +87,31 @@ TEST(Generate, AnOpNarrowsEveryNodeAndGridsAndVolumesTakeTheirShapes) {
   }
 }
 
+TEST(Generate, ClassLossesTakeAClassIndexPerSample) {
+  for (const std::string op : {"aten::nll_loss", "aten::nll_loss2d", "aten::multi_margin_loss"}) {
+    GenerateOptions options;
+    options.op = op;
+    options.max_nodes = 1;
+    options.grad_share = 1;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const graph::Program p = Generate(seed, options);
+      ASSERT_TRUE(Valid(p)) << op;
+      absl::StatusOr<ops::TypeEnv> types = ops::InferProgram(p);
+      ASSERT_TRUE(types.ok());
+      const graph::Node& n = p.nodes[0];
+      ASSERT_EQ(n.QualifiedName(), op);
+      const graph::TensorType& x = types->at(n.args[0].value.s);
+      const graph::TensorType& t = types->at(n.args[1].value.s);
+      EXPECT_EQ(t.dtype, graph::DType::kI64);
+      std::vector<int64_t> want = x.shape;
+      want.erase(want.begin() + 1);
+      EXPECT_EQ(t.shape, want) << graph::PrintProgram(p);
+      const exec::RunResult r = exec::Run(p, *types, exec::Target::kCpu);
+      for (const exec::NodeResult& nr : r.nodes) EXPECT_FALSE(nr.error) << nr.error->message;
+    }
+  }
+}
+
 TEST(Mutate, MutantsAreValidChangedAndDeterministic) {
   int changed = 0, total = 0;
   std::set<std::string> seen_kinds;
