@@ -73,6 +73,7 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "upsample_linear", kSumsInside, "interpolates (weighted sums)"},
     {Match::kContains, "upsample_bilinear", kSumsInside, "interpolates (weighted sums)"},
     {Match::kContains, "upsample_bicubic", kSumsInside, "interpolates (weighted sums)"},
+    {Match::kContains, "upsample_trilinear", kSumsInside, "interpolates (weighted sums)"},
     {Match::kBase, "addr", kMultipliesInputs, "adds an outer product formed in the dtype"},
     // Householder QR takes column norms: cuSOLVER's are not scaled, so an
     // entry past sqrt(max) gave a NaN Q on the H100 (the CPU's LAPACK scales).
@@ -276,6 +277,21 @@ constexpr InsideScaleFact kInsideScales[] = {
     {"hardswish", 6, "x * min(max(x + 3, 0), 6) / 6: the product reaches 6x"},
     {"sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
     {"special_sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
+};
+
+// Sampling coordinates in [-1, 1] at argument `arg` that the kernel
+// unnormalizes by the input's spatial size ((g + 1)·size/2), the
+// interpolation mode at `mode_arg` (1: nearest; 2: bicubic, whose taps'
+// weights reach 1.375 in magnitude per axis) and the padding mode at
+// `padding_arg` (2: reflection) (torch.nn.functional.grid_sample).
+struct GridFact {
+  absl::string_view base;
+  OpSpec::Grid grid;
+};
+constexpr GridFact kGrids[] = {
+    {"grid_sampler", {1, 2, 3}},
+    {"grid_sampler_2d", {1, 2, 3}},
+    {"grid_sampler_3d", {1, 2, 3}},
 };
 
 // Documented domains outside which PyTorch calls the behaviour undefined.
@@ -792,6 +808,9 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   for (const InsideScaleFact& f : kInsideScales) {
     if (plain == f.base) spec.inside_scale = f.scale;
+  }
+  for (const GridFact& f : kGrids) {
+    if (plain == f.base) spec.grid = f.grid;
   }
   if (spec.hints & kPrefixSums) spec.dim_pos = 2;  // cumulative_trapezoid(y, x|dx, dim)
   // A scan's own bound (scan_carry) is tighter than any summation's.

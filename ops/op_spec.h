@@ -280,6 +280,14 @@ struct OpSpec {
   // 10^d for the integer argument d there (round(decimals=d): x·10^d).
   double inside_scale = 0;
   int inside_scale_pow10_arg = -1;
+  // Sampling coordinates (grid_sampler's grid, in [-1, 1]) at `arg`, which
+  // the kernel unnormalizes by the input's spatial size, and the positions of
+  // the interpolation and padding modes (ops/kernel_classes.cc). arg < 0: none.
+  struct Grid {
+    int arg = -1;
+    int mode_arg = -1;
+    int padding_arg = -1;
+  } grid;
   // An oscillatory kernel that forms its phase in the dtype: phase =
   // scale·|v|^power for the argument v at position `arg` (-1: none); its
   // amplitude is at least amplitude·|v|^amplitude_power. The orthogonal

@@ -88,6 +88,29 @@ output %y
   EXPECT_FALSE(gradient_extremal_values(in_range).has_value());
 }
 
+// Session 46's CumprodBackward0 f32: factors whose product is subnormal in
+// some multiplication orders (2^-149 among them) keep a few bits there, and
+// an incoming 2e38 shows it; a row whose small factors stay normal does not.
+TEST(GradientRules, CumprodFactorsMultiplyingBelowTheNormalRangeAreExtremal) {
+  for (const bool subnormal : {true, false}) {
+    Case k = CaseOf(R"(divfuzz v1
+input %x: f32[4] = values(0.5, 0.25, 2.0, 3.0)
+%y = aten::cumprod(%x, 0)
+output %y
+)", DivergenceClass::kTolerance, 3);
+    const at::Tensor x = subnormal ? at::tensor({1e-30, 1e-20, 2.0, 3.0}, at::kDouble)
+                                   : at::tensor({0.5, 0.25, 2.0, 3.0}, at::kDouble);
+    const at::Tensor v = at::full({4}, 1.0f);
+    const at::Tensor w = at::tensor({10.0, 20.0, 30.0, 40.0}, at::kDouble);
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, at::tensor({10.f, 20.f, 30.f, 44.f}),
+                                  w.to(at::kFloat), w, false);
+    c.hints = ops::FindOp("aten::cumprod")->hints;
+    std::optional<RuleMatch> m = gradient_extremal_values(c);
+    EXPECT_EQ(m.has_value(), subnormal) << (m ? m->reason : "");
+    if (m) EXPECT_NE(m->reason.find("below 1"), std::string::npos) << m->reason;
+  }
+}
+
 // Session 39's ReciprocalBackward0: a gradient a fraction of an ulp from
 // FLT_MAX, formed by -1/x² times the incoming gradient, overflows with one
 // rounding; one 1% below the edge does not.

@@ -397,6 +397,67 @@ Plant PlantOrder(const std::function<void(std::vector<int64_t>&)>& move) {
   };
 }
 
+TEST(ExpectedRulesNarrow, AnInfinityInAnInterpolatedInputButNotANearestOne) {
+  // Trilinear weighs its taps: a tap weighted 0 times -inf is NaN in IEEE
+  // arithmetic, read or skipped as a kernel chooses (session 46's
+  // upsample_trilinear3d buckets, judged expected).
+  const std::string trilinear =
+      "divfuzz v1\ninput %x: f32[1,1,2,2,2] = values(0.0, -inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)\n"
+      "%y = aten::upsample_trilinear3d(%x, [2, 2, 2], True)\noutput %y\n";
+  Judged j = Judge(trilinear, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()), {});
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+  EXPECT_EQ(j.root.expected_rule, "nonfinite_inputs") << j.root.reason;
+  // Nearest neighbour has no weights: a NaN where it copies 0.0 is a bug.
+  const std::string nearest =
+      "divfuzz v1\ninput %x: f32[1,1,2,2,2] = values(0.0, -inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)\n"
+      "%y = aten::upsample_nearest3d(%x, [2, 2, 2])\noutput %y\n";
+  Judged k = Judge(nearest, exec::Target::kCpu, exec::Target::kCpuF64,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()), {});
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.expected_rule << ": " << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu") << k.root.reason;
+}
+
+TEST(ExpectedRulesNarrow, AGridCoordinatePastReflectionsPeriodButNotPastZerosPadding) {
+  // A coordinate of 1e30 unnormalizes to 2e30, whose float rounding is far
+  // past reflection's period of 8: no folded position is defined by it
+  // (pytorch#51911). Under zeros padding the same coordinate is out of
+  // bounds, documented as 0: a NaN there is a bug (session 46's judges).
+  for (const int padding : {2, 0}) {
+    const std::string text =
+        "divfuzz v1\ninput %x: f32[1,1,4,4] = normal(seed=3)\n"
+        "input %g: f32[1,1,2,2] = values(1e30, 0.5, -0.25, 0.75)\n"
+        "%y = aten::grid_sampler(%x, %g, 0, " + std::to_string(padding) + ", False)\noutput %y\n";
+    Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64,
+                     PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()), {});
+    ASSERT_TRUE(j.diverged) << padding;
+    if (padding == 2) {
+      EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
+      EXPECT_EQ(j.root.expected_rule, "extremal_values") << j.root.reason;
+    } else {
+      EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+      EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+    }
+  }
+}
+
+TEST(ExactWitness, EmbeddingRenormReadsANegativeIndexFromTheEnd) {
+  // Index -3 of a 3-row weight names row 0, as the CPU reads it; CUDA's
+  // kernel read before the weight and left row 0 at 1.0 (session 46's
+  // embedding_renorm f64, judged real; pytorch#88563). The exact witness
+  // convicts the side that leaves the named row unscaled.
+  const std::string text =
+      "divfuzz v1\ninput %i: i64[] = values(-3)\ninput %w: f64[3,1] = fill(1.0)\n"
+      "%y = aten::embedding_renorm(%w, %i, 0.0, 1.0)\noutput %y\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCuda, {}, PlantElement(0, 0, 1.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cuda") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
+}
+
 TEST(IndicesBySelectedValues, ANegativeNaNSortedFirstIsABugOfThatSide) {
   // cuda-f64 as the CPU's float64 sort (no GPU here).
   exec::WitnessPlan plan;

@@ -129,9 +129,13 @@ std::optional<ExactResult> EmbeddingRenorm(const graph::Node& node, const at::Te
   if (x.numel() > kMaxElements) return std::nullopt;
   std::set<int64_t> named;
   for (int64_t i = 0; i < idx.numel(); ++i) {
+    // -rows <= v < 0 names row v + rows, as the CPU kernel and Python's
+    // indexing read it (CUDA's kernel reads before the weight: pytorch#88563,
+    // session 46's embedding_renorm f64, judged real); beyond, the kernels
+    // raise or read out of bounds.
     const int64_t v = idx.data_ptr<int64_t>()[i];
-    if (v < 0 || v >= rows) return std::nullopt;  // the kernels raise (or read out of bounds)
-    named.insert(v);
+    if (v < -rows || v >= rows) return std::nullopt;
+    named.insert(v < 0 ? v + rows : v);
   }
   const at::Tensor m = x.contiguous();
   const double* px = m.data_ptr<double>();

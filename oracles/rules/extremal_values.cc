@@ -25,6 +25,59 @@ namespace divfuzz::oracles::rules {
 using graph::DType;
 using graph::Literal;
 
+namespace {
+
+// grid_sampler. With reflection padding a coordinate g is folded into the
+// input by its period 2·size after it is unnormalized to (g + 1)·size/2 in
+// float (double for f64): where one unit in the last place of that exceeds
+// the period, or it overflows, no position is defined by it (pytorch#51911,
+// #24823). Zeros and border padding define every out-of-range position (0,
+// the border value), huge or infinite, so they are not excused. Bicubic's
+// taps sum with weights of up to 1.375 in magnitude per axis (the CPU sums a
+// half row in half): past the dtype's range that overflows though the
+// sample, a weighted mean of the input, fits.
+std::optional<RuleMatch> GridOverflow(const Context& c) {
+  if (c.spec.grid.arg < 0 || !graph::IsFloating(c.dtype)) return std::nullopt;
+  const at::Tensor input = c.Input(0), grid = c.Input(static_cast<size_t>(c.spec.grid.arg));
+  if (!input.defined() || !grid.defined() || input.dim() < 3 || grid.numel() == 0) {
+    return std::nullopt;
+  }
+  auto mode_of = [&](int pos, const char* name) {
+    return IntArgOr(c.node, ArgPos(pos), name, -1);
+  };
+  const double top = graph::MaxFinite(c.dtype);
+  if (mode_of(c.spec.grid.padding_arg, "padding_mode") == 2) {
+    int64_t size = 1;
+    for (int64_t k = 2; k < input.dim(); ++k) size = std::max(size, input.size(k));
+    const at::Tensor g = grid.to(at::kDouble).abs();
+    const at::Tensor not_nan = g.masked_select(g.eq(g));
+    const double gmax = not_nan.numel() == 0 ? 0 : not_nan.max().item<double>();
+    const double u = c.dtype == DType::kF64 ? graph::Epsilon(DType::kF64)
+                                            : graph::Epsilon(DType::kF32);
+    const double position = (gmax + 1) * static_cast<double>(size) / 2;
+    if (!std::isfinite(position) || position * u > 2.0 * static_cast<double>(size)) {
+      return RuleMatch{"extremal_values",
+                       absl::StrCat("a grid coordinate of magnitude ", graph::FormatFloat(gmax),
+                                    " is unnormalized to ", graph::FormatFloat(position),
+                                    ", whose rounding exceeds reflection padding's period 2·",
+                                    size, ": the folded position is not defined by it "
+                                    "(pytorch#51911)")};
+    }
+  }
+  const double axes = static_cast<double>(input.dim()) - 2;
+  if (mode_of(c.spec.grid.mode_arg, "interpolation_mode") == 2 &&
+      FiniteAbsMax(input) * std::pow(1.375, axes) > top) {
+    return RuleMatch{"extremal_values",
+                     absl::StrCat("max|input| = ", graph::FormatFloat(FiniteAbsMax(input)),
+                                  ": bicubic taps weighted up to 1.375 per axis sum past ",
+                                  std::string(graph::DTypeName(c.dtype)),
+                                  "'s range before they cancel, though the sample fits")};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 // "Extremal values" (PyTorch's numerical-accuracy notes): a square, product
 // or quotient inside the op overflows (or all squares underflow) in the
 // accumulate dtype (float for f16/bf16/f32, double for f64) though the
@@ -56,6 +109,7 @@ std::optional<RuleMatch> extremal_values(const Context& c) {
       }
     }
   }
+  if (std::optional<RuleMatch> m = GridOverflow(c)) return m;
   const bool squares = (c.spec.hints & ops::kSquaresInside) ||
                        ((c.spec.hints & ops::kComplexSquares) && graph::IsComplex(c.dtype));
   const bool linalg = (c.spec.hints & (ops::kConditioned | ops::kDecomposition)) ||

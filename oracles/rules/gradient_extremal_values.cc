@@ -368,7 +368,41 @@ static std::optional<RuleMatch> TermsPastTheRange(const GradientContext& c) {
   return std::nullopt;
 }
 
+// A product's backward (cumprod's, prod's) forms products of the factors
+// over sub-ranges in an order its scan chooses: where the factors below 1 in
+// the element's row multiply below the smallest normal value, some partial
+// products are subnormal in some orders and keep only a few bits, whatever
+// the class of the divergence (session 46's CumprodBackward0 f32: 11·2^-149
+// against 12·2^-149, times an incoming 2e38; pytorch#180155, CUDA's cumprod
+// carried in the dtype, closed as expected).
+static std::optional<RuleMatch> SubnormalPartialProducts(const GradientContext& c) {
+  if (!(c.hints & ops::kProductReduction) || c.d.element < 0 || c.node.Uses().empty()) {
+    return std::nullopt;
+  }
+  auto x = c.a.inputs.find(c.node.Uses()[0]);
+  if (x == c.a.inputs.end() || !x->second.defined() || !x->second.is_floating_point() ||
+      x->second.dim() < 1 || x->second.numel() != c.a.outgoing.numel()) {
+    return std::nullopt;
+  }
+  at::Tensor lg = x->second.to(at::kDouble).abs().log2();
+  lg = at::where(at::isfinite(lg), lg, at::zeros_like(lg)).clamp_max(0);
+  const int64_t dim = at::maybe_wrap_dim(IntArgOr(c.node, 1, "dim", 0), x->second.dim());
+  const at::Tensor down = lg.sum(dim, /*keepdim=*/true).expand_as(lg).reshape(-1);
+  if (c.d.element >= down.numel() ||
+      down[c.d.element].item<double>() >= std::log2(graph::SmallestNormal(c.dtype))) {
+    return std::nullopt;
+  }
+  return RuleMatch{"gradient_extremal_values",
+                   absl::StrCat("the factors below 1 in the element's row of ",
+                                c.node.QualifiedName(), " multiply to 2^",
+                                down[c.d.element].item<double>(), ", below ",
+                                std::string(graph::DTypeName(c.dtype)), "'s smallest normal "
+                                "value: the backward's partial products are subnormal in some "
+                                "orders and keep few bits")};
+}
+
 std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
+  if (std::optional<RuleMatch> m = SubnormalPartialProducts(c)) return m;
   if (c.d.cls != DivergenceClass::kClassSplit && !FlushedToZero(c)) return std::nullopt;
   // logcumsumexp's finite 0 is its exponent rounded (exp(a) - exp(a) at
   // 2^24 in f32), which gradient_scan_carry models per element; the bound

@@ -33,6 +33,7 @@
 #include <vector>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "exec/target.h"
 #include "ops/kernel_classes.h"
@@ -134,6 +135,34 @@ std::optional<std::set<int>> InfiniteTermSigns(const Context& c) {
   return signs;
 }
 
+// Interpolation (upsample, grid_sampler): each sample is a weighted sum of
+// taps of the input (argument 0), and a tap weighted exactly 0 (a sample on a
+// grid node) times an infinite input element is NaN in IEEE arithmetic;
+// which zero-weight taps a kernel reads is its own choice (the CPU's
+// same-size trilinear path reads the node itself, CUDA the next one). Not
+// nearest neighbour, which has no weights, and not for infinite coordinates
+// in grid_sampler's grid, whose padding modes define the sample.
+std::optional<RuleMatch> InterpolationZeroWeights(const Context& c) {
+  if (c.spec.family != "interpolation") return std::nullopt;
+  const bool nearest =
+      absl::StrContains(c.node.op, "nearest") ||
+      (c.spec.grid.mode_arg >= 0 &&
+       IntArgOr(c.node, ArgPos(c.spec.grid.mode_arg), "interpolation_mode", -1) == 1);
+  const at::Tensor input = c.Input(0);
+  if (nearest || !input.defined() || !at::isFloatingType(input.scalar_type())) {
+    return std::nullopt;
+  }
+  const bool pos = input.eq(std::numeric_limits<double>::infinity()).any().item<bool>();
+  const bool neg = input.eq(-std::numeric_limits<double>::infinity()).any().item<bool>();
+  if (!pos && !neg) return std::nullopt;
+  return RuleMatch{"nonfinite_inputs",
+                   absl::StrCat("the interpolated input holds ",
+                                pos && neg ? "+-inf" : pos ? "+inf" : "-inf",
+                                ": each sample weighs its taps, and a tap weighted exactly 0 "
+                                "times an infinity is NaN (IEEE), read or skipped as each "
+                                "kernel chooses")};
+}
+
 }  // namespace
 
 // Linear algebra and FFTs: any failure class. Reductions: infinities of both
@@ -144,6 +173,7 @@ std::optional<std::set<int>> InfiniteTermSigns(const Context& c) {
 // linear algebra and FFTs, a side that returns a finite value where the
 // agreeing witnesses say NaN is not excused.
 std::optional<RuleMatch> nonfinite_inputs(const Context& c) {
+  if (std::optional<RuleMatch> m = InterpolationZeroWeights(c)) return m;
   if (!(c.spec.hints & ops::kNoNonFiniteGuarantee)) return std::nullopt;
   const NonFinite n = ScanNonFinite(c);
   if (!n.Any()) return std::nullopt;
