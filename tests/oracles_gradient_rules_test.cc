@@ -207,6 +207,30 @@ output %y
   EXPECT_FALSE(gradient_summation(ctx(0.5)).has_value());
 }
 
+// Session 46's LogSoftmaxBackward0 f32: the sides' saved outputs differed
+// by what they inherited, so their exact gradients differ too; each side
+// within the summation bound of its own float64 backward is expected, a side
+// as far from its own as from the other is not.
+TEST(GradientRules, SummationJudgesEachSideByItsOwnFloat64BackwardToo) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1,2] = values(12.0, 0.0)
+%y = aten::log_softmax.int(%x, 1)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const at::Tensor x = at::tensor({12.0, 0.0}, at::kDouble).reshape({1, 2});
+  const at::Tensor y = at::log_softmax(x, 1);
+  const at::Tensor g = at::tensor({1e20f, 0.0f}).reshape({1, 2});
+  const at::Tensor exact = g.to(at::kDouble) - y.exp() * g.to(at::kDouble).sum(1, true);
+  const at::Tensor shifted = exact * at::tensor({1.5, 1.0}, at::kDouble).reshape({1, 2});
+  for (const bool inherited : {true, false}) {
+    GradientContext c = ContextOf(k, {{"x", x}}, {g}, shifted.to(at::kFloat), exact.to(at::kFloat),
+                                  exact, false);
+    c.a.results = c.b.results = {y.to(at::kFloat)};
+    if (inherited) c.a.witness = shifted;  // side A's own inputs give its answer
+    EXPECT_EQ(gradient_summation(c).has_value(), inherited) << inherited;
+  }
+}
+
 TEST(GradientRules, ConditioningExcusesAnIllConditionedSolveNotAWellConditionedOne) {
   const Case k = CaseOf(R"(divfuzz v1
 input %a: f32[2,2] = values(1.0, 1.0, 1.0, 1.0001)

@@ -124,7 +124,19 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
   // Where both sides are finite (a tolerance divergence has its non-finite
   // elements in the same class on both sides; their terms may be inf).
   const at::Tensor finite = at::isfinite(c.a.outgoing) & at::isfinite(c.b.outgoing);
-  if (!(diff <= bound).logical_or(finite.logical_not()).all().item<bool>()) return std::nullopt;
+  // Or each side within the bound of its own float64 backward: the sides'
+  // inputs may differ by what they inherited from upstream (judged there),
+  // so their exact answers differ too (session 46's LogSoftmaxBackward0 f32:
+  // 0.037 of the 0.053 gap came from the two log_softmax outputs; each side
+  // was within 0.0083 of its own float64 backward, the bound 0.026).
+  at::Tensor within = diff <= bound;
+  if (c.a.witness.defined() && c.b.witness.defined() &&
+      c.a.witness.sizes() == diff.sizes() && c.b.witness.sizes() == diff.sizes()) {
+    const at::Tensor own_a = (c.a.outgoing.to(at::kDouble) - c.a.witness.to(at::kDouble)).abs();
+    const at::Tensor own_b = (c.b.outgoing.to(at::kDouble) - c.b.witness.to(at::kDouble)).abs();
+    within = within.logical_or((own_a <= bound).logical_and(own_b <= bound));
+  }
+  if (!within.logical_or(finite.logical_not()).all().item<bool>()) return std::nullopt;
   return RuleMatch{"gradient_summation",
                    absl::StrCat("the backward of ", c.node.QualifiedName(),
                                 " sums its terms: the sides differ within 2·n·eps·sum|terms| (n = ",
