@@ -409,6 +409,12 @@ TEST(ExpectedRulesNarrow, AnInfinityInAnInterpolatedInputButNotANearestOne) {
   ASSERT_TRUE(j.diverged);
   EXPECT_EQ(j.root.tier, "expected") << j.root.reason;
   EXPECT_EQ(j.root.expected_rule, "nonfinite_inputs") << j.root.reason;
+  // 0·inf makes NaN, not a finite value off by a half (session 46's CPU bf16
+  // grid_sampler without float intermediates, judged real).
+  Judged off = Judge(trilinear, exec::Target::kCpu, exec::Target::kCpuF64,
+                     PlantElement(0, 0, 0.5), {});
+  ASSERT_TRUE(off.diverged);
+  EXPECT_EQ(off.root.tier, "bug") << off.root.expected_rule << ": " << off.root.reason;
   // Nearest neighbour has no weights: a NaN where it copies 0.0 is a bug.
   const std::string nearest =
       "divfuzz v1\ninput %x: f32[1,1,2,2,2] = values(0.0, -inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)\n"

@@ -49,7 +49,16 @@ std::optional<RuleMatch> GridOverflow(const Context& c) {
   if (mode_of(c.spec.grid.padding_arg, "padding_mode") == 2) {
     int64_t size = 1;
     for (int64_t k = 2; k < input.dim(); ++k) size = std::max(size, input.size(k));
-    const at::Tensor g = grid.to(at::kDouble).abs();
+    // The coordinates of the diverging sample: output [n, c, out...] reads
+    // grid[n, out..., :] (all of them when the element is unknown).
+    at::Tensor g = grid.to(at::kDouble).abs();
+    const int64_t k = g.size(-1), batch = g.size(0);
+    const int64_t samples = g.numel() / std::max<int64_t>(1, k * batch);
+    const int64_t channels = input.size(1);
+    const int64_t e = c.d.element;
+    if (e >= 0 && samples > 0 && e < batch * channels * samples) {
+      g = g.reshape({batch, samples, k})[e / (channels * samples)][e % samples];
+    }
     const at::Tensor not_nan = g.masked_select(g.eq(g));
     const double gmax = not_nan.numel() == 0 ? 0 : not_nan.max().item<double>();
     const double u = c.dtype == DType::kF64 ? graph::Epsilon(DType::kF64)

@@ -143,7 +143,13 @@ std::optional<std::set<int>> InfiniteTermSigns(const Context& c) {
 // nearest neighbour, which has no weights, and not for infinite coordinates
 // in grid_sampler's grid, whose padding modes define the sample.
 std::optional<RuleMatch> InterpolationZeroWeights(const Context& c) {
-  if (c.spec.family != "interpolation") return std::nullopt;
+  // NaN on a side is what 0·inf makes; a finite value off by a fifth is not
+  // (session 46's CPU bf16 grid_sampler without float intermediates).
+  auto nan = [](const std::string& v) { return std::isnan(std::strtod(v.c_str(), nullptr)); };
+  if (c.spec.family != "interpolation" || c.d.cls != DivergenceClass::kClassSplit ||
+      !(nan(c.d.value_a) || nan(c.d.value_b))) {
+    return std::nullopt;
+  }
   const bool nearest =
       absl::StrContains(c.node.op, "nearest") ||
       (c.spec.grid.mode_arg >= 0 &&
@@ -173,7 +179,8 @@ std::optional<RuleMatch> InterpolationZeroWeights(const Context& c) {
 // linear algebra and FFTs, a side that returns a finite value where the
 // agreeing witnesses say NaN is not excused.
 std::optional<RuleMatch> nonfinite_inputs(const Context& c) {
-  if (std::optional<RuleMatch> m = InterpolationZeroWeights(c)) return m;
+  // An interpolation subtracts no max or mean: only its zero-weight taps.
+  if (c.spec.family == "interpolation") return InterpolationZeroWeights(c);
   if (!(c.spec.hints & ops::kNoNonFiniteGuarantee)) return std::nullopt;
   const NonFinite n = ScanNonFinite(c);
   if (!n.Any()) return std::nullopt;
