@@ -705,6 +705,60 @@ std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int 
   return values;
 }
 
+// grid_sampler's documented meaning of a non-finite coordinate
+// (torch.nn.functional.grid_sample: "NaN values in grid would be interpreted
+// as -1"; "zeros: use 0 for out-of-bound grid locations", "border: use border
+// values for out-of-bound grid locations"). Where the diverging sample's
+// coordinates hold a NaN, or an infinity under zeros or border padding, the
+// side's own inputs with NaN read as -1 and +-inf as +-4 (out of bounds the
+// same way) give the documented sample, computed by the float64 CPU kernel
+// from finite coordinates: the witness for session 46's CPU bugs at such
+// coordinates (its 3-d clip sending NaN to the far border, its NaN for an
+// infinite coordinate under zeros padding), where the float64 references ran
+// the same coordinate code. nullopt where none applies.
+std::optional<std::vector<at::Tensor>> DocumentedGridSample(const graph::Program& program,
+                                                            const ops::TypeEnv& types,
+                                                            const exec::RunResult& run,
+                                                            const Divergence& d) {
+  const graph::Node& node = program.nodes[d.node_index];
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  if (spec == nullptr || spec->grid.arg < 0 || d.element < 0 ||
+      (d.cls != DivergenceClass::kTolerance && d.cls != DivergenceClass::kClassSplit) ||
+      node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
+      node.args[0].value.kind != graph::Literal::Kind::kValue ||
+      node.args[spec->grid.arg].value.kind != graph::Literal::Kind::kValue) {
+    return std::nullopt;
+  }
+  std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
+  const std::string grid_name = node.args[spec->grid.arg].value.s;
+  auto input = inputs.find(node.args[0].value.s);
+  auto grid = inputs.find(grid_name);
+  if (input == inputs.end() || grid == inputs.end() || !grid->second.is_floating_point() ||
+      input->second.dim() < 3 || grid->second.dim() != input->second.dim()) {
+    return std::nullopt;
+  }
+  const graph::Literal* pad = ops::FindArg(node, static_cast<size_t>(spec->grid.padding_arg),
+                                           "padding_mode");
+  const int64_t padding = pad != nullptr && pad->kind == graph::Literal::Kind::kInt ? pad->i : -1;
+  const at::Tensor g = grid->second.to(at::kDouble);
+  const int64_t k = g.size(-1), batch = g.size(0);
+  const int64_t samples = g.numel() / std::max<int64_t>(1, k * batch);
+  const int64_t channels = input->second.size(1);
+  if (samples == 0 || d.element >= batch * channels * samples) return std::nullopt;
+  const at::Tensor here =
+      g.reshape({batch, samples, k})[d.element / (channels * samples)][d.element % samples];
+  const bool nan = here.isnan().any().item<bool>();
+  const bool inf = here.isinf().any().item<bool>();
+  if (!nan && !inf) return std::nullopt;
+  if (inf && padding != 0 && padding != 1) return std::nullopt;  // reflection: no position
+  at::Tensor documented = at::where(g.isnan(), at::full_like(g, -1.0), g);
+  documented = at::where(documented.isinf(), documented.sign().mul(4.0), documented);
+  inputs[grid_name] = documented;  // -1 and +-4 are exact in every dtype
+  exec::NodeResult r = exec::RunNode(node, inputs, types, exec::Target::kCpuF64);
+  if (r.error || r.outputs.empty()) return std::nullopt;
+  return r.outputs;  // rounded to the program's dtype, as the sides' are
+}
+
 void Attribute(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
                const exec::RunResult& b, const Policy& policy, Divergence& d,
                const exec::WitnessPlan* plan_override) {
@@ -716,8 +770,32 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   const exec::WitnessPlan plan =
       plan_override != nullptr ? *plan_override : exec::PlanFor(a.target, b.target);
   const std::optional<Refusal> refusal = FindLayoutRefusal(program, types, a, b, policy, d);
-  const SideCheck ca = CheckSide(program, types, a, b, policy, plan, d, refusal);
-  const SideCheck cb = CheckSide(program, types, b, a, policy, plan, d, refusal);
+  SideCheck ca = CheckSide(program, types, a, b, policy, plan, d, refusal);
+  SideCheck cb = CheckSide(program, types, b, a, policy, plan, d, refusal);
+  // A non-finite grid coordinate: each side against the documented sample
+  // from its own inputs, where the witnesses above ran its coordinate code.
+  for (auto [run, check] : {std::pair<const exec::RunResult*, SideCheck*>{&a, &ca},
+                            std::pair<const exec::RunResult*, SideCheck*>{&b, &cb}}) {
+    const std::optional<std::vector<at::Tensor>> documented =
+        DocumentedGridSample(program, types, *run, d);
+    if (!documented) continue;
+    const graph::Node& node = program.nodes[d.node_index];
+    const std::string side(exec::TargetName(run->target));
+    const std::optional<Divergence> miss =
+        Misses(ops::FindOp(node.QualifiedName()), node, types, policy,
+               run->nodes[d.node_index].outputs, a.nodes[d.node_index].outputs,
+               b.nodes[d.node_index].outputs, *documented);
+    SideCheck c;
+    c.witness = "documented";
+    c.wrong = miss.has_value();
+    c.class_miss = miss && miss->cls == DivergenceClass::kClassSplit;
+    c.why = absl::StrCat(side, c.wrong ? " misses" : " matches",
+                         " the documented sample from its own inputs (grid_sample: NaN read as "
+                         "-1, an out-of-bound location per padding_mode), computed by the "
+                         "float64 kernel from finite coordinates",
+                         miss ? absl::StrCat(": ", miss->detail) : "");
+    *check = c;
+  }
   if (ca.ref_value) d.reference_a = graph::FormatFloat(*ca.ref_value);
   if (cb.ref_value) d.reference_b = graph::FormatFloat(*cb.ref_value);
   d.rounding_free = ca.rounding_free || cb.rounding_free;

@@ -90,6 +90,9 @@ std::optional<RuleMatch> MatchExpectedRule(const graph::Program& program, const 
   const graph::Node& node = program.nodes[d.node_index];
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   if (spec == nullptr) return std::nullopt;
+  // A side convicted by the documented meaning of its inputs (grid_sample's
+  // NaN read as -1) is no matter of rounding, range or order.
+  if (d.witness == "documented") return std::nullopt;
   rules::Context c{program, types, a, b, policy, d, node, *spec, {}, graph::DType::kF32};
   c.dtype = graph::ParseDType(d.dtype).value_or(graph::DType::kF32);
   for (auto& [name, t] : NodeInputs(program, d.node_index, a)) {

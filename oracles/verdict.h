@@ -56,7 +56,8 @@ struct Divergence {
   double ulp_a = 0, ulp_b = 0;           // each side's error against its reference, in ULPs
   double rel_a = 0, rel_b = 0;           // ... and relative
   // The witness that decided wrong_side (exec/witnesses.h): "exact", "cpu-f64",
-  // "cpu-f64+cuda-f64" (two float64 implementations agree), or "none".
+  // "cpu-f64+cuda-f64" (two float64 implementations agree), "documented" (grid_sample's
+  // documented meaning of a non-finite coordinate), or "none".
   std::string witness = "none";
   // The trigger class of the root's inputs: nan, inf, near_max, subnormal,
   // int64_range or ordinary (the most unusual one present).

@@ -111,6 +111,33 @@ output %y
   }
 }
 
+// Session 46's GridSampler2DBackward0 f32 (bicubic; judged expected three
+// times): coordinates and weights in float by design, each side within the
+// weights' rounding over each input's stencil of its own float64 backward.
+// 10% off is not; nor is bf16, where the CPU's rounding in the dtype was real.
+TEST(GradientRules, GridSamplerWeightsBoundTheInputGradientInFloat32Only) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    Case k = CaseOf((std::string("divfuzz v1\ninput %x: ") + dtype +
+                     "[1,1,4,4] = normal(seed=1)\ninput %g: " + dtype +
+                     "[1,2,2,2] = uniform(seed=2, low=-1.0, high=1.0)\n"
+                     "%y = aten::grid_sampler(%x, %g, 2, 1, False)\noutput %y\n").c_str(),
+                    DivergenceClass::kTolerance, 0);
+    const at::Tensor x = at::randn({1, 1, 4, 4}, at::kDouble);
+    const at::Tensor grid = at::rand({1, 2, 2, 2}, at::kDouble) * 2 - 1;
+    const at::Tensor g = at::randn({1, 1, 2, 2}, at::kDouble) * 1e6;
+    at::Tensor xr = x.clone().requires_grad_(true);
+    const at::Tensor y = at::grid_sampler(xr, grid, 2, 1, false);
+    const at::Tensor witness = torch::autograd::grad({y}, {xr}, {g})[0].detach();
+    const graph::DType dt = std::string(dtype) == "f32" ? graph::DType::kF32 : graph::DType::kBF16;
+    for (const double off : {1e-6, 0.1}) {
+      const at::Tensor a = witness * (1 + off);
+      GradientContext c = ContextOf(k, {{"x", x}, {"g", grid}}, {g}, a, witness, witness, false, dt);
+      std::optional<RuleMatch> m = gradient_interpolation_weights(c);
+      EXPECT_EQ(m.has_value(), off < 1e-3 && dt == graph::DType::kF32) << dtype << " " << off;
+    }
+  }
+}
+
 // Session 39's ReciprocalBackward0: a gradient a fraction of an ulp from
 // FLT_MAX, formed by -1/x² times the incoming gradient, overflows with one
 // rounding; one 1% below the edge does not.

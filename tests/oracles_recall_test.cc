@@ -464,6 +464,45 @@ TEST(ExactWitness, EmbeddingRenormReadsANegativeIndexFromTheEnd) {
   EXPECT_EQ(j.root.witness, "exact") << j.root.reason;
 }
 
+TEST(DocumentedGrid, ANaNCoordinateIsReadAsMinusOneAndAnInfiniteOneIsOutOfBounds) {
+  // grid_sample's docs: "NaN values in grid would be interpreted as -1"; zeros
+  // padding uses 0 out of bounds. The CPU's 3-d kernel clipped a NaN to the far
+  // border (session 46's 87e80b5d, judged real): planted here as the cpu side's
+  // 7.0 (the far corner) against the documented 0.0 (the near one).
+  const std::string nan3d =
+      "divfuzz v1\ninput %x: f32[1,1,2,2,2] = values(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)\n"
+      "input %g: f32[1,1,1,1,3] = values(nan, nan, nan)\n"
+      "%y = aten::grid_sampler_3d(%x, %g, 1, 1, False)\noutput %y\n";
+  Judged j = Judge(nan3d, exec::Target::kCpu, exec::Target::kCuda, PlantElement(0, 0, 7.0),
+                   PlantElement(0, 0, 0.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "documented") << j.root.reason;
+  // +inf under zeros padding is out of bounds: 0. A NaN there is the bug.
+  const std::string inf2d =
+      "divfuzz v1\ninput %x: f32[1,1,2,2] = values(1.0, 2.0, 3.0, 4.0)\n"
+      "input %g: f32[1,1,1,2] = values(inf, 0.0)\n"
+      "%y = aten::grid_sampler_2d(%x, %g, 0, 0, False)\noutput %y\n";
+  Judged k = Judge(inf2d, exec::Target::kCpu, exec::Target::kCuda,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()),
+                   PlantElement(0, 0, 0.0));
+  ASSERT_TRUE(k.diverged);
+  EXPECT_EQ(k.root.tier, "bug") << k.root.expected_rule << ": " << k.root.reason;
+  EXPECT_EQ(k.root.wrong_side, "cpu") << k.root.reason;
+  EXPECT_EQ(k.root.witness, "documented") << k.root.reason;
+  // Under reflection an infinite coordinate has no position: no such witness.
+  const std::string reflect =
+      "divfuzz v1\ninput %x: f32[1,1,2,2] = values(1.0, 2.0, 3.0, 4.0)\n"
+      "input %g: f32[1,1,1,2] = values(inf, 0.0)\n"
+      "%y = aten::grid_sampler_2d(%x, %g, 0, 2, False)\noutput %y\n";
+  Judged r = Judge(reflect, exec::Target::kCpu, exec::Target::kCuda,
+                   PlantElement(0, 0, std::numeric_limits<double>::quiet_NaN()),
+                   PlantElement(0, 0, 0.0));
+  ASSERT_TRUE(r.diverged);
+  EXPECT_NE(r.root.witness, "documented") << r.root.reason;
+}
+
 TEST(IndicesBySelectedValues, ANegativeNaNSortedFirstIsABugOfThatSide) {
   // cuda-f64 as the CPU's float64 sort (no GPU here).
   exec::WitnessPlan plan;

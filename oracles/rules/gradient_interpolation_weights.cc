@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ops/catalogue.h"
 #include "ops/infer.h"
 #include "oracles/compare.h"
 #include "oracles/rules/gradient_rule.h"
+#include "oracles/rules/rule.h"
 
 namespace divfuzz::oracles::rules {
 namespace {
@@ -57,10 +59,132 @@ at::Tensor Support(int64_t in, int64_t out, int reach, bool align_corners) {
   return m;
 }
 
+// grid_sampler's input gradient: for each input element, S = sum|g| over the
+// samples whose stencil (2·reach taps per spatial dim around the floor of the
+// unnormalized coordinate, clamped to the input as border padding does;
+// taps zeros padding drops only shrink it) reaches it, n its number of taps,
+// and the largest |coordinate| + size any sample forms; from `grid` and the
+// incoming gradient `g`. nullopt past a size worth judging this way.
+struct GridStencil {
+  at::Tensor s, n;
+  double reach_of_coordinates = 0;
+};
+std::optional<GridStencil> GridSupport(const at::Tensor& x, const at::Tensor& grid,
+                                       const at::Tensor& g, int reach, bool align_corners) {
+  const int64_t dims = x.dim() - 2;
+  if (grid.dim() != x.dim() || grid.size(-1) != dims || g.dim() != x.dim() ||
+      g.size(0) != x.size(0) || g.size(1) != x.size(1) || grid.size(0) != x.size(0)) {
+    return std::nullopt;
+  }
+  const int64_t batch = x.size(0), channels = x.size(1);
+  const int64_t samples = g.numel() / std::max<int64_t>(1, batch * channels);
+  const int64_t taps = static_cast<int64_t>(std::pow(2 * reach, static_cast<double>(dims)));
+  if (batch * channels * samples * taps > 2000000) return std::nullopt;
+  const at::Tensor gr = grid.to(at::kDouble).contiguous().reshape({batch, samples, dims});
+  at::Tensor ga = g.to(at::kDouble).abs().contiguous().reshape({batch, channels, samples});
+  ga = at::where(at::isfinite(ga), ga, at::zeros_like(ga));
+  at::Tensor s = at::zeros({batch, channels, x[0][0].numel()}, at::kDouble);
+  at::Tensor n = at::zeros_like(s);
+  auto gacc = gr.accessor<double, 3>();
+  auto aacc = ga.accessor<double, 3>();
+  auto sacc = s.accessor<double, 3>();
+  auto nacc = n.accessor<double, 3>();
+  std::vector<int64_t> sizes;  // spatial sizes, innermost (W) first as the grid's coordinates
+  for (int64_t d = x.dim() - 1; d >= 2; --d) sizes.push_back(x.size(d));
+  GridStencil out;
+  std::vector<int64_t> base(dims);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < samples; ++j) {
+      bool finite = true;
+      for (int64_t d = 0; d < dims; ++d) {
+        const double gv = gacc[b][j][d];
+        const double size = static_cast<double>(sizes[d]);
+        const double src = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
+        finite = finite && std::isfinite(src);
+        if (!finite) break;
+        out.reach_of_coordinates = std::max(out.reach_of_coordinates, std::fabs(src) + size);
+        base[d] = static_cast<int64_t>(std::floor(src));
+      }
+      if (!finite) return std::nullopt;  // no position: not this rule's
+      for (int64_t t = 0; t < taps; ++t) {
+        int64_t flat = 0, stride = 1, rest = t;
+        for (int64_t d = 0; d < dims; ++d) {
+          const int64_t off = rest % (2 * reach) - reach + 1;
+          rest /= 2 * reach;
+          const int64_t i = std::min<int64_t>(std::max<int64_t>(base[d] + off, 0), sizes[d] - 1);
+          flat += i * stride;
+          stride *= sizes[d];
+        }
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          sacc[b][ch][flat] += aacc[b][ch][j];
+          nacc[b][ch][flat] += 1;
+        }
+      }
+    }
+  }
+  out.s = s.reshape(x.sizes());
+  out.n = n.reshape(x.sizes());
+  return out;
+}
+
+// grid_sampler's input gradient in float32 or float64 (not f16/bf16: the
+// CPU's half kernels round coordinates in the dtype, judged real in session
+// 46, and CUDA's atomics add in it): as the upsample kernels, coordinates and
+// weights in the accumulation type by design (session 46's bicubic
+// GridSampler2DBackward0 f32 buckets, CPU without FMA and CUDA with: judged
+// expected three times).
+std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
+  const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
+  if (spec == nullptr || spec->grid.arg < 0 || c.out != 0 ||
+      (c.dtype != graph::DType::kF32 && c.dtype != graph::DType::kF64) || c.a.incoming.empty() ||
+      c.node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
+      c.node.args[0].value.kind != graph::Literal::Kind::kValue ||
+      c.node.args[spec->grid.arg].value.kind != graph::Literal::Kind::kValue) {
+    return std::nullopt;
+  }
+  const int64_t mode = IntArgOr(c.node, ArgPos(spec->grid.mode_arg), "interpolation_mode", -1);
+  if (mode != 0 && mode != 2) return std::nullopt;  // nearest has no weights
+  const int reach = mode == 2 ? 2 : 1;
+  const graph::Literal* ac = ops::FindArg(c.node, 4, "align_corners");
+  const bool align_corners = ac != nullptr && ac->kind == graph::Literal::Kind::kBool && ac->b;
+  const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
+                                                 : graph::Epsilon(graph::DType::kF32);
+  const double atol = c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  double widest = 0;
+  for (const GradientSide* side : {&c.a, &c.b}) {
+    auto x = side->inputs.find(c.node.args[0].value.s);
+    auto grid = side->inputs.find(c.node.args[spec->grid.arg].value.s);
+    if (x == side->inputs.end() || grid == side->inputs.end() || side->incoming.empty() ||
+        !side->incoming[0].defined() || !side->witness.defined() ||
+        side->outgoing.sizes() != x->second.sizes()) {
+      return std::nullopt;
+    }
+    const std::optional<GridStencil> st =
+        GridSupport(x->second, grid->second, side->incoming[0], reach, align_corners);
+    if (!st || st->s.sizes() != side->witness.sizes()) return std::nullopt;
+    // A weight is off by 4.5·u·(|src| + size) (the coordinate's rounding
+    // through |dw/dt| <= 1.5) plus 16u (its polynomial's); n taps of
+    // |w| <= 1.25 sum within 2·n·u·1.25·S.
+    const double weight_error = 4.5 * u * st->reach_of_coordinates + 16 * u;
+    widest = std::max(widest, st->reach_of_coordinates);
+    const at::Tensor bound = st->s * (weight_error + 2.5 * u * st->n);
+    const at::Tensor off = (side->outgoing.to(at::kDouble) - side->witness.to(at::kDouble)).abs();
+    const at::Tensor ok = (off <= bound + atol) | at::isfinite(off).logical_not();
+    if (!ok.all().item<bool>()) return std::nullopt;
+  }
+  return RuleMatch{"gradient_interpolation_weights",
+                   absl::StrCat(c.node.QualifiedName(), " forms its sampling coordinates and "
+                                "interpolation weights in its accumulation type by design: each "
+                                "side is within (4.5·u·", widest, " + 16u + 2.5·n·u) times "
+                                "sum|g| over each input's stencil of n taps of its own float64 "
+                                "backward")};
+}
+
 }  // namespace
 
 std::optional<RuleMatch> gradient_interpolation_weights(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kTolerance || c.node.overload == "vec") return std::nullopt;
+  if (std::optional<RuleMatch> m = GridSamplerWeights(c)) return m;
   const Interpolation* op = nullptr;
   for (const Interpolation& k : kInterpolations) {
     if (c.node.op == std::string("aten::") + k.base) op = &k;
