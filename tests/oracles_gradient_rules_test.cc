@@ -138,6 +138,31 @@ TEST(GradientRules, GridSamplerWeightsBoundTheInputGradientInFloat32Only) {
   }
 }
 
+// Session 46's oneDNN bf16 ConvolutionBackward0 (be186173, judged expected):
+// NaN at an input element no tap reads, from a NaN weight times a zero the
+// algorithm inserts; the float64 gradient there is 0. Without a NaN operand
+// a NaN side is no such term.
+TEST(GradientRules, AProductsBackwardWithANaNOperandMayMultiplyItByZero) {
+  for (const bool nan_weight : {true, false}) {
+    Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1,1,5] = normal(seed=1)
+input %w: f32[1,1,2] = normal(seed=2)
+%y = aten::conv1d(%x, %w, None, [2])
+output %y
+)", DivergenceClass::kClassSplit, 4);
+    const at::Tensor x = at::randn({1, 1, 5}, at::kDouble);
+    const at::Tensor w = nan_weight ? at::tensor({NAN, 1.0}, at::kDouble).reshape({1, 1, 2})
+                                    : at::tensor({2.0, 1.0}, at::kDouble).reshape({1, 1, 2});
+    const at::Tensor g = at::ones({1, 1, 2});
+    const at::Tensor witness = at::tensor({1.0, 1.0, 1.0, 1.0, 0.0}, at::kDouble).reshape({1, 1, 5});
+    const at::Tensor a = at::tensor({1.0f, 1.0f, 1.0f, 1.0f, NAN}).reshape({1, 1, 5});
+    GradientContext c = ContextOf(k, {{"x", x}, {"w", w}}, {g}, a, witness.to(at::kFloat),
+                                  witness, false);
+    std::optional<RuleMatch> m = gradient_undefined_point(c);
+    EXPECT_EQ(m.has_value(), nan_weight) << (m ? m->reason : "");
+  }
+}
+
 // Session 39's ReciprocalBackward0: a gradient a fraction of an ulp from
 // FLT_MAX, formed by -1/x² times the incoming gradient, overflows with one
 // rounding; one 1% below the edge does not.

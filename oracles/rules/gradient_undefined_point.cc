@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "ops/catalogue.h"
 #include "ops/op_spec.h"
 #include "oracles/rules/gradient_rule.h"
 
@@ -88,7 +89,37 @@ bool NotDefinedThere(const GradientContext& c) {
   return nan_at(c.a) && nan_at(c.b);
 }
 
+// A convolution's or matrix product's backward is one too (a transposed
+// convolution, a product with the other operand): with a NaN operand, a term
+// NaN·0 arises where its algorithm multiplies zeros it inserts (stride gaps,
+// padding) or not, as the forward's products (nonfinite_inputs). Session 46's
+// oneDNN bf16 ConvolutionBackward0 gave NaN at an input element no tap reads,
+// where the float64 gradient is 0 (judged expected; pytorch#12484, #157237
+// open). Only a NaN side: a finite value off is no NaN term.
+static bool NanOperandOfAProduct(const GradientContext& c) {
+  const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
+  if (spec == nullptr || (spec->family != "conv" && spec->family != "matmul") ||
+      c.d.cls != DivergenceClass::kClassSplit ||
+      !(std::isnan(ElementAt(c.a.outgoing, c.d.element)) ||
+        std::isnan(ElementAt(c.b.outgoing, c.d.element)))) {
+    return false;
+  }
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    for (const auto& [name, t] : s->inputs) {
+      if (t.defined() && t.is_floating_point() && at::isnan(t).any().item<bool>()) return true;
+    }
+  }
+  return false;
+}
+
 std::optional<RuleMatch> gradient_undefined_point(const GradientContext& c) {
+  if (NanOperandOfAProduct(c)) {
+    return RuleMatch{"gradient_undefined_point",
+                     absl::StrCat("the backward of ", c.node.QualifiedName(), " is itself a "
+                                  "product of an operand that holds a NaN: a NaN·0 term is "
+                                  "multiplied or skipped as each algorithm chooses (zeros it "
+                                  "inserts for strides and padding)")};
+  }
   if (NotDefinedThere(c)) {
     return RuleMatch{"gradient_undefined_point",
                      absl::StrCat(c.node.QualifiedName(), " is NaN there on both sides from "
