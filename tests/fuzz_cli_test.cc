@@ -317,6 +317,12 @@ TEST(GradientSeeds, EachBackwardKernelGetsProgramsThatDifferentiateItsOp) {
     EXPECT_NE(replay.output.find("verdict: ", at), std::string::npos) << replay.output;
   }
   EXPECT_FALSE(Contains(replay.output, "raised")) << replay.output;
+  // An --only that matches no differentiable op is an error, not an empty corpus.
+  const testing::CommandRun none = testing::RunShell(
+      kTool + " seeds --gradients --only=no_such_op --out=" + dir + "-none 2>&1");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_TRUE(Contains(none.output, "no differentiable catalogue op matches --only=no_such_op"))
+      << none.output;
 }
 
 TEST(GradientSeeds, AnOpThatKillsTheProcessIsNamedAndTheRestGoOn) {

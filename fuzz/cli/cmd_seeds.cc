@@ -227,6 +227,14 @@ int GradientSeeds(const std::string& out, int per_kernel) {
   const nlohmann::json progress = ReadProgress(progress_path);
   // Done: the folder holds programs only (a campaign reads every file in it).
   std::remove(progress_path.c_str());
+  if (progress["done"].empty() && progress["failed"].empty()) {
+    std::cerr << "divfuzz seeds: no differentiable catalogue op"
+              << (absl::GetFlag(FLAGS_only).empty()
+                      ? std::string()
+                      : absl::StrCat(" matches --only=", absl::GetFlag(FLAGS_only)))
+              << "\n";
+    return 1;
+  }
   size_t files = 0;
   for (const auto& [kernel, dtypes] : progress["written"].items()) files += dtypes.size();
   std::cout << "divfuzz seeds: " << files << " programs for " << progress["written"].size()
