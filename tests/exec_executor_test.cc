@@ -126,6 +126,24 @@ output %y
   EXPECT_TRUE(std::isnan(r.nodes[0].outputs[0][2].item<float>()));
 }
 
+// CUDA's layer_norm refuses bf16 input with float32 parameters, which the
+// CPU's mixed-dtype path runs (sessions 40 and 46, judged expected): a gap.
+// The same message for one dtype throughout, or for a non-normalization, is
+// a raise like any other.
+TEST(ClassifyAt, AMixedDtypeNormalizationOneDeviceRefusesIsAGap) {
+  const char* kMessage = "expected scalar type BFloat16 but found Float";
+  auto classify = [&](const char* op, const char* wdtype) {
+    const std::string text =
+        std::string("divfuzz v1\ninput %x: bf16[2,4] = fill(1)\ninput %w: ") + wdtype +
+        "[4] = fill(1)\n%y = " + op + "\noutput %y\n";
+    const graph::Program p = testing::MustParse(text.c_str());
+    return ClassifyAt(p.nodes[0], testing::MustInfer(p), kMessage).kind;
+  };
+  EXPECT_EQ(classify("aten::layer_norm(%x, [4], %w)", "f32"), NodeError::Kind::kNotImplemented);
+  EXPECT_EQ(classify("aten::layer_norm(%x, [4], %w)", "bf16"), NodeError::Kind::kRaised);
+  EXPECT_EQ(classify("aten::mul.Tensor(%x, %w)", "f32"), NodeError::Kind::kRaised);
+}
+
 }  // namespace
 }  // namespace divfuzz::exec
 
