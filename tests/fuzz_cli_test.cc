@@ -365,9 +365,11 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
     // recur in a fresh process (libFuzzer's exit 77 at 3762ed9, filed as
     // "did not recur"): a crash bucket all the same, and exit 1 is right for
     // it. Every crash bucket of such a run must be one that did not recur,
-    // or libtorch's one known crash the seeds reach on the CPU: group_norm's
-    // channels-last backward writing through a null dX (judged real in
-    // session 40; a 4 s run hit it at e2d76f2).
+    // or one of libtorch's known crashes the seeds reach on the CPU:
+    // group_norm's channels-last backward writing through a null dX (judged
+    // real in session 40; a 4 s run hit it at e2d76f2), or grid_sampler's
+    // backward writing out of bounds for a NaN coordinate (pytorch#24823,
+    // judged real in session 46; the grid shape form reaches it).
     auto store = store::FindingsStore::Open(dir + "/findings");
     ASSERT_TRUE(store.ok()) << run.output;
     auto index = (*store)->Load();
@@ -376,7 +378,11 @@ TEST(FailOnAndResume, ExitCodesFollowFailOnAndResumeKeepsItsSettingsAndExtendsTh
     for (const nlohmann::json& e : *index) {
       if (e.value("severity", "") != "crash") continue;
       crash = true;
-      if (e.value("group", "").rfind("NativeGroupNormBackward0|crash|", 0) == 0) continue;
+      const std::string group = e.value("group", "");
+      if (group.rfind("NativeGroupNormBackward0|crash|", 0) == 0 ||
+          group.rfind("GridSampler", 0) == 0) {
+        continue;
+      }
       EXPECT_FALSE(e["detail"].value("reproduced", true)) << e.dump();
     }
     EXPECT_TRUE(crash) << run.output;
