@@ -552,6 +552,22 @@ struct Refusal {
   SideCheck check;
 };
 
+// What `run` (against `other`) shows at the divergence's node.
+SideEvidence EvidenceOf(const graph::Program& program, const ops::TypeEnv& types,
+                        const Policy& policy, const Divergence& d, const exec::RunResult& run,
+                        const exec::RunResult& other) {
+  const graph::Node& node = program.nodes[d.node_index];
+  return SideEvidence{node,
+                      ops::FindOp(node.QualifiedName()),
+                      types,
+                      policy,
+                      d,
+                      run,
+                      run.nodes[d.node_index],
+                      other.nodes[d.node_index],
+                      std::string(exec::TargetName(run.target))};
+}
+
 std::optional<Refusal> FindLayoutRefusal(const graph::Program& program, const ops::TypeEnv& types,
                                          const exec::RunResult& a, const exec::RunResult& b,
                                          const Policy& policy, const Divergence& d) {
@@ -560,15 +576,7 @@ std::optional<Refusal> FindLayoutRefusal(const graph::Program& program, const op
   const bool a_raised = a.nodes[d.node_index].error.has_value();
   const exec::RunResult& run = a_raised ? a : b;
   const exec::RunResult& other = a_raised ? b : a;
-  SideEvidence e{node,
-                 ops::FindOp(node.QualifiedName()),
-                 types,
-                 policy,
-                 d,
-                 run,
-                 run.nodes[d.node_index],
-                 other.nodes[d.node_index],
-                 std::string(exec::TargetName(run.target))};
+  SideEvidence e = EvidenceOf(program, types, policy, d, run, other);
   e.inputs = NodeInputs(program, d.node_index, run);
   std::optional<SideCheck> check = JudgeLayoutRefusal(e, run.target);
   if (!check) return std::nullopt;
@@ -580,15 +588,7 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
                     const Policy& policy, const exec::WitnessPlan& plan, const Divergence& d,
                     const std::optional<Refusal>& refusal) {
   const graph::Node& node = program.nodes[d.node_index];
-  SideEvidence e{node,
-                 ops::FindOp(node.QualifiedName()),
-                 types,
-                 policy,
-                 d,
-                 run,
-                 run.nodes[d.node_index],
-                 other.nodes[d.node_index],
-                 std::string(exec::TargetName(run.target))};
+  SideEvidence e = EvidenceOf(program, types, policy, d, run, other);
   if (std::optional<SideCheck> meta = JudgeMetadata(e)) return *meta;
   // An error split where the raising side refuses its inputs' layout: that
   // side is wrong, and the other matches the raising kernel's own

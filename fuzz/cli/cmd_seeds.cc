@@ -189,20 +189,14 @@ int GradientSeedsChild(const std::string& out, int per_kernel) {
 int GradientSeeds(const std::string& out, int per_kernel) {
   if (std::getenv(kChildEnv) != nullptr) return GradientSeedsChild(out, per_kernel);
   const std::string progress_path = out + "/" + kProgressName;
-  std::vector<std::string> args = OwnCommandLine();
+  const std::vector<std::string> args = OwnCommandLine();
   for (;;) {
-    const pid_t pid = fork();
+    SpawnOptions options;
+    options.env[kChildEnv] = "1";
+    const pid_t pid = SpawnSelf(args, options);
     if (pid < 0) {
       std::cerr << "divfuzz seeds: fork failed\n";
       return 2;
-    }
-    if (pid == 0) {
-      setenv(kChildEnv, "1", 1);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv("/proc/self/exe", argv.data());
-      _exit(127);
     }
     int status = 0;
     waitpid(pid, &status, 0);

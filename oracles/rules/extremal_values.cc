@@ -74,10 +74,11 @@ std::optional<RuleMatch> GridOverflow(const Context& c) {
     }
   }
   const double axes = static_cast<double>(input.dim()) - 2;
-  if (mode_of(c.spec.grid.mode_arg, "interpolation_mode") == 2 &&
-      FiniteAbsMax(input) * std::pow(1.375, axes) > top) {
+  if (mode_of(c.spec.grid.mode_arg, "interpolation_mode") != 2) return std::nullopt;
+  const double big = FiniteAbsMax(input);
+  if (big * std::pow(1.375, axes) > top) {
     return RuleMatch{"extremal_values",
-                     absl::StrCat("max|input| = ", graph::FormatFloat(FiniteAbsMax(input)),
+                     absl::StrCat("max|input| = ", graph::FormatFloat(big),
                                   ": bicubic taps weighted up to 1.375 per axis sum past ",
                                   std::string(graph::DTypeName(c.dtype)),
                                   "'s range before they cancel, though the sample fits")};
