@@ -22,6 +22,7 @@ struct Settings {
   uint64_t seed = 0;
   bool mirror = false;
   int64_t calls = 0, moved = 0;
+  std::optional<at::ScalarType> grid;
 };
 std::mutex g_mu;
 constexpr double kSentinel = 1e300;
@@ -85,9 +86,15 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
     // to it is absorbed, and a relative move of 1e301 in an exponent would
     // make or remove whole terms (session 43's 7d9a4e69).
     factor.masked_fill_(data.abs() >= kSentinel, 1.0);
+    at::Tensor moves = data.ne(0);
+    if (g_settings->grid) {
+      const at::Tensor exact = data.to(*g_settings->grid).to(data.scalar_type()).eq(data);
+      factor.masked_fill_(exact, 1.0);
+      moves = moves & exact.logical_not();
+    }
     if (g_settings->floor > 0) {
       // Where eps of the value is less than the floor, the move is the floor.
-      const at::Tensor small = (data.abs() * g_settings->eps < g_settings->floor) & data.ne(0);
+      const at::Tensor small = (data.abs() * g_settings->eps < g_settings->floor) & moves;
       if (small.any().item<bool>()) {
         const at::Tensor step = sign.to(data.device()) * g_settings->floor;
         data.copy_(at::where(small, data + step, data * factor));
@@ -102,10 +109,11 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 }  // namespace
 
-IntermediateRounding::IntermediateRounding(double eps, uint64_t seed, bool mirror, double floor) {
+IntermediateRounding::IntermediateRounding(double eps, uint64_t seed, bool mirror, double floor,
+                                           std::optional<at::ScalarType> grid) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_settings = new Settings{eps, floor, seed, mirror, 0, 0};
+    g_settings = new Settings{eps, floor, seed, mirror, 0, 0, grid};
   }
   handle_ = at::addThreadLocalCallback(
       at::RecordFunctionCallback(&OnStart, &OnEnd).needsInputs(true).needsOutputs(true));

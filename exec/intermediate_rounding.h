@@ -12,7 +12,10 @@
 
 #include <ATen/record_function.h>
 
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
+#include <optional>
 
 namespace divfuzz::exec {
 
@@ -22,8 +25,13 @@ class IntermediateRounding {
   // a nonzero value, the dtype's rounding below its normal range (half its
   // smallest subnormal): a run in f16 holds polygamma(2, 1602) = -3.9e-7 on a
   // 2^-24 grid, 15% steps that no relative move of eps shows (session 44's
-  // PolygammaBackward0, judged expected). Exact zeros stay.
-  IntermediateRounding(double eps, uint64_t seed, bool mirror, double floor = 0);
+  // PolygammaBackward0, judged expected). Exact zeros stay. `grid`: the dtype
+  // the run being modelled rounds to; a value it represents exactly stays,
+  // since a correctly rounded op there makes no error (an exponent of
+  // -FLT_MAX that absorbed log|g|: moved by eps it became ±4e31 after
+  // + FLT_MAX, and exp of that inf, where the f32 run holds 0 exactly).
+  IntermediateRounding(double eps, uint64_t seed, bool mirror, double floor = 0,
+                       std::optional<at::ScalarType> grid = std::nullopt);
   ~IntermediateRounding();
   IntermediateRounding(const IntermediateRounding&) = delete;
   IntermediateRounding& operator=(const IntermediateRounding&) = delete;

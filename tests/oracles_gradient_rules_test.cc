@@ -1644,6 +1644,58 @@ TEST(GradientRules, AnExactZeroThatFloat64CannotResolveEitherIsJudgedByTheSpread
   EXPECT_FALSE(gradient_formula_rounding(context(far)).has_value());
 }
 
+// Session 46's SubBackward0 (0496c97a, judged expected): logcumsumexp's
+// double backward over rows ending in FLT_MAX. The formula's exponents
+// log|g| - result hold -FLT_MAX exactly in float32 (log|g| is absorbed), and
+// + self cancels them to 0; moved by eps they became ±4e31 and exp of that
+// inf, so the spread bounded nothing and a CPU 4e-6 off (within a spread of
+// 21.6 at the element) was a bug. Values the dtype holds exactly are not
+// moved. A side 100x further off is not within the spread.
+TEST(GradientRules, AFormulaIntermediateTheDtypeHoldsExactlyIsNotMoved) {
+  const graph::Program original = MustParse(testing::ReadTextFile(
+      std::string(DIVFUZZ_SOURCE_DIR) +
+      "/docs/judgments/session46/programs/SubBackward0-f32-tolerance-0496c97a.dfz"));
+  const exec::RunResult built = exec::Run(original, MustInfer(original), exec::Target::kCpu);
+  // The step differentiates logcumsumexp's backward; its cotangent is what
+  // log_softmax's backward sent it.
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x0: f32[17,1,17] = special(seed=2760667592)
+input %w: f32[17,1,17] = fill(0.0)
+input %ct1: f32[17,1,17] = dynamic(seed=2790873262, decades=16.0)
+%v1 = aten::logcumsumexp(%x0, 2)
+%g0 = autograd::grad(%v1, [%x0], grad_outputs=%w)
+%g1 = autograd::grad(%g0, [%x0], grad_outputs=%ct1)
+output %g1
+)");
+  InsideStep st = StepInside(p, "v1", "g0", "x0", "w", "ct1");
+  {
+    at::NoGradGuard no_grad;
+    const at::Tensor v2 = at::log_softmax(at::logcumsumexp(built.inputs.at("x0"), 2), -1);
+    st.inputs[graph::FirstOrderName("v1", "g0")] =
+        at::_log_softmax_backward_data(built.inputs.at("ct0"), v2, -1, at::kFloat);
+  }
+  const at::Tensor cpu = st.Run(exec::Target::kCpu);
+  const at::Tensor witness = st.Run(exec::Target::kCpuF64).to(at::kDouble);
+  const at::Tensor finite = at::isfinite(witness) & at::isfinite(cpu);
+  const at::Tensor excess =
+      at::where(finite, (cpu.to(at::kDouble) - witness).abs() - 1.3e-6 * witness.abs(),
+                at::zeros_like(witness));
+  ASSERT_GT(excess.max().item<double>(), 1e-5);
+  Divergence d;
+  d.cls = DivergenceClass::kTolerance;
+  d.op = "SubBackward0";
+  const Policy policy = DefaultPolicy();
+  auto context = [&](const at::Tensor& a) {
+    return st.Context(policy, d, "x0", a, witness.to(at::kFloat), witness);
+  };
+  std::optional<RuleMatch> m = gradient_formula_rounding(context(cpu));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_formula_rounding");
+  const at::Tensor far =
+      at::where(finite, witness + (cpu.to(at::kDouble) - witness) * 100, witness).to(at::kFloat);
+  EXPECT_FALSE(gradient_formula_rounding(context(far)).has_value());
+}
+
 // Session 44's PolygammaBackward0 f16 (e2a4c044, judged expected): the
 // formula grad · polygamma(2, x) holds polygamma(2, 1602) = -3.9e-7 on f16's
 // subnormal grid of 2^-24, 6.5 steps: the CPU's -6 steps and a correct

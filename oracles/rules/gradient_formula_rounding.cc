@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "exec/intermediate_rounding.h"
 #include "oracles/rules/gradient_rule.h"
@@ -39,12 +40,12 @@ std::optional<RuleMatch> gradient_formula_rounding(const GradientContext& c) {
   // matrix_exp backward, 5x off and judged real: moved intermediates reach
   // 8e26 against 5e8) bounds nothing, as gradient_summation's 2·n·eps >= 1.
   SpreadTest test{6, 4.0, /*nonfinite_passes=*/false, /*keeps_digit=*/true};
-  auto draw_at = [&](double eps, double floor) {
-    return [&c, eps, floor](const GradientSide& s, int k) -> std::optional<at::Tensor> {
+  auto draw_at = [&](double eps, double floor, std::optional<at::ScalarType> grid) {
+    return [&c, eps, floor, grid](const GradientSide& s, int k) -> std::optional<at::Tensor> {
       exec::VjpResult w;
       int64_t moved = 0;
       {
-        exec::IntermediateRounding rounding(eps, 29 + k / 2, k % 2 == 1, floor);
+        exec::IntermediateRounding rounding(eps, 29 + k / 2, k % 2 == 1, floor, grid);
         w = exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types, exec::Target::kCpuF64,
                              false);
         moved = rounding.moved();
@@ -61,10 +62,19 @@ std::optional<RuleMatch> gradient_formula_rounding(const GradientContext& c) {
   // cos(πz)/z - sin(πz)/(πz²) near 0, judged real), and the exact
   // derivative judges.
   // float64's eps (graph::Epsilon), as the dtype's for the run's draws.
-  if (!c.pointwise) test.float64_draw = draw_at(std::ldexp(1.0, -52), 0.0);
+  if (!c.pointwise) test.float64_draw = draw_at(std::ldexp(1.0, -52), 0.0, std::nullopt);
   test.draw_eps = c.ProductEps();
-  const std::optional<double> worst =
-      WithinRoundingSpread(c, test, draw_at(c.ProductEps(), graph::DenormMin(c.dtype) / 2));
+  // The dtype the formula's ops round to (float32 for a half op computing in
+  // opmath): values it holds exactly are not moved. Float64 is the reference's
+  // own grid (every value on it) and complex values are not moved.
+  const bool opmath = c.ComputeEps() != graph::Epsilon(c.dtype);
+  std::optional<at::ScalarType> grid;
+  if (c.dtype == graph::DType::kF32 || c.dtype == graph::DType::kF16 ||
+      c.dtype == graph::DType::kBF16) {
+    grid = exec::ToScalarType(opmath ? graph::DType::kF32 : c.dtype);
+  }
+  const std::optional<double> worst = WithinRoundingSpread(
+      c, test, draw_at(c.ProductEps(), graph::DenormMin(c.dtype) / 2, grid));
   if (!worst) return std::nullopt;
   return RuleMatch{
       "gradient_formula_rounding",
