@@ -693,8 +693,14 @@ namespace {
 // 40's group_norm backward of an empty input launches a kernel with no
 // blocks) where the float64 backward from that side's own inputs runs and
 // the other side agrees with it: the erring side is wrong, as a crash on
-// valid input is. Errors that validate arguments (which may differ by device
+// valid input is. So is a backward kernel's own view() that refuses the
+// layout it was handed (session 47's CUDA ChannelShuffleBackward0: the math
+// path views a transposed gradient, the CPU's kernel takes it; the docs ask
+// no contiguity), where the same side runs once the gradients and inputs are
+// made contiguous. Errors that validate arguments (which may differ by device
 // and build), singular solves and out-of-memory stay undecided.
+constexpr char kViewOfLayout[] = "view size is not compatible with input tensor's size and stride";
+
 std::optional<std::string> RuntimeErrorOnValidInput(
     const graph::Node& node, const ops::TypeEnv& types,
     const std::map<std::string, at::Tensor>& bad_inputs, const std::vector<at::Tensor>& incoming,
@@ -702,10 +708,20 @@ std::optional<std::string> RuntimeErrorOnValidInput(
     Target good_target, const Policy& policy) {
   if (!bad.result.error || good.result.error) return std::nullopt;
   const exec::NodeError& e = *bad.result.error;
+  const bool layout = absl::StrContains(e.message, kViewOfLayout);
   if (e.kind != exec::NodeError::Kind::kRaised ||
-      !absl::StrContains(e.message, "CUDA error:") ||
+      !(absl::StrContains(e.message, "CUDA error:") || layout) ||
       absl::StrContains(e.message, "out of memory")) {
     return std::nullopt;
+  }
+  if (layout) {
+    std::map<std::string, at::Tensor> dense;
+    for (const auto& [name, t] : bad_inputs) dense[name] = t.defined() ? t.contiguous() : t;
+    std::vector<at::Tensor> dense_in;
+    for (const at::Tensor& t : incoming) dense_in.push_back(t.defined() ? t.contiguous() : t);
+    const exec::VjpResult again = exec::RunNodeVjp(node, dense, dense_in, types, bad_target,
+                                                   false, nullptr, nullptr, create_graph);
+    if (again.result.error) return std::nullopt;
   }
   const exec::VjpResult ref = exec::RunNodeVjp(node, bad_inputs, incoming, types,
                                                Target::kCpuF64, false, nullptr, nullptr,
@@ -721,8 +737,10 @@ std::optional<std::string> RuntimeErrorOnValidInput(
     }
   }
   const std::string grad_fn = !good.grad_fn.empty() ? good.grad_fn : bad.grad_fn;
-  return absl::StrCat(grad_fn.empty() ? node.QualifiedName() : grad_fn, " raises a CUDA runtime "
+  return absl::StrCat(grad_fn.empty() ? node.QualifiedName() : grad_fn,
+                      layout ? " refuses the layout of its inputs on " : " raises a CUDA runtime "
                       "error on ", exec::TargetName(bad_target), " (", e.message.substr(0, 120),
+                      layout ? "; it runs on the same inputs made contiguous" : "",
                       ") where the float64 backward from its own inputs runs and ",
                       exec::TargetName(good_target), " agrees with it");
 }
@@ -767,7 +785,11 @@ void LocateRaisingKernel(const graph::Program& program, const ops::TypeEnv& type
     bool any = false;
     for (const std::string& r : node.results) {
       auto it = ran.value_grads.find(r);
-      incoming.push_back(it == ran.value_grads.end() ? at::Tensor() : it->second);
+      // In the layout the run held it: a kernel may refuse one layout only
+      // (CUDA's ChannelShuffleBackward0 views a transposed gradient).
+      incoming.push_back(it == ran.value_grads.end()
+                             ? at::Tensor()
+                             : exec::InRunFormat(ran.value_grad_formats, r, it->second));
       any = any || incoming.back().defined();
     }
     if (!any) continue;

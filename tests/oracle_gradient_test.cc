@@ -101,6 +101,19 @@ input %v: f32[4] = fill(1.0)
 output %g
 )");
   EXPECT_THAT(fine, HasSubstr("verdict: agree")) << fine;
+  // Its view of a transposed gradient: the kernel refuses a layout it runs
+  // once the gradient is contiguous (CUDA's ChannelShuffleBackward0).
+  const std::string layout = Replay(dir, "layout.dfz", R"(divfuzz v1
+input %x: f32[2,3] = values(0.5, 3.5, -1.0, 2.0, 1.0, -4.0)
+input %v: f32[2,3] layout=transposed = fill(1.0)
+%y = aten::hardsigmoid(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)", &rc);
+  EXPECT_EQ(rc, 1) << layout;
+  EXPECT_THAT(layout, HasSubstr("HardsigmoidBackward0 refuses the layout of its inputs on cpu"))
+      << layout;
+  EXPECT_THAT(layout, HasSubstr("tier: bug, wrong side: cpu")) << layout;
 }
 
 // An error split in linear algebra's backward that read inf is the
