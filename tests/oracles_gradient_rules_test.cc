@@ -138,6 +138,43 @@ TEST(GradientRules, GridSamplerWeightsBoundTheInputGradientInFloat32Only) {
   }
 }
 
+// Session 47's GridSampler2DBackward0 f32 grid gradient (6423be44, judged
+// expected): a bicubic weight's derivative cancels as it is evaluated in
+// float, the CPU without FMA 1.9e-6 off, CUDA with it 1.4e-6; each within
+// the derivative polynomial's rounding over the sample's taps. 1% off is not.
+TEST(GradientRules, GridSamplerWeightsBoundTheGridGradientInFloat32) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x0: f32[2,1,3,5] = planted(seed=3149938047)
+input %x1: f32[2,1,2,2] = uniform(seed=3561981530, low=-1.2, high=1.2)
+input %ct0: f32[2,1,1,2] = fill(1.0)
+%v2 = aten::grid_sampler(%x0, %x1, 2, 1, False)
+output %v2
+)");
+  Case k{p, MustInfer(p), {}};
+  k.d.cls = DivergenceClass::kTolerance;
+  const exec::RunResult built = exec::Run(p, k.types, exec::Target::kCpu);
+  const at::Tensor x = built.inputs.at("x0"), grid = built.inputs.at("x1");
+  const at::Tensor g = built.inputs.at("ct0");
+  auto grads = [&](at::ScalarType t) {
+    at::Tensor xr = x.to(t).requires_grad_(true), gr = grid.to(t).requires_grad_(true);
+    const at::Tensor y = at::grid_sampler(xr, gr, 2, 1, false);
+    return torch::autograd::grad({y}, {gr}, {g.to(t)})[0].detach();
+  };
+  const at::Tensor cpu = grads(at::kFloat), witness = grads(at::kDouble);
+  // The CPU's float32 run is off by more than the tolerance.
+  ASSERT_GT(((cpu.to(at::kDouble) - witness).abs() - 1.3e-6 * witness.abs()).max().item<double>(),
+            0);
+  for (const double scale : {1.0, 0.0}) {
+    const at::Tensor a = scale > 0 ? cpu : (witness * 1.01).to(at::kFloat);
+    GradientContext c = ContextOf(k, {{"x0", x}, {"x1", grid}}, {g}, a,
+                                  witness.to(at::kFloat), witness, false);
+    c.out = 1;
+    c.wrt = "x1";
+    std::optional<RuleMatch> m = gradient_interpolation_weights(c);
+    EXPECT_EQ(m.has_value(), scale > 0) << (m ? m->reason : "");
+  }
+}
+
 // Session 46's oneDNN bf16 ConvolutionBackward0 (be186173, judged expected):
 // NaN at an input element no tap reads, from a NaN weight times a zero the
 // algorithm inserts; the float64 gradient there is 0. Without a NaN operand

@@ -14,6 +14,7 @@
 // CUDA, with FMA, 30-173; judged expected, the float weights by design).
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -127,6 +128,110 @@ std::optional<GridStencil> GridSupport(const at::Tensor& x, const at::Tensor& gr
   return out;
 }
 
+// One tap's weight along one dim at distance s from the coordinate: |w|, the
+// magnitude sums H(w) and H(w') of its polynomials' terms (their evaluation
+// in float rounds by up to about 4u of those), |w'| and |w''|. Bicubic is
+// the cubic convolution with A = -0.75 (GridSampler.h's
+// cubic_convolution1/2), linear is 1 - s.
+struct TapWeight {
+  double w, hw, d, hd, dd;
+};
+TapWeight WeightAt(double s, bool cubic) {
+  s = std::fabs(s);
+  if (!cubic) return {std::max(0.0, 1 - s), 1 + s, 1, 0, 0};
+  if (s <= 1) {
+    return {1.25 * s * s * s - 2.25 * s * s + 1, 1.25 * s * s * s + 2.25 * s * s + 1,
+            std::fabs(3.75 * s * s - 4.5 * s), 3.75 * s * s + 4.5 * s, std::fabs(7.5 * s - 4.5)};
+  }
+  return {std::fabs(-0.75 * s * s * s + 3.75 * s * s - 6 * s + 3),
+          0.75 * s * s * s + 3.75 * s * s + 6 * s + 3, std::fabs(-2.25 * s * s + 7.5 * s - 6),
+          2.25 * s * s + 7.5 * s + 6, std::fabs(-4.5 * s + 7.5)};
+}
+
+// grid_sampler's grid gradient, per sample and coordinate d: a bound on its
+// rounding, in units of u. Each term g·x·w'_d·(the other dims' w) is off by
+// its polynomials' evaluation, 4·(H(w'_d)·Π|w| + |w'_d|·Σ H(w_e)·Π|w|), by
+// the coordinates' rounding 4.5·(|src| + size) through |w''_d| and the
+// other dims' |w'_e|, and the terms' sum over n of them by 2·n·|term|; all
+// times d(src)/d(grid) (size/2, or (size-1)/2 with align_corners). Taps
+// clamp as border padding does. nullopt past a size worth judging this way,
+// or a sample with no position.
+std::optional<at::Tensor> GridGradientBound(const at::Tensor& x, const at::Tensor& grid,
+                                            const at::Tensor& g, bool cubic, bool align_corners) {
+  const int64_t dims = x.dim() - 2;
+  const int reach = cubic ? 2 : 1;
+  if (grid.dim() != x.dim() || grid.size(-1) != dims || g.dim() != x.dim() ||
+      g.size(0) != x.size(0) || g.size(1) != x.size(1) || grid.size(0) != x.size(0)) {
+    return std::nullopt;
+  }
+  const int64_t batch = x.size(0), channels = x.size(1);
+  const int64_t samples = g.numel() / std::max<int64_t>(1, batch * channels);
+  const int64_t taps = static_cast<int64_t>(std::pow(2 * reach, static_cast<double>(dims)));
+  if (batch * channels * samples * taps > 2000000 || grid.numel() != batch * samples * dims) {
+    return std::nullopt;
+  }
+  const at::Tensor gr = grid.to(at::kDouble).contiguous().reshape({batch, samples, dims});
+  at::Tensor ga = g.to(at::kDouble).abs().contiguous().reshape({batch, channels, samples});
+  ga = at::where(at::isfinite(ga), ga, at::zeros_like(ga));
+  const at::Tensor xa = x.to(at::kDouble).abs().contiguous().reshape({batch, channels, -1});
+  at::Tensor t = at::zeros({batch, samples, dims}, at::kDouble);
+  auto gacc = gr.accessor<double, 3>();
+  auto aacc = ga.accessor<double, 3>();
+  auto xacc = xa.accessor<double, 3>();
+  auto tacc = t.accessor<double, 3>();
+  std::vector<int64_t> sizes;  // spatial sizes, innermost (W) first as the grid's coordinates
+  for (int64_t d = x.dim() - 1; d >= 2; --d) sizes.push_back(x.size(d));
+  std::vector<double> src(dims);
+  std::vector<TapWeight> tw(dims);
+  const double n = static_cast<double>(channels * taps);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < samples; ++j) {
+      double delta = 0;  // the coordinates' rounding, in units of u
+      for (int64_t d = 0; d < dims; ++d) {
+        const double gv = gacc[b][j][d];
+        const double size = static_cast<double>(sizes[d]);
+        src[d] = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
+        if (!std::isfinite(src[d])) return std::nullopt;
+        delta = std::max(delta, 4.5 * (std::fabs(src[d]) + size));
+      }
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        int64_t flat = 0, stride = 1, rest = tap;
+        for (int64_t d = 0; d < dims; ++d) {
+          const int64_t off = rest % (2 * reach) - reach + 1;
+          rest /= 2 * reach;
+          const double base = std::floor(src[d]);
+          tw[d] = WeightAt(src[d] - (base + static_cast<double>(off)), cubic);
+          const int64_t i = std::min<int64_t>(
+              std::max<int64_t>(static_cast<int64_t>(base) + off, 0), sizes[d] - 1);
+          flat += i * stride;
+          stride *= sizes[d];
+        }
+        double gx = 0;
+        for (int64_t ch = 0; ch < channels; ++ch) gx += aacc[b][ch][j] * xacc[b][ch][flat];
+        for (int64_t d = 0; d < dims; ++d) {
+          double others = 1, eval = 0, moved = 0;
+          for (int64_t e = 0; e < dims; ++e) {
+            if (e == d) continue;
+            double rest_w = 1;
+            for (int64_t f = 0; f < dims; ++f) {
+              if (f != d && f != e) rest_w *= tw[f].w;
+            }
+            others *= tw[e].w;
+            eval += tw[e].hw * rest_w;
+            moved += tw[e].d * rest_w;
+          }
+          const double term = tw[d].d * others;
+          const double bound = 4 * (tw[d].hd * others + tw[d].d * eval) +
+                               delta * (tw[d].dd * others + tw[d].d * moved) + 2 * n * term;
+          const double size = static_cast<double>(sizes[d]);
+          tacc[b][j][d] += gx * bound * (align_corners ? (size - 1) / 2 : size / 2);
+        }
+      }
+    }
+  }
+  return t.reshape(grid.sizes());
+}
+
 // grid_sampler's input gradient in float32 or float64 (not f16/bf16: the
 // CPU's half kernels round coordinates in the dtype, judged real in session
 // 46, and CUDA's atomics add in it): as the upsample kernels, coordinates and
@@ -135,7 +240,7 @@ std::optional<GridStencil> GridSupport(const at::Tensor& x, const at::Tensor& gr
 // expected three times).
 std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
-  if (spec == nullptr || spec->grid.arg < 0 || c.out != 0 ||
+  if (spec == nullptr || spec->grid.arg < 0 || c.out > 1 ||
       (c.dtype != graph::DType::kF32 && c.dtype != graph::DType::kF64) || c.a.incoming.empty() ||
       c.node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
       c.node.args[0].value.kind != graph::Literal::Kind::kValue ||
@@ -151,6 +256,32 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
                                                  : graph::Epsilon(graph::DType::kF32);
   const double atol = c.policy.For(c.node.QualifiedName(), c.dtype).atol;
   double widest = 0;
+  if (c.out == 1) {
+    // The grid gradient (session 47's 6423be44: a bicubic derivative
+    // cancelling 113x, the CPU without FMA, CUDA with; judged expected).
+    // Not a coordinate that crosses a cell, a jump nothing here bounds.
+    for (const GradientSide* side : {&c.a, &c.b}) {
+      auto x = side->inputs.find(c.node.args[0].value.s);
+      auto grid = side->inputs.find(c.node.args[spec->grid.arg].value.s);
+      if (x == side->inputs.end() || grid == side->inputs.end() || side->incoming.empty() ||
+          !side->incoming[0].defined() || !side->witness.defined() ||
+          side->outgoing.sizes() != grid->second.sizes()) {
+        return std::nullopt;
+      }
+      const std::optional<at::Tensor> bound =
+          GridGradientBound(x->second, grid->second, side->incoming[0], mode == 2, align_corners);
+      if (!bound || bound->sizes() != side->witness.sizes()) return std::nullopt;
+      const at::Tensor off = (side->outgoing.to(at::kDouble) - side->witness.to(at::kDouble)).abs();
+      const at::Tensor ok = (off <= *bound * u + atol) | at::isfinite(off).logical_not();
+      if (!ok.all().item<bool>()) return std::nullopt;
+    }
+    return RuleMatch{"gradient_interpolation_weights",
+                     absl::StrCat(c.node.QualifiedName(), " forms its sampling coordinates and "
+                                  "the weights' derivatives in its accumulation type by design: "
+                                  "each side's grid gradient is within its terms' rounding (the "
+                                  "weight polynomials' evaluation, the coordinates' rounding "
+                                  "through w'', their sum) of its own float64 backward")};
+  }
   for (const GradientSide* side : {&c.a, &c.b}) {
     auto x = side->inputs.find(c.node.args[0].value.s);
     auto grid = side->inputs.find(c.node.args[spec->grid.arg].value.s);
