@@ -759,6 +759,59 @@ std::optional<std::vector<at::Tensor>> DocumentedGridSample(const graph::Program
   return r.outputs;  // rounded to the program's dtype, as the sides' are
 }
 
+// grid_sampler in f16/bf16 at a finite diverging sample that both sides miss
+// the float64 sample by: the exact coordinate may lie a hair from a cell's
+// edge (session 47's 300e4953: 1e-8 off, beyond any float coordinate), so
+// the float64 kernel picks a cell no half kernel can. A correct half kernel
+// forms its coordinates in opmath (CUDA's since pytorch#90427: "the
+// computations are done in opmath_t"), so the witness is the CPU's float32
+// kernel on the side's own inputs, rounded to the dtype: it convicts the
+// CPU's half kernel, which rounds the coordinate in the dtype (judged real in
+// sessions 46 and 47). nullopt where none applies.
+std::optional<std::vector<at::Tensor>> OpmathGridSample(const graph::Program& program,
+                                                        const ops::TypeEnv& types,
+                                                        const exec::RunResult& run,
+                                                        const Divergence& d) {
+  const graph::Node& node = program.nodes[d.node_index];
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  const std::optional<DType> dtype = graph::ParseDType(d.dtype);
+  if (spec == nullptr || spec->grid.arg < 0 || d.element < 0 || !dtype ||
+      (*dtype != DType::kF16 && *dtype != DType::kBF16) ||
+      (d.cls != DivergenceClass::kTolerance && d.cls != DivergenceClass::kClassSplit) ||
+      node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
+      node.args[0].value.kind != graph::Literal::Kind::kValue ||
+      node.args[spec->grid.arg].value.kind != graph::Literal::Kind::kValue) {
+    return std::nullopt;
+  }
+  std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
+  auto input = inputs.find(node.args[0].value.s);
+  auto grid = inputs.find(node.args[spec->grid.arg].value.s);
+  if (input == inputs.end() || grid == inputs.end() || !grid->second.is_floating_point() ||
+      !input->second.is_floating_point() || input->second.dim() < 3 ||
+      grid->second.dim() != input->second.dim()) {
+    return std::nullopt;
+  }
+  const at::Tensor g = grid->second.to(at::kDouble);
+  const int64_t k = g.size(-1), batch = g.size(0);
+  const int64_t samples = g.numel() / std::max<int64_t>(1, k * batch);
+  const int64_t channels = input->second.size(1);
+  if (samples == 0 || d.element >= batch * channels * samples) return std::nullopt;
+  const at::Tensor here =
+      g.reshape({batch, samples, k})[d.element / (channels * samples)][d.element % samples];
+  if (!at::isfinite(here).all().item<bool>()) return std::nullopt;  // DocumentedGridSample's
+  for (auto& [name, t] : inputs) {
+    if (t.defined() && t.is_floating_point()) t = t.cpu().to(at::kFloat);
+  }
+  exec::NodeResult r = exec::RunNode(node, inputs, types, exec::Target::kCpu);
+  if (r.error || r.outputs.empty()) return std::nullopt;
+  for (at::Tensor& t : r.outputs) {
+    if (t.defined() && t.is_floating_point()) {
+      t = exec::ToDTypeKeepingNaNs(t, exec::ToScalarType(*dtype));
+    }
+  }
+  return r.outputs;
+}
+
 void Attribute(const graph::Program& program, const ops::TypeEnv& types, const exec::RunResult& a,
                const exec::RunResult& b, const Policy& policy, Divergence& d,
                const exec::WitnessPlan* plan_override) {
@@ -795,6 +848,35 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
                          "float64 kernel from finite coordinates",
                          miss ? absl::StrCat(": ", miss->detail) : "");
     *check = c;
+  }
+  // Both sides off the float64 sample at a finite coordinate of a half
+  // grid_sampler: each against the opmath sample, where it tells them apart.
+  if (ca.wrong && cb.wrong && ca.witness != "documented") {
+    SideCheck oa, ob;
+    bool applies = true;
+    for (auto [run, check] : {std::pair<const exec::RunResult*, SideCheck*>{&a, &oa},
+                              std::pair<const exec::RunResult*, SideCheck*>{&b, &ob}}) {
+      const std::optional<std::vector<at::Tensor>> opmath = OpmathGridSample(program, types, *run, d);
+      if (!opmath) {
+        applies = false;
+        break;
+      }
+      const graph::Node& node = program.nodes[d.node_index];
+      const std::string side(exec::TargetName(run->target));
+      const std::optional<Divergence> miss =
+          Misses(ops::FindOp(node.QualifiedName()), node, types, policy,
+                 run->nodes[d.node_index].outputs, a.nodes[d.node_index].outputs,
+                 b.nodes[d.node_index].outputs, *opmath);
+      check->witness = "opmath";
+      check->wrong = miss.has_value();
+      check->class_miss = miss && miss->cls == DivergenceClass::kClassSplit;
+      check->why = absl::StrCat(side, check->wrong ? " misses" : " matches",
+                                " the sample with coordinates formed in float32 from its own "
+                                "inputs (the CPU's float32 kernel, rounded to ", d.dtype,
+                                "), where both sides miss the float64 sample",
+                                miss ? absl::StrCat(": ", miss->detail) : "");
+    }
+    if (applies && oa.wrong != ob.wrong) ca = oa, cb = ob;
   }
   if (ca.ref_value) d.reference_a = graph::FormatFloat(*ca.ref_value);
   if (cb.ref_value) d.reference_b = graph::FormatFloat(*cb.ref_value);

@@ -503,6 +503,38 @@ TEST(DocumentedGrid, ANaNCoordinateIsReadAsMinusOneAndAnInfiniteOneIsOutOfBounds
   EXPECT_NE(r.root.witness, "documented") << r.root.reason;
 }
 
+TEST(DocumentedGrid, AHalfSampleBothSidesMissIsJudgedAtCoordinatesFormedInFloat32) {
+  // Session 47's 300e4953 (judged real, the CPU): the exact z coordinate lies
+  // 1e-8 from a cell's edge, so the float64 kernel samples a cell no half
+  // kernel reaches and both sides miss it. CUDA forms its coordinates in
+  // float32 (pytorch#90427): its 3915776 is the CPU's float32 kernel rounded
+  // to bf16. The CPU's bf16 kernel rounds them in bf16, one ulp off: 4325376.
+  const std::string text =
+      "divfuzz v1\ninput %x0: bf16[1,1,4,5,1] = values(0x0p+0, 0x0p+0, -0x1.32p+26, 0x0p+0, "
+      "0x0p+0, 0x0p+0, 0x1.1p+48, 0x1.32p+25, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, "
+      "0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0)\n"
+      "input %x1: bf16[1,1,1,1,3] = values(0x0p+0, -0x1.58p-27, -0x1.9ap-2)\n"
+      "%v2 = aten::grid_sampler_3d(%x0, %x1, 0, 0, False)\noutput %v2\n";
+  // cuda-f64 as the CPU's float64 kernel (no GPU here).
+  exec::WitnessPlan plan;
+  plan.second_f64 = exec::Target::kCudaF64;
+  plan.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
+                              const ops::TypeEnv& t) {
+    return exec::RunNode(n, in, t, exec::Target::kCpuF64);
+  };
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCuda, {},
+                   PlantElement(0, 0, 3915776.0), &plan);
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.tier, "bug") << j.root.expected_rule << ": " << j.root.reason;
+  EXPECT_EQ(j.root.wrong_side, "cpu") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "opmath") << j.root.reason;
+  // A CUDA side off the float32 sample too is not told apart from the CPU.
+  Judged k =
+      Judge(text, exec::Target::kCpu, exec::Target::kCuda, {}, PlantElement(0, 0, 2.0e6), &plan);
+  ASSERT_TRUE(k.diverged);
+  EXPECT_NE(k.root.witness, "opmath") << k.root.reason;
+}
+
 TEST(IndicesBySelectedValues, ANegativeNaNSortedFirstIsABugOfThatSide) {
   // cuda-f64 as the CPU's float64 sort (no GPU here).
   exec::WitnessPlan plan;
