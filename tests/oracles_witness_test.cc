@@ -252,6 +252,23 @@ TEST(ExactWitness, ADftOverInputsSpanningTheWholeRangeIsExactElementwise) {
   ExpectExpectedBy(j, "transform_normwise");
 }
 
+// Session 47's irfftn of a half spectrum whose one interior bin is
+// FLT_MAX/2 (judged expected): the bin counts twice, so the butterflies
+// reach FLT_MAX though the exact output, FLT_MAX/132, fits; the CPU gave inf.
+TEST(ExactWitness, AComplexToRealTransformCountsItsInteriorBinsTwice) {
+  std::string bins;
+  for (int i = 0; i < 67; ++i) bins += i == 65 ? "0x1.fffffep+126, " : "0x0p+0, ";
+  bins.resize(bins.size() - 2);
+  const std::string text = "divfuzz v1\ninput %x: f32[67] = values(" + bins +
+                           ")\n%hg = aten::fft_irfftn(%x)\noutput %hg\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, [](exec::RunResult& r) {
+    at::Tensor& t = r.nodes[0].outputs[0];
+    t = t.clone();
+    t[0].fill_(std::numeric_limits<float>::infinity());
+  }, {});
+  ExpectExpectedBy(j, "transform_normwise");
+}
+
 TEST(RealBugs, SinhNearItsOverflowThresholdInAVector) {
   Judged j = Judge(Fill32("sinh", "89.0"), exec::Target::kCpu, exec::Target::kCpuF64);
   if (!j.diverged) GTEST_SKIP() << "this CPU's vectorized sinh(89.0f) is right";
