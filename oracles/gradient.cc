@@ -493,6 +493,28 @@ std::optional<RuleMatch> FirstGradientRule(const rules::GradientContext& c, cons
   return m;
 }
 
+std::optional<bool> MissesOpmathBackward(const graph::Node& node, const ops::TypeEnv& types,
+                                         const std::map<std::string, at::Tensor>& inputs,
+                                         const std::vector<at::Tensor>& incoming,
+                                         const at::Tensor& judged, size_t out, graph::DType dt,
+                                         const Policy& policy, const std::string& opname) {
+  std::map<std::string, at::Tensor> in;
+  for (const auto& [name, t] : inputs) {
+    in[name] = t.defined() && t.is_floating_point() ? t.cpu().to(at::kFloat) : t;
+  }
+  std::vector<at::Tensor> v;
+  for (const at::Tensor& t : incoming) {
+    v.push_back(t.defined() && t.is_floating_point() ? t.cpu().to(at::kFloat) : t);
+  }
+  const exec::VjpResult r = exec::RunNodeVjp(node, in, v, types, exec::Target::kCpu);
+  if (r.result.error || out >= r.result.outputs.size() || !judged.defined() ||
+      !r.result.outputs[out].defined() || r.result.outputs[out].sizes() != judged.sizes()) {
+    return std::nullopt;
+  }
+  const at::Tensor ref = exec::ToDTypeKeepingNaNs(r.result.outputs[out], judged.scalar_type());
+  return CompareTensors(judged.cpu(), ref, dt, policy.For(opname, dt)).has_value();
+}
+
 // Whether a rule explains one side's distance from its own float64 backward
 // (as a pair: the side against the witness rounded to the dtype). A side so
 // explained is not the wrong one: session 33's batch_norm f16 class split,
@@ -1331,6 +1353,31 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       absl::StrAppend(&d.reason, "; float64 cannot tell, but on ", d.wrong_side,
                       " forward mode disagrees with reverse mode (<u, J^T v> != <J u, v>) and on "
                       "the other side they agree");
+    }
+  }
+  // A half grid_sampler's backward both sides miss the float64 backward by:
+  // each against the CPU's float32 backward on its own inputs, rounded to the
+  // dtype, where that tells them apart (witness opmath). A correct half
+  // kernel forms its coordinates in opmath (CUDA's since pytorch#90427; its
+  // weights and atomic sums stay in the dtype, "the backward kernels are
+  // thus unchanged"); the CPU's rounds them in the dtype (sessions 46 and
+  // 47's 3b30062b and 923a5359, judged real on the CPU alone).
+  if ((d.wrong_side == "both" || d.wrong_side == "undecided") && !far_both &&
+      (dt == graph::DType::kF16 || dt == graph::DType::kBF16) && inside == nullptr &&
+      spec != nullptr && spec->grid.arg >= 0 &&
+      (d.cls == DivergenceClass::kTolerance || d.cls == DivergenceClass::kClassSplit)) {
+    auto opmath_misses = [&](const Step& st) {
+      return MissesOpmathBackward(node, rtypes, st.inputs, st.incoming,
+                                  st.vjp.result.outputs[out], out, dt, policy, opname);
+    };
+    const std::optional<bool> ma = opmath_misses(sa), mb = opmath_misses(sb);
+    if (ma && mb && *ma != *mb) {
+      d.wrong_side = std::string(exec::TargetName(*ma ? a.target : b.target));
+      d.witness = "opmath";
+      absl::StrAppend(&d.reason, "; both miss the float64 backward, but only ", d.wrong_side,
+                      " misses the CPU's float32 backward from its own inputs rounded to ",
+                      std::string(graph::DTypeName(dt)), " (coordinates formed in opmath, as a correct half "
+                      "kernel forms them)");
     }
   }
 

@@ -49,6 +49,17 @@ std::optional<std::string> NonFiniteIntoLinalgBackward(
     const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
     const std::vector<at::Tensor>& incoming, const Policy& policy);
 
+// Whether `judged` (output `out` of `node`'s backward on one side, from
+// `inputs` and `incoming`, dtype `dt`) misses the CPU's float32 backward
+// from the same values rounded to `dt`: a half grid_sampler's opmath witness
+// (coordinates formed in float32, as a correct half kernel forms them).
+// nullopt where the float32 backward does not run or does not compare.
+std::optional<bool> MissesOpmathBackward(const graph::Node& node, const ops::TypeEnv& types,
+                                         const std::map<std::string, at::Tensor>& inputs,
+                                         const std::vector<at::Tensor>& incoming,
+                                         const at::Tensor& judged, size_t out, graph::DType dt,
+                                         const Policy& policy, const std::string& opname);
+
 // Whether a rule explains side `s`'s distance from its own float64 backward
 // (`s` against the witness rounded to the dtype): such a side is not the
 // wrong one of a pair blamed on both.

@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "nlohmann/json.hpp"
+#include "exec/executor.h"
 #include "oracles/gradient.h"
 #include "oracles/policy.h"
 #include "gtest/gtest.h"
@@ -114,6 +115,39 @@ output %g
   EXPECT_THAT(layout, HasSubstr("HardsigmoidBackward0 refuses the layout of its inputs on cpu"))
       << layout;
   EXPECT_THAT(layout, HasSubstr("tier: bug, wrong side: cpu")) << layout;
+}
+
+// Sessions 46 and 47's bf16 grid_sampler_3d backward (3b30062b, 923a5359;
+// judged real on the CPU alone): both sides missed the float64 backward, the
+// CPU by rounding its coordinates in bf16, CUDA by its bf16 weights and
+// atomic sums. The CPU's float32 backward rounded to bf16 (coordinates in
+// opmath, as CUDA forms them) tells them apart: the CPU's bf16 kernel misses
+// it, a side that computes as it does (here, it) does not.
+TEST(GradientOracle, AHalfGridSamplersBackwardIsJudgedAgainstItsOpmathBackward) {
+  const graph::Program p = testing::MustParse(testing::ReadTextFile(
+      std::string(DIVFUZZ_SOURCE_DIR) +
+      "/corpus/regressions/GridSampler3DBackward0-bf16-tolerance-coordinates.dfz"));
+  const ops::TypeEnv types = testing::MustInfer(p);
+  const exec::RunResult built = exec::Run(p, types, exec::Target::kCpu);
+  const std::map<std::string, at::Tensor> inputs{{"x0", built.inputs.at("x0")},
+                                                 {"x1", built.inputs.at("x1")}};
+  const std::vector<at::Tensor> incoming{built.inputs.at("ct0").to(at::kBFloat16)};
+  const exec::VjpResult cpu =
+      exec::RunNodeVjp(p.nodes[0], inputs, incoming, types, exec::Target::kCpu);
+  ASSERT_FALSE(cpu.result.error);
+  std::map<std::string, at::Tensor> wide;
+  for (const auto& [name, t] : inputs) wide[name] = t.to(at::kFloat);
+  const exec::VjpResult f32 = exec::RunNodeVjp(p.nodes[0], wide, {incoming[0].to(at::kFloat)},
+                                               types, exec::Target::kCpu);
+  ASSERT_FALSE(f32.result.error);
+  const at::Tensor opmath = f32.result.outputs[0].to(at::kBFloat16);
+  const oracles::Policy policy = oracles::DefaultPolicy();
+  auto misses = [&](const at::Tensor& judged) {
+    return oracles::MissesOpmathBackward(p.nodes[0], types, inputs, incoming, judged, 0,
+                                         graph::DType::kBF16, policy, "aten::grid_sampler_3d");
+  };
+  EXPECT_EQ(misses(cpu.result.outputs[0]), std::optional<bool>(true));
+  EXPECT_EQ(misses(opmath), std::optional<bool>(false));
 }
 
 // An error split in linear algebra's backward that read inf is the
