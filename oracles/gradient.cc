@@ -1362,7 +1362,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // weights and atomic sums stay in the dtype, "the backward kernels are
   // thus unchanged"); the CPU's rounds them in the dtype (sessions 46 and
   // 47's 3b30062b and 923a5359, judged real on the CPU alone).
-  if ((d.wrong_side == "both" || d.wrong_side == "undecided") && !far_both &&
+  if (d.wrong_side == "both" && !far_both &&
       (dt == graph::DType::kF16 || dt == graph::DType::kBF16) && inside == nullptr &&
       spec != nullptr && spec->grid.arg >= 0 &&
       (d.cls == DivergenceClass::kTolerance || d.cls == DivergenceClass::kClassSplit)) {
@@ -1376,8 +1376,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
       d.witness = "opmath";
       absl::StrAppend(&d.reason, "; both miss the float64 backward, but only ", d.wrong_side,
                       " misses the CPU's float32 backward from its own inputs rounded to ",
-                      std::string(graph::DTypeName(dt)), " (coordinates formed in opmath, as a correct half "
-                      "kernel forms them)");
+                      std::string(graph::DTypeName(dt)),
+                      " (coordinates formed in opmath, as a correct half kernel forms them)");
     }
   }
 
