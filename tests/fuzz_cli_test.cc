@@ -286,6 +286,34 @@ TEST(Replay, AFileThatCrashesTheReplayIsReportedAndTheRestStillRun) {
   }
 }
 
+// A file whose replay hangs (the faulty plugin's exp2, as the CPU's polygamma
+// at x = -7e14 held a batch for over ten minutes in session 46) is stopped at
+// --timeout and reported as a finding; the files after it still run. Without
+// --timeout nothing is stopped; 0 is refused.
+TEST(Replay, AFileThatHangsPastTheTimeoutIsReportedAndTheRestStillRun) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("replay-hang");
+  std::ofstream(dir + "/hang.dfz") << "divfuzz v1\ninput %x: f32[3] = fill(1.0)\n"
+                                      "%e = aten::exp2(%x)\noutput %e\n";
+  std::ofstream(dir + "/after.dfz") << "divfuzz v1\ninput %x: f32[3] = values(0.5, 1.0, 2.0)\n"
+                                       "%e = aten::exp(%x)\noutput %e\n";
+  const std::string replay = kTool + " --plugins=" + DIVFUZZ_FAULTY_OPS_PLUGIN +
+                             " replay --targets=cpu,cpu-f64 ";
+  const testing::CommandRun run =
+      testing::RunShell(replay + "--timeout=2 " + dir + "/hang.dfz " + dir + "/after.dfz 2>&1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(Contains(run.output, "divfuzz replay: the replay of " + dir +
+                                       "/hang.dfz ran past --timeout=2 s and was stopped (a hang "
+                                       "is a finding"))
+      << run.output;
+  const size_t at = run.output.find("== " + dir + "/after.dfz (cpu vs cpu-f64)");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("verdict: agree", at), std::string::npos) << run.output;
+  const testing::CommandRun zero = testing::RunShell(replay + "--timeout=0 " + dir + "/after.dfz 2>&1");
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_TRUE(Contains(zero.output, "--timeout must be 1 or more seconds, got 0")) << zero.output;
+}
+
 TEST(GradientSeeds, EachBackwardKernelGetsProgramsThatDifferentiateItsOp) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("gradient-seeds");

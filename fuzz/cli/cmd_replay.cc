@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "fuzz/campaign/spawn.h"
 #include "fuzz/cli/cli_common.h"
 #include "fuzz/cli/commands.h"
+#include "fuzz/cli/given_flags.h"
 #include "fuzz/exit_codes.h"
 #include "fuzz/flags.h"
 #include "graph/parser.h"
@@ -139,7 +142,10 @@ int ReplayInChild(const std::vector<std::string>& args, const std::vector<std::s
 // kernel that segfaults: libtorch's CPU group_norm backward on a null dX,
 // session 42) is reported as a finding and the files after it go on in a
 // fresh child. Without this, one crash lost the verdicts of the whole batch.
-int SuperviseBatch(const std::vector<std::string>& files) {
+// With --timeout given, a file that runs longer is killed with its child and
+// reported as a hang (session 46: the CPU's polygamma at x = -7e14 held a
+// batch of 182 judged programs for over ten minutes).
+int SuperviseBatch(const std::vector<std::string>& files, int timeout_s) {
   const std::vector<std::string> flags = CommandWithoutFiles(files);
   char dir_template[] = "/tmp/divfuzz-replay-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return -1;
@@ -154,21 +160,58 @@ int SuperviseBatch(const std::vector<std::string>& files) {
     std::cout.flush();
     const pid_t pid = SpawnSelf(argv, options);
     int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+    if (pid < 0) {
       std::cerr << "divfuzz replay: could not start a child process to replay the files\n";
       worst = WorseExit(worst, 2);
       break;
     }
-    if (WIFEXITED(status)) {
+    // The file the child is on, from its progress file, and since when.
+    auto current = [&] {
+      long long at = -1;
+      std::ifstream(progress) >> at;
+      return at;
+    };
+    long long on = -1;
+    auto since = std::chrono::steady_clock::now();
+    bool hung = false;
+    for (;;) {
+      const pid_t done = waitpid(pid, &status, timeout_s > 0 ? WNOHANG : 0);
+      if (done == pid) break;
+      if (done < 0) {
+        status = -1;
+        break;
+      }
+      const long long now_on = current();
+      if (now_on != on) on = now_on, since = std::chrono::steady_clock::now();
+      if (std::chrono::steady_clock::now() - since > std::chrono::seconds(timeout_s)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        hung = true;
+        break;
+      }
+      usleep(100000);
+    }
+    if (status == -1) {
+      std::cerr << "divfuzz replay: lost the child process replaying the files\n";
+      worst = WorseExit(worst, 2);
+      break;
+    }
+    if (!hung && WIFEXITED(status)) {
       worst = WorseExit(worst, WEXITSTATUS(status));
       break;
     }
     size_t at = 0;
     std::ifstream(progress) >> at;
     const size_t crashed = std::min(start + at, files.size() - 1);
-    std::cout << "divfuzz replay: the replay of " << files[crashed] << " died of signal "
-              << WTERMSIG(status) << " (a crash is a finding; `divfuzz replay` of it alone "
-              << "shows the nodes it ran)";
+    if (hung) {
+      std::cout << "divfuzz replay: the replay of " << files[crashed] << " ran past --timeout="
+                << timeout_s << " s and was stopped (a hang is a finding; `divfuzz replay` of "
+                << "it alone shows the nodes it ran)";
+    } else {
+      std::cout << "divfuzz replay: the replay of " << files[crashed] << " died of signal "
+                << WTERMSIG(status) << " (a crash is a finding; `divfuzz replay` of it alone "
+                << "shows the nodes it ran)";
+    }
     worst = WorseExit(worst, kExitFindings);
     start = crashed + 1;
     if (start < files.size()) {
@@ -198,8 +241,13 @@ int RunReplay(const std::vector<std::string>& args) {
     }
   }
   const char* progress = std::getenv(kBatchProgress);
-  if (args.size() > 1 && progress == nullptr) {
-    const int supervised = SuperviseBatch(args);
+  const int timeout_s = GivenFlags().count("timeout") ? absl::GetFlag(FLAGS_timeout) : 0;
+  if (GivenFlags().count("timeout") && timeout_s < 1) {
+    std::cerr << "divfuzz replay: --timeout must be 1 or more seconds, got " << timeout_s << "\n";
+    return 2;
+  }
+  if ((args.size() > 1 || timeout_s > 0) && progress == nullptr) {
+    const int supervised = SuperviseBatch(args, timeout_s);
     if (supervised >= 0) return supervised;
   }
   const exec::Target* ta = &pair->first;
