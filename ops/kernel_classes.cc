@@ -55,6 +55,8 @@ constexpr ClassFact kClasses[] = {
     {Match::kContains, "dist", kSumsInside | kSquaresInside, "distances sum squared differences"},
     {Match::kBase, "cosine_similarity", kSumsInside | kSquaresInside, "dot products and norms"},
     {Match::kContains, "loss", kSumsInside, "losses average over elements"},
+    {Match::kBase, "triplet_margin_loss", kDistanceTerms,
+     "margin + d(a, p) - d(a, n): distances that cancel"},
     {Match::kBase, "kl_div", kSumsInside, "a loss averaged over elements"},
     {Match::kContains, "cross_entropy", kSumsInside, "a loss averaged over elements"},
     {Match::kContains, "binary_cross_entropy", kSumsInside, "a loss averaged over elements"},

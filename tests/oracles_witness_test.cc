@@ -269,6 +269,22 @@ TEST(ExactWitness, AComplexToRealTransformCountsItsInteriorBinsTwice) {
   ExpectExpectedBy(j, "transform_normwise");
 }
 
+// Session 47's triplet_margin_loss f32 (333477ea, judged expected): rows at
+// distance about 1212 leave a loss of 1.1, which the CPU's correctly rounded
+// f32 distances give 3e-5 off. Its terms are the margin and the distances,
+// not the loss of |inputs|; 1% off is not within them.
+TEST(ExactWitness, ATripletLossIsJudgedByTheDistancesItCancels) {
+  const std::string text =
+      "divfuzz v1\ninput %x0: f32[1,1] = fill(-700.0)\ninput %x31: f32[1,3] = fill(0.0)\n"
+      "input %x32: f32[3,3] = normal(seed=3883030748, mean=0.0, std=1.0)\n"
+      "%v32 = aten::triplet_margin_loss(%x0, %x31, %x32)\noutput %v32\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  ExpectExpectedBy(j, "cancelling_reductions");
+  Judged far = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantScale(0, 1e-2));
+  ASSERT_TRUE(far.diverged);
+  EXPECT_EQ(far.root.tier, "bug") << far.root.expected_rule << ": " << far.root.reason;
+}
+
 TEST(RealBugs, SinhNearItsOverflowThresholdInAVector) {
   Judged j = Judge(Fill32("sinh", "89.0"), exec::Target::kCpu, exec::Target::kCpuF64);
   if (!j.diverged) GTEST_SKIP() << "this CPU's vectorized sinh(89.0f) is right";
