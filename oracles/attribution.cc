@@ -705,6 +705,48 @@ std::map<std::string, at::Tensor> NodeInputs(const graph::Program& program, int 
   return values;
 }
 
+// A grid_sampler root's node inputs from one side's run, and the grid
+// coordinates of the sample its divergence names (`here`). nullopt where the
+// root is not a grid op's tolerance or class split at an element.
+struct GridSampleAt {
+  const graph::Node* node = nullptr;
+  const ops::OpSpec* spec = nullptr;
+  std::map<std::string, at::Tensor> inputs;
+  std::string grid_name;
+  at::Tensor grid, here;  // float64
+};
+std::optional<GridSampleAt> DivergingGridSample(const graph::Program& program,
+                                                const exec::RunResult& run, const Divergence& d) {
+  GridSampleAt s;
+  s.node = &program.nodes[d.node_index];
+  const graph::Node& node = *s.node;
+  s.spec = ops::FindOp(node.QualifiedName());
+  if (s.spec == nullptr || s.spec->grid.arg < 0 || d.element < 0 ||
+      (d.cls != DivergenceClass::kTolerance && d.cls != DivergenceClass::kClassSplit) ||
+      node.args.size() <= static_cast<size_t>(s.spec->grid.arg) ||
+      node.args[0].value.kind != graph::Literal::Kind::kValue ||
+      node.args[s.spec->grid.arg].value.kind != graph::Literal::Kind::kValue) {
+    return std::nullopt;
+  }
+  s.inputs = NodeInputs(program, d.node_index, run);
+  s.grid_name = node.args[s.spec->grid.arg].value.s;
+  auto input = s.inputs.find(node.args[0].value.s);
+  auto grid = s.inputs.find(s.grid_name);
+  if (input == s.inputs.end() || grid == s.inputs.end() || !grid->second.is_floating_point() ||
+      !input->second.is_floating_point() || input->second.dim() < 3 ||
+      grid->second.dim() != input->second.dim()) {
+    return std::nullopt;
+  }
+  s.grid = grid->second.to(at::kDouble);
+  const int64_t k = s.grid.size(-1), batch = s.grid.size(0);
+  const int64_t samples = s.grid.numel() / std::max<int64_t>(1, k * batch);
+  const int64_t channels = input->second.size(1);
+  if (samples == 0 || d.element >= batch * channels * samples) return std::nullopt;
+  s.here = s.grid.reshape({batch, samples, k})[d.element / (channels * samples)]
+                                               [d.element % samples];
+  return s;
+}
+
 // grid_sampler's documented meaning of a non-finite coordinate
 // (torch.nn.functional.grid_sample: "NaN values in grid would be interpreted
 // as -1"; "zeros: use 0 for out-of-bound grid locations", "border: use border
@@ -720,40 +762,22 @@ std::optional<std::vector<at::Tensor>> DocumentedGridSample(const graph::Program
                                                             const ops::TypeEnv& types,
                                                             const exec::RunResult& run,
                                                             const Divergence& d) {
-  const graph::Node& node = program.nodes[d.node_index];
-  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
-  if (spec == nullptr || spec->grid.arg < 0 || d.element < 0 ||
-      (d.cls != DivergenceClass::kTolerance && d.cls != DivergenceClass::kClassSplit) ||
-      node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
-      node.args[0].value.kind != graph::Literal::Kind::kValue ||
-      node.args[spec->grid.arg].value.kind != graph::Literal::Kind::kValue) {
-    return std::nullopt;
-  }
-  std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
-  const std::string grid_name = node.args[spec->grid.arg].value.s;
-  auto input = inputs.find(node.args[0].value.s);
-  auto grid = inputs.find(grid_name);
-  if (input == inputs.end() || grid == inputs.end() || !grid->second.is_floating_point() ||
-      input->second.dim() < 3 || grid->second.dim() != input->second.dim()) {
-    return std::nullopt;
-  }
-  const graph::Literal* pad = ops::FindArg(node, static_cast<size_t>(spec->grid.padding_arg),
-                                           "padding_mode");
+  std::optional<GridSampleAt> at_sample = DivergingGridSample(program, run, d);
+  if (!at_sample) return std::nullopt;
+  const graph::Node& node = *at_sample->node;
+  const graph::Literal* pad = ops::FindArg(
+      node, static_cast<size_t>(at_sample->spec->grid.padding_arg), "padding_mode");
   const int64_t padding = pad != nullptr && pad->kind == graph::Literal::Kind::kInt ? pad->i : -1;
-  const at::Tensor g = grid->second.to(at::kDouble);
-  const int64_t k = g.size(-1), batch = g.size(0);
-  const int64_t samples = g.numel() / std::max<int64_t>(1, k * batch);
-  const int64_t channels = input->second.size(1);
-  if (samples == 0 || d.element >= batch * channels * samples) return std::nullopt;
-  const at::Tensor here =
-      g.reshape({batch, samples, k})[d.element / (channels * samples)][d.element % samples];
+  const at::Tensor& g = at_sample->grid;
+  const at::Tensor& here = at_sample->here;
   const bool nan = here.isnan().any().item<bool>();
   const bool inf = here.isinf().any().item<bool>();
   if (!nan && !inf) return std::nullopt;
   if (inf && padding != 0 && padding != 1) return std::nullopt;  // reflection: no position
   at::Tensor documented = at::where(g.isnan(), at::full_like(g, -1.0), g);
   documented = at::where(documented.isinf(), documented.sign().mul(4.0), documented);
-  inputs[grid_name] = documented;  // -1 and +-4 are exact in every dtype
+  std::map<std::string, at::Tensor>& inputs = at_sample->inputs;
+  inputs[at_sample->grid_name] = documented;  // -1 and +-4 are exact in every dtype
   exec::NodeResult r = exec::RunNode(node, inputs, types, exec::Target::kCpuF64);
   if (r.error || r.outputs.empty()) return std::nullopt;
   return r.outputs;  // rounded to the program's dtype, as the sides' are
@@ -772,32 +796,13 @@ std::optional<std::vector<at::Tensor>> OpmathGridSample(const graph::Program& pr
                                                         const ops::TypeEnv& types,
                                                         const exec::RunResult& run,
                                                         const Divergence& d) {
-  const graph::Node& node = program.nodes[d.node_index];
-  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   const std::optional<DType> dtype = graph::ParseDType(d.dtype);
-  if (spec == nullptr || spec->grid.arg < 0 || d.element < 0 || !dtype ||
-      (*dtype != DType::kF16 && *dtype != DType::kBF16) ||
-      (d.cls != DivergenceClass::kTolerance && d.cls != DivergenceClass::kClassSplit) ||
-      node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
-      node.args[0].value.kind != graph::Literal::Kind::kValue ||
-      node.args[spec->grid.arg].value.kind != graph::Literal::Kind::kValue) {
-    return std::nullopt;
-  }
-  std::map<std::string, at::Tensor> inputs = NodeInputs(program, d.node_index, run);
-  auto input = inputs.find(node.args[0].value.s);
-  auto grid = inputs.find(node.args[spec->grid.arg].value.s);
-  if (input == inputs.end() || grid == inputs.end() || !grid->second.is_floating_point() ||
-      !input->second.is_floating_point() || input->second.dim() < 3 ||
-      grid->second.dim() != input->second.dim()) {
-    return std::nullopt;
-  }
-  const at::Tensor g = grid->second.to(at::kDouble);
-  const int64_t k = g.size(-1), batch = g.size(0);
-  const int64_t samples = g.numel() / std::max<int64_t>(1, k * batch);
-  const int64_t channels = input->second.size(1);
-  if (samples == 0 || d.element >= batch * channels * samples) return std::nullopt;
-  const at::Tensor here =
-      g.reshape({batch, samples, k})[d.element / (channels * samples)][d.element % samples];
+  if (!dtype || (*dtype != DType::kF16 && *dtype != DType::kBF16)) return std::nullopt;
+  std::optional<GridSampleAt> at_sample = DivergingGridSample(program, run, d);
+  if (!at_sample) return std::nullopt;
+  const graph::Node& node = *at_sample->node;
+  const at::Tensor& here = at_sample->here;
+  std::map<std::string, at::Tensor>& inputs = at_sample->inputs;
   if (!at::isfinite(here).all().item<bool>()) return std::nullopt;  // DocumentedGridSample's
   for (auto& [name, t] : inputs) {
     if (t.defined() && t.is_floating_point()) t = t.cpu().to(at::kFloat);
@@ -825,58 +830,47 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   const std::optional<Refusal> refusal = FindLayoutRefusal(program, types, a, b, policy, d);
   SideCheck ca = CheckSide(program, types, a, b, policy, plan, d, refusal);
   SideCheck cb = CheckSide(program, types, b, a, policy, plan, d, refusal);
+  // One side against a sample `witness` computed from its own inputs.
+  auto against = [&](const exec::RunResult& run, const std::vector<at::Tensor>& sample,
+                     const char* witness, const std::string& what) {
+    const graph::Node& node = program.nodes[d.node_index];
+    const std::optional<Divergence> miss =
+        Misses(ops::FindOp(node.QualifiedName()), node, types, policy,
+               run.nodes[d.node_index].outputs, a.nodes[d.node_index].outputs,
+               b.nodes[d.node_index].outputs, sample);
+    SideCheck c;
+    c.witness = witness;
+    c.wrong = miss.has_value();
+    c.class_miss = miss && miss->cls == DivergenceClass::kClassSplit;
+    c.why = absl::StrCat(exec::TargetName(run.target), c.wrong ? " misses" : " matches", what,
+                         miss ? absl::StrCat(": ", miss->detail) : "");
+    return c;
+  };
   // A non-finite grid coordinate: each side against the documented sample
   // from its own inputs, where the witnesses above ran its coordinate code.
   for (auto [run, check] : {std::pair<const exec::RunResult*, SideCheck*>{&a, &ca},
                             std::pair<const exec::RunResult*, SideCheck*>{&b, &cb}}) {
-    const std::optional<std::vector<at::Tensor>> documented =
-        DocumentedGridSample(program, types, *run, d);
-    if (!documented) continue;
-    const graph::Node& node = program.nodes[d.node_index];
-    const std::string side(exec::TargetName(run->target));
-    const std::optional<Divergence> miss =
-        Misses(ops::FindOp(node.QualifiedName()), node, types, policy,
-               run->nodes[d.node_index].outputs, a.nodes[d.node_index].outputs,
-               b.nodes[d.node_index].outputs, *documented);
-    SideCheck c;
-    c.witness = "documented";
-    c.wrong = miss.has_value();
-    c.class_miss = miss && miss->cls == DivergenceClass::kClassSplit;
-    c.why = absl::StrCat(side, c.wrong ? " misses" : " matches",
-                         " the documented sample from its own inputs (grid_sample: NaN read as "
-                         "-1, an out-of-bound location per padding_mode), computed by the "
-                         "float64 kernel from finite coordinates",
-                         miss ? absl::StrCat(": ", miss->detail) : "");
-    *check = c;
+    if (const std::optional<std::vector<at::Tensor>> documented =
+            DocumentedGridSample(program, types, *run, d)) {
+      *check = against(*run, *documented, "documented",
+                       " the documented sample from its own inputs (grid_sample: NaN read as "
+                       "-1, an out-of-bound location per padding_mode), computed by the "
+                       "float64 kernel from finite coordinates");
+    }
   }
   // Both sides off the float64 sample at a finite coordinate of a half
   // grid_sampler: each against the opmath sample, where it tells them apart.
   if (ca.wrong && cb.wrong && ca.witness != "documented") {
-    SideCheck oa, ob;
-    bool applies = true;
-    for (auto [run, check] : {std::pair<const exec::RunResult*, SideCheck*>{&a, &oa},
-                              std::pair<const exec::RunResult*, SideCheck*>{&b, &ob}}) {
-      const std::optional<std::vector<at::Tensor>> opmath = OpmathGridSample(program, types, *run, d);
-      if (!opmath) {
-        applies = false;
-        break;
-      }
-      const graph::Node& node = program.nodes[d.node_index];
-      const std::string side(exec::TargetName(run->target));
-      const std::optional<Divergence> miss =
-          Misses(ops::FindOp(node.QualifiedName()), node, types, policy,
-                 run->nodes[d.node_index].outputs, a.nodes[d.node_index].outputs,
-                 b.nodes[d.node_index].outputs, *opmath);
-      check->witness = "opmath";
-      check->wrong = miss.has_value();
-      check->class_miss = miss && miss->cls == DivergenceClass::kClassSplit;
-      check->why = absl::StrCat(side, check->wrong ? " misses" : " matches",
-                                " the sample with coordinates formed in float32 from its own "
-                                "inputs (the CPU's float32 kernel, rounded to ", d.dtype,
-                                "), where both sides miss the float64 sample",
-                                miss ? absl::StrCat(": ", miss->detail) : "");
+    const std::optional<std::vector<at::Tensor>> oa = OpmathGridSample(program, types, a, d);
+    const std::optional<std::vector<at::Tensor>> ob =
+        oa ? OpmathGridSample(program, types, b, d) : std::nullopt;
+    if (oa && ob) {
+      const std::string what = absl::StrCat(
+          " the sample with coordinates formed in float32 from its own inputs (the CPU's "
+          "float32 kernel, rounded to ", d.dtype, "), where both sides miss the float64 sample");
+      const SideCheck sa = against(a, *oa, "opmath", what), sb = against(b, *ob, "opmath", what);
+      if (sa.wrong != sb.wrong) ca = sa, cb = sb;
     }
-    if (applies && oa.wrong != ob.wrong) ca = oa, cb = ob;
   }
   if (ca.ref_value) d.reference_a = graph::FormatFloat(*ca.ref_value);
   if (cb.ref_value) d.reference_b = graph::FormatFloat(*cb.ref_value);

@@ -83,6 +83,17 @@ Plant PlantError(int n, const std::string& message) {
   };
 }
 
+// cuda-f64 as the CPU's float64 kernel (no GPU here).
+exec::WitnessPlan CudaF64AsCpuF64() {
+  exec::WitnessPlan plan;
+  plan.second_f64 = exec::Target::kCudaF64;
+  plan.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
+                              const ops::TypeEnv& t) {
+    return exec::RunNode(n, in, t, exec::Target::kCpuF64);
+  };
+  return plan;
+}
+
 // A cuda-f64 witness that is cpu-f64 scaled by (1 + rel): deliberately
 // faulty, as CUDA's float64 kernel is where it shares CUDA's bug.
 exec::WitnessPlan FaultyCudaF64(double rel) {
@@ -515,13 +526,7 @@ TEST(DocumentedGrid, AHalfSampleBothSidesMissIsJudgedAtCoordinatesFormedInFloat3
       "0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0)\n"
       "input %x1: bf16[1,1,1,1,3] = values(0x0p+0, -0x1.58p-27, -0x1.9ap-2)\n"
       "%v2 = aten::grid_sampler_3d(%x0, %x1, 0, 0, False)\noutput %v2\n";
-  // cuda-f64 as the CPU's float64 kernel (no GPU here).
-  exec::WitnessPlan plan;
-  plan.second_f64 = exec::Target::kCudaF64;
-  plan.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
-                              const ops::TypeEnv& t) {
-    return exec::RunNode(n, in, t, exec::Target::kCpuF64);
-  };
+  const exec::WitnessPlan plan = CudaF64AsCpuF64();  // no GPU here
   Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCuda, {},
                    PlantElement(0, 0, 3915776.0), &plan);
   ASSERT_TRUE(j.diverged);
@@ -536,13 +541,7 @@ TEST(DocumentedGrid, AHalfSampleBothSidesMissIsJudgedAtCoordinatesFormedInFloat3
 }
 
 TEST(IndicesBySelectedValues, ANegativeNaNSortedFirstIsABugOfThatSide) {
-  // cuda-f64 as the CPU's float64 sort (no GPU here).
-  exec::WitnessPlan plan;
-  plan.second_f64 = exec::Target::kCudaF64;
-  plan.second_f64_runner = [](const graph::Node& n, const std::map<std::string, at::Tensor>& in,
-                              const ops::TypeEnv& t) {
-    return exec::RunNode(n, in, t, exec::Target::kCpuF64);
-  };
+  const exec::WitnessPlan plan = CudaF64AsCpuF64();  // no GPU here
   const Judged j = Judge(ArgsortWithNegativeNaN(), exec::Target::kCpu, exec::Target::kCuda, nullptr,
                          PlantOrder([](std::vector<int64_t>& i) {
                            std::stable_partition(i.begin(), i.end(),

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,69 +61,110 @@ at::Tensor Support(int64_t in, int64_t out, int reach, bool align_corners) {
   return m;
 }
 
+// grid_sampler's samples, as its backward reads them: batch, channels,
+// samples per batch, spatial dims (sizes innermost first, as the grid's
+// coordinates) and (2·reach)^dims taps per sample. nullopt where the shapes
+// do not fit or past a size worth judging this way.
+struct GridLayout {
+  int64_t batch = 0, channels = 0, samples = 0, dims = 0, taps = 0;
+  std::vector<int64_t> sizes;
+};
+std::optional<GridLayout> LayoutOf(const at::Tensor& x, const at::Tensor& grid, const at::Tensor& g,
+                                   int reach) {
+  GridLayout l;
+  l.dims = x.dim() - 2;
+  if (grid.dim() != x.dim() || grid.size(-1) != l.dims || g.dim() != x.dim() ||
+      g.size(0) != x.size(0) || g.size(1) != x.size(1) || grid.size(0) != x.size(0)) {
+    return std::nullopt;
+  }
+  l.batch = x.size(0), l.channels = x.size(1);
+  l.samples = g.numel() / std::max<int64_t>(1, l.batch * l.channels);
+  l.taps = static_cast<int64_t>(std::pow(2 * reach, static_cast<double>(l.dims)));
+  if (l.batch * l.channels * l.samples * l.taps > 2000000 ||
+      grid.numel() != l.batch * l.samples * l.dims) {
+    return std::nullopt;
+  }
+  for (int64_t d = x.dim() - 1; d >= 2; --d) l.sizes.push_back(x.size(d));
+  return l;
+}
+
+// Each sample's unnormalized coordinates (`sample`), then each of its taps
+// (`tap`): the input element it reads (flat, clamped as border padding does;
+// taps zeros padding drops only shrink the sums) and its unclamped position
+// per dim. false at a sample with no position (a non-finite coordinate).
+using SampleVisit = std::function<void(int64_t b, int64_t j, const std::vector<double>& src)>;
+using TapVisit = std::function<void(int64_t b, int64_t j, int64_t flat,
+                                    const std::vector<int64_t>& position)>;
+bool WalkTaps(const GridLayout& l, const at::Tensor& grid, int reach, bool align_corners,
+              const SampleVisit& sample, const TapVisit& tap) {
+  const at::Tensor gr = grid.to(at::kDouble).contiguous().reshape({l.batch, l.samples, l.dims});
+  auto gacc = gr.accessor<double, 3>();
+  std::vector<double> src(l.dims);
+  std::vector<int64_t> position(l.dims);
+  for (int64_t b = 0; b < l.batch; ++b) {
+    for (int64_t j = 0; j < l.samples; ++j) {
+      for (int64_t d = 0; d < l.dims; ++d) {
+        const double gv = gacc[b][j][d];
+        const double size = static_cast<double>(l.sizes[d]);
+        src[d] = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
+        if (!std::isfinite(src[d])) return false;
+      }
+      sample(b, j, src);
+      for (int64_t t = 0; t < l.taps; ++t) {
+        int64_t flat = 0, stride = 1, rest = t;
+        for (int64_t d = 0; d < l.dims; ++d) {
+          position[d] = static_cast<int64_t>(std::floor(src[d])) + rest % (2 * reach) - reach + 1;
+          rest /= 2 * reach;
+          flat += std::min<int64_t>(std::max<int64_t>(position[d], 0), l.sizes[d] - 1) * stride;
+          stride *= l.sizes[d];
+        }
+        tap(b, j, flat, position);
+      }
+    }
+  }
+  return true;
+}
+
+// |g| per batch, channel and sample, non-finite values as 0.
+at::Tensor IncomingMagnitudes(const at::Tensor& g, const GridLayout& l) {
+  const at::Tensor ga = g.to(at::kDouble).abs().contiguous().reshape({l.batch, l.channels, l.samples});
+  return at::where(at::isfinite(ga), ga, at::zeros_like(ga));
+}
+
 // grid_sampler's input gradient: for each input element, S = sum|g| over the
-// samples whose stencil (2·reach taps per spatial dim around the floor of the
-// unnormalized coordinate, clamped to the input as border padding does;
-// taps zeros padding drops only shrink it) reaches it, n its number of taps,
-// and the largest |coordinate| + size any sample forms; from `grid` and the
-// incoming gradient `g`. nullopt past a size worth judging this way.
+// samples whose stencil reaches it, n its number of taps, and the largest
+// |coordinate| + size any sample forms; from `grid` and the incoming
+// gradient `g`. nullopt past a size worth judging this way.
 struct GridStencil {
   at::Tensor s, n;
   double reach_of_coordinates = 0;
 };
 std::optional<GridStencil> GridSupport(const at::Tensor& x, const at::Tensor& grid,
                                        const at::Tensor& g, int reach, bool align_corners) {
-  const int64_t dims = x.dim() - 2;
-  if (grid.dim() != x.dim() || grid.size(-1) != dims || g.dim() != x.dim() ||
-      g.size(0) != x.size(0) || g.size(1) != x.size(1) || grid.size(0) != x.size(0)) {
-    return std::nullopt;
-  }
-  const int64_t batch = x.size(0), channels = x.size(1);
-  const int64_t samples = g.numel() / std::max<int64_t>(1, batch * channels);
-  const int64_t taps = static_cast<int64_t>(std::pow(2 * reach, static_cast<double>(dims)));
-  if (batch * channels * samples * taps > 2000000) return std::nullopt;
-  const at::Tensor gr = grid.to(at::kDouble).contiguous().reshape({batch, samples, dims});
-  at::Tensor ga = g.to(at::kDouble).abs().contiguous().reshape({batch, channels, samples});
-  ga = at::where(at::isfinite(ga), ga, at::zeros_like(ga));
-  at::Tensor s = at::zeros({batch, channels, x[0][0].numel()}, at::kDouble);
+  const std::optional<GridLayout> l = LayoutOf(x, grid, g, reach);
+  if (!l) return std::nullopt;
+  const at::Tensor ga = IncomingMagnitudes(g, *l);
+  at::Tensor s = at::zeros({l->batch, l->channels, x[0][0].numel()}, at::kDouble);
   at::Tensor n = at::zeros_like(s);
-  auto gacc = gr.accessor<double, 3>();
   auto aacc = ga.accessor<double, 3>();
   auto sacc = s.accessor<double, 3>();
   auto nacc = n.accessor<double, 3>();
-  std::vector<int64_t> sizes;  // spatial sizes, innermost (W) first as the grid's coordinates
-  for (int64_t d = x.dim() - 1; d >= 2; --d) sizes.push_back(x.size(d));
   GridStencil out;
-  std::vector<int64_t> base(dims);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t j = 0; j < samples; ++j) {
-      bool finite = true;
-      for (int64_t d = 0; d < dims; ++d) {
-        const double gv = gacc[b][j][d];
-        const double size = static_cast<double>(sizes[d]);
-        const double src = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
-        finite = finite && std::isfinite(src);
-        if (!finite) break;
-        out.reach_of_coordinates = std::max(out.reach_of_coordinates, std::fabs(src) + size);
-        base[d] = static_cast<int64_t>(std::floor(src));
-      }
-      if (!finite) return std::nullopt;  // no position: not this rule's
-      for (int64_t t = 0; t < taps; ++t) {
-        int64_t flat = 0, stride = 1, rest = t;
-        for (int64_t d = 0; d < dims; ++d) {
-          const int64_t off = rest % (2 * reach) - reach + 1;
-          rest /= 2 * reach;
-          const int64_t i = std::min<int64_t>(std::max<int64_t>(base[d] + off, 0), sizes[d] - 1);
-          flat += i * stride;
-          stride *= sizes[d];
+  const bool positioned = WalkTaps(
+      *l, grid, reach, align_corners,
+      [&](int64_t, int64_t, const std::vector<double>& src) {
+        for (int64_t d = 0; d < l->dims; ++d) {
+          out.reach_of_coordinates = std::max(out.reach_of_coordinates,
+                                              std::fabs(src[d]) + static_cast<double>(l->sizes[d]));
         }
-        for (int64_t ch = 0; ch < channels; ++ch) {
+      },
+      [&](int64_t b, int64_t j, int64_t flat, const std::vector<int64_t>&) {
+        for (int64_t ch = 0; ch < l->channels; ++ch) {
           sacc[b][ch][flat] += aacc[b][ch][j];
           nacc[b][ch][flat] += 1;
         }
-      }
-    }
-  }
+      });
+  if (!positioned) return std::nullopt;  // no position: not this rule's
   out.s = s.reshape(x.sizes());
   out.n = n.reshape(x.sizes());
   return out;
@@ -158,56 +200,35 @@ TapWeight WeightAt(double s, bool cubic) {
 // or a sample with no position.
 std::optional<at::Tensor> GridGradientBound(const at::Tensor& x, const at::Tensor& grid,
                                             const at::Tensor& g, bool cubic, bool align_corners) {
-  const int64_t dims = x.dim() - 2;
   const int reach = cubic ? 2 : 1;
-  if (grid.dim() != x.dim() || grid.size(-1) != dims || g.dim() != x.dim() ||
-      g.size(0) != x.size(0) || g.size(1) != x.size(1) || grid.size(0) != x.size(0)) {
-    return std::nullopt;
-  }
-  const int64_t batch = x.size(0), channels = x.size(1);
-  const int64_t samples = g.numel() / std::max<int64_t>(1, batch * channels);
-  const int64_t taps = static_cast<int64_t>(std::pow(2 * reach, static_cast<double>(dims)));
-  if (batch * channels * samples * taps > 2000000 || grid.numel() != batch * samples * dims) {
-    return std::nullopt;
-  }
-  const at::Tensor gr = grid.to(at::kDouble).contiguous().reshape({batch, samples, dims});
-  at::Tensor ga = g.to(at::kDouble).abs().contiguous().reshape({batch, channels, samples});
-  ga = at::where(at::isfinite(ga), ga, at::zeros_like(ga));
-  const at::Tensor xa = x.to(at::kDouble).abs().contiguous().reshape({batch, channels, -1});
-  at::Tensor t = at::zeros({batch, samples, dims}, at::kDouble);
-  auto gacc = gr.accessor<double, 3>();
+  const std::optional<GridLayout> l = LayoutOf(x, grid, g, reach);
+  if (!l) return std::nullopt;
+  const int64_t dims = l->dims;
+  const at::Tensor ga = IncomingMagnitudes(g, *l);
+  const at::Tensor xa = x.to(at::kDouble).abs().contiguous().reshape({l->batch, l->channels, -1});
+  at::Tensor t = at::zeros({l->batch, l->samples, dims}, at::kDouble);
   auto aacc = ga.accessor<double, 3>();
   auto xacc = xa.accessor<double, 3>();
   auto tacc = t.accessor<double, 3>();
-  std::vector<int64_t> sizes;  // spatial sizes, innermost (W) first as the grid's coordinates
-  for (int64_t d = x.dim() - 1; d >= 2; --d) sizes.push_back(x.size(d));
   std::vector<double> src(dims);
   std::vector<TapWeight> tw(dims);
-  const double n = static_cast<double>(channels * taps);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t j = 0; j < samples; ++j) {
-      double delta = 0;  // the coordinates' rounding, in units of u
-      for (int64_t d = 0; d < dims; ++d) {
-        const double gv = gacc[b][j][d];
-        const double size = static_cast<double>(sizes[d]);
-        src[d] = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
-        if (!std::isfinite(src[d])) return std::nullopt;
-        delta = std::max(delta, 4.5 * (std::fabs(src[d]) + size));
-      }
-      for (int64_t tap = 0; tap < taps; ++tap) {
-        int64_t flat = 0, stride = 1, rest = tap;
+  const double n = static_cast<double>(l->channels * l->taps);
+  double delta = 0;  // the sample's coordinates' rounding, in units of u
+  const bool positioned = WalkTaps(
+      *l, grid, reach, align_corners,
+      [&](int64_t, int64_t, const std::vector<double>& s) {
+        src = s;
+        delta = 0;
         for (int64_t d = 0; d < dims; ++d) {
-          const int64_t off = rest % (2 * reach) - reach + 1;
-          rest /= 2 * reach;
-          const double base = std::floor(src[d]);
-          tw[d] = WeightAt(src[d] - (base + static_cast<double>(off)), cubic);
-          const int64_t i = std::min<int64_t>(
-              std::max<int64_t>(static_cast<int64_t>(base) + off, 0), sizes[d] - 1);
-          flat += i * stride;
-          stride *= sizes[d];
+          delta = std::max(delta, 4.5 * (std::fabs(src[d]) + static_cast<double>(l->sizes[d])));
+        }
+      },
+      [&](int64_t b, int64_t j, int64_t flat, const std::vector<int64_t>& position) {
+        for (int64_t d = 0; d < dims; ++d) {
+          tw[d] = WeightAt(src[d] - static_cast<double>(position[d]), cubic);
         }
         double gx = 0;
-        for (int64_t ch = 0; ch < channels; ++ch) gx += aacc[b][ch][j] * xacc[b][ch][flat];
+        for (int64_t ch = 0; ch < l->channels; ++ch) gx += aacc[b][ch][j] * xacc[b][ch][flat];
         for (int64_t d = 0; d < dims; ++d) {
           double others = 1, eval = 0, moved = 0;
           for (int64_t e = 0; e < dims; ++e) {
@@ -223,21 +244,19 @@ std::optional<at::Tensor> GridGradientBound(const at::Tensor& x, const at::Tenso
           const double term = tw[d].d * others;
           const double bound = 4 * (tw[d].hd * others + tw[d].d * eval) +
                                delta * (tw[d].dd * others + tw[d].d * moved) + 2 * n * term;
-          const double size = static_cast<double>(sizes[d]);
+          const double size = static_cast<double>(l->sizes[d]);
           tacc[b][j][d] += gx * bound * (align_corners ? (size - 1) / 2 : size / 2);
         }
-      }
-    }
-  }
+      });
+  if (!positioned) return std::nullopt;
   return t.reshape(grid.sizes());
 }
 
-// grid_sampler's input gradient in float32 or float64 (not f16/bf16: the
-// CPU's half kernels round coordinates in the dtype, judged real in session
-// 46, and CUDA's atomics add in it): as the upsample kernels, coordinates and
+// grid_sampler's input gradient: as the upsample kernels, coordinates and
 // weights in the accumulation type by design (session 46's bicubic
 // GridSampler2DBackward0 f32 buckets, CPU without FMA and CUDA with: judged
-// expected three times).
+// expected three times); in f16/bf16 for a CUDA side only (below). Its grid
+// gradient in f32/f64.
 std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
   const bool half = c.dtype == graph::DType::kF16 || c.dtype == graph::DType::kBF16;
