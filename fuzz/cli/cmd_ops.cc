@@ -298,8 +298,9 @@ int ProbeChild(const std::string& state_path, int calls) {
   state["targets"] = TargetNames(targets);
   const std::string only = absl::GetFlag(FLAGS_only);
   const auto timeout = std::chrono::seconds(std::max(1, absl::GetFlag(FLAGS_probe_timeout)));
-  std::atomic<int64_t> deadline{0};  // steady-clock ms; 0: no op running
-  std::thread([&deadline] {
+  // Static: the detached watchdog outlives this frame while the process exits.
+  static std::atomic<int64_t> deadline{0};  // steady-clock ms; 0: no op running
+  std::thread([] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       const int64_t d = deadline.load();

@@ -124,8 +124,9 @@ int GradientSeedsChild(const std::string& out, int per_kernel) {
   // A kernel stuck in a loop cannot be interrupted: the watchdog ends the
   // process and the supervisor names the op.
   const int64_t timeout_ms = 1000 * int64_t{std::max(1, absl::GetFlag(FLAGS_probe_timeout))};
-  std::atomic<int64_t> deadline{0};  // NowMs(); 0: no op running
-  std::thread([&deadline] {
+  // Static: the detached watchdog outlives this frame while the process exits.
+  static std::atomic<int64_t> deadline{0};  // NowMs(); 0: no op running
+  std::thread([] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       const int64_t d = deadline.load();

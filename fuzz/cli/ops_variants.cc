@@ -76,9 +76,10 @@ int RunOpsVariants(const std::string& list) {
   // A kernel stuck on the GPU cannot be interrupted: the watchdog ends the
   // process naming the op, as the probe's does.
   const auto timeout = std::chrono::seconds(std::max(1, absl::GetFlag(FLAGS_probe_timeout)));
-  std::atomic<int64_t> deadline{0};
+  // Static: the detached watchdog outlives this frame while the process exits.
+  static std::atomic<int64_t> deadline{0};
   static std::string current;  // the op running, for the watchdog's message
-  std::thread([&deadline] {
+  std::thread([] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       const int64_t d = deadline.load();
