@@ -521,6 +521,27 @@ bool HasRoundableScalars(const graph::Node& node, DType dtype) {
   return false;
 }
 
+std::optional<at::Tensor> RunExactVjp(const graph::Node& node,
+                                      const std::map<std::string, at::Tensor>& values,
+                                      const at::Tensor& incoming, const std::string& wrt) {
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
+  if (spec == nullptr || spec->exact_vjp.empty() || node.results.size() != 1 ||
+      node.Uses().empty() || node.Uses()[0] != wrt) {
+    return std::nullopt;
+  }
+  auto x = values.find(wrt);
+  if (x == values.end() || !incoming.defined()) return std::nullopt;
+  try {
+    if (spec->exact_vjp == "logcumsumexp") {
+      std::optional<double> dim = exact_internal::NumberArg(node, 1, "dim", 0);
+      if (!dim || !std::isfinite(*dim)) return std::nullopt;
+      return exact_internal::LogcumsumexpVjp(x->second, incoming, static_cast<int64_t>(*dim));
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 std::optional<ExactResult> RunExact(const graph::Node& node,
                                     const std::map<std::string, at::Tensor>& values,
                                     const ops::TypeEnv& types, const ExactOptions& options) {

@@ -56,6 +56,17 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
                                     const std::map<std::string, at::Tensor>& values,
                                     const ops::TypeEnv& types, const ExactOptions& options = {});
 
+// The exact vector-Jacobian product of `node`: the gradient of sum(v * y),
+// v the incoming gradient of its result, with respect to its input `wrt`,
+// from the values it read, for ops whose catalogue entry names one
+// (OpSpec::exact_vjp, ops/kernel_classes.cc). Float64 over the input; NaN
+// where it declines (a row holding a non-finite value). nullopt when the op
+// has none or the node is outside it (complex values, another input, more
+// elements than the witness evaluates).
+std::optional<at::Tensor> RunExactVjp(const graph::Node& node,
+                                      const std::map<std::string, at::Tensor>& values,
+                                      const at::Tensor& incoming, const std::string& wrt);
+
 // How the exact reference named `exact_name` (OpSpec::exact) computes, for
 // verdicts' reasons ("the polynomial's three-term recurrence ... in MPFR");
 // empty for plain MPFR functions and exact rationals.

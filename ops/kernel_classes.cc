@@ -587,6 +587,11 @@ constexpr ExactFact kExact[] = {
     {"aten::_native_batch_norm_legit", "_native_batch_norm_legit"},
 };
 
+// The exact backwards (exec::RunExactVjp evaluates them), by qualified name.
+constexpr ExactFact kExactVjp[] = {
+    {"aten::logcumsumexp", "logcumsumexp"},
+};
+
 // Preconditions PyTorch does not check (exec/index_precheck.cc checks them).
 struct UncheckedFact {
   absl::string_view name;
@@ -827,6 +832,9 @@ void ApplyKernelClasses(OpSpec& spec) {
   const std::string qualified = spec.Qualified();
   for (const ExactFact& f : kExact) {
     if (qualified == f.qualified) spec.exact = f.exact;
+  }
+  for (const ExactFact& f : kExactVjp) {
+    if (qualified == f.qualified) spec.exact_vjp = f.exact;
   }
   spec.unchecked = UncheckedPreconditionOf(spec.name);
   for (const DeviceDefinedFact& f : kDeviceDefined) {

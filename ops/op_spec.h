@@ -266,6 +266,10 @@ struct OpSpec {
   // name of a correctly rounded MPFR or exact-rational evaluation of the op,
   // or empty when it has none.
   absl::string_view exact;
+  // The exact backward (exec::RunExactVjp) with respect to the first input,
+  // where PyTorch's float64 backward shares a formula that rounds (an
+  // unshifted log-sum-exp): the gradient oracle's exact witness.
+  absl::string_view exact_vjp;
   // Outputs whose contents PyTorch leaves to each device (bit i: result i),
   // e.g. log_sigmoid_forward's buffer: never compared.
   uint32_t device_defined_outputs = 0;

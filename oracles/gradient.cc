@@ -226,8 +226,9 @@ std::optional<bool> ModesDisagree(const graph::Node& node, const Step& s, const 
 }
 
 // The exact gradient v * f'(x) of an elementwise node with an exact witness
-// (MPFR central differences, exec::ExactOptions::derivative_wrt) from one
-// side's own inputs, as float64 over the output; NaN where the derivative is
+// (MPFR central differences, exec::ExactOptions::derivative_wrt), or the
+// exact backward of an op that has one (OpSpec::exact_vjp), from one side's
+// own inputs, as float64 over the output; NaN where the derivative is
 // unknown (a kink, a pole). Undefined when the node has none: several
 // results, a broadcast input, complex values, an op MPFR does not model.
 at::Tensor ExactGradient(const graph::Node& node, const Step& s, const std::string& wrt,
@@ -235,6 +236,10 @@ at::Tensor ExactGradient(const graph::Node& node, const Step& s, const std::stri
   if (node.results.size() != 1 || s.incoming.size() != 1 || !s.incoming[0].defined() ||
       s.incoming[0].is_complex()) {
     return at::Tensor();
+  }
+  // An op with an exact backward (not elementwise: a scan) gives it whole.
+  if (std::optional<at::Tensor> vjp = exec::RunExactVjp(node, s.inputs, s.incoming[0], wrt)) {
+    return *vjp;
   }
   exec::ExactOptions options;
   options.only = only;
@@ -1333,9 +1338,11 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   } else if (wa && wb) {
     d.wrong_side = "both";
   }
-  d.reason = absl::StrCat(d.witness == "exact-derivative"
-                              ? "exact derivative (MPFR) times the incoming gradient for "
-                              : "float64 backward of ",
+  const ops::OpSpec* exact_spec = ops::FindOp(node.QualifiedName());
+  const bool whole_vjp = exact_spec != nullptr && !exact_spec->exact_vjp.empty();
+  d.reason = absl::StrCat(d.witness != "exact-derivative" ? "float64 backward of "
+                          : whole_vjp ? "exact backward (MPFR, shifted by each prefix's maximum) of "
+                                      : "exact derivative (MPFR) times the incoming gradient for ",
                           opname, " from each side's own inputs: ", d.reference_a, " (",
                           exec::TargetName(a.target), "), ", d.reference_b, " (",
                           exec::TargetName(b.target), ")", exact_note);

@@ -673,18 +673,25 @@ output %g0
 // - session 39's G3 f32 (judged real, both devices): at 2.0e7, where f32's
 //   spacing is 2, it keeps no digit of the exact 2.6 (the CPU gives 6.4).
 //   gradient_backward_stable's hull, four eps of x moving the exponent by 9,
-//   had cleared the CPU; the scan-carry rule alone judges it.
+//   had cleared the CPU; the scan-carry rule alone judges it;
+// - session 47's d34b0677 f16 (judged real, both): 20.08 for the exact 19,
+//   from the formula's unshifted exponent, which gradient_scan_carry had
+//   excused at M = |x|. The exact backward is its witness.
 TEST(GradientOracle, LogcumsumexpBackwardRegressionsStayBugs) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::pair<const char*, const char*> cases[] = {
       {"LogcumsumexpBackward0-f16-class_split.dfz", "gradient_intermediate_overflow"},
-      {"LogcumsumexpBackward0-f32-tolerance.dfz", "rule: gradient_backward_stable"}};
+      {"LogcumsumexpBackward0-f32-tolerance.dfz", "rule: gradient_backward_stable"},
+      {"LogcumsumexpBackward0-f16-tolerance-unshifted.dfz", "rule: gradient_scan_carry"}};
   for (const auto& [file, excuse] : cases) {
     const testing::CommandRun r = ReplayRegression(file);
     EXPECT_THAT(r.output, HasSubstr("LogcumsumexpBackward0")) << file;
     EXPECT_THAT(r.output, HasSubstr("tier: bug")) << file;
     EXPECT_THAT(r.output, Not(HasSubstr(excuse))) << file;
   }
+  const testing::CommandRun r = ReplayRegression("LogcumsumexpBackward0-f16-tolerance-unshifted.dfz");
+  EXPECT_THAT(r.output, HasSubstr("tier: bug, wrong side: cpu")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("witness: exact-derivative")) << r.output;
 }
 
 // Sessions 38 and 39: a statement asks for the gradient of an unrelated %c
@@ -804,4 +811,5 @@ output %g5
 
 
 }  // namespace
+
 }  // namespace divfuzz

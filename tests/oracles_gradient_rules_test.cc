@@ -2282,5 +2282,61 @@ TEST(GradientRules, AScanCarryWeighsEachElementsOwnExponent) {
 
 
 
+
+// Session 47's judges: the exponent PyTorch's formula forms without a shift
+// is no part of the scan-carry clause. d34b0677 (f16, a 140 in a row of 0s):
+// the CPU's 20.08 for the exact 19 (5.7%) and b28b94b2 (f64 at 1e15: the CPU
+// 1.1% off, CUDA 12%) were judged real; float intermediates or a shift give
+// the exact 19 and 4. The rule had excused them at M = |x|; it now rounds at
+// log|v| + log n and judges each side by the exact backward.
+TEST(GradientRules, AnUnshiftedExponentIsNoPartOfTheScanCarry) {
+  {
+    const Case k = LogcumsumexpCase("f16[24]", 0);
+    at::Tensor x = at::zeros({24}, at::kDouble);
+    x[5] = 140.0;
+    const at::Tensor v = at::ones({24}, at::kHalf);
+    const at::Tensor w =
+        GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v.to(at::kDouble));
+    const at::Tensor cpu =
+        GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v, at::kHalf);
+    ASSERT_NEAR(cpu[5].item<double>(), 20.078125, 1e-9);  // libtorch's f16 backward here
+    auto ctx = [&](const at::Tensor& a, bool cuda) {
+      GradientContext c = ContextOf(k, {{"x", x}}, {v}, a.to(at::kHalf), w.to(at::kHalf), w,
+                                    false, graph::DType::kF16);
+      c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+      c.a.cuda = cuda;
+      return c;
+    };
+    EXPECT_FALSE(gradient_scan_carry(ctx(cpu, false)).has_value());
+    // CUDA's f16-carried scan gives 15.64 there (judged wrong too): more
+    // than 27 carry roundings at M = log 24 (5.6%).
+    at::Tensor cuda = w.clone();
+    cuda[5] = 15.640625;
+    EXPECT_FALSE(gradient_scan_carry(ctx(cuda, true)).has_value());
+    // A side within those roundings is still excused.
+    at::Tensor close = w.clone();
+    close[5] = w[5].item<double>() * 1.004;
+    EXPECT_TRUE(gradient_scan_carry(ctx(close, false)).has_value());
+    close[5] = w[5].item<double>() * 1.04;
+    EXPECT_TRUE(gradient_scan_carry(ctx(close, true)).has_value());
+  }
+  {
+    const Case k = LogcumsumexpCase("f64[4]", 0);
+    const at::Tensor x = at::tensor({1e15 - 0.125, -0.0, M_PI / 4, 2 * M_PI}, at::kDouble);
+    const at::Tensor v = at::ones({4}, at::kDouble);
+    // Both sides' float64 backward is the formula itself: the witness shows
+    // the CPU's value, as a float64 program's would.
+    const at::Tensor cpu =
+        GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v);
+    ASSERT_GT(std::abs(cpu[0].item<double>() - 4.0), 1e-3);
+    at::Tensor cuda = cpu.clone();
+    cuda[0] = std::exp(1.5);  // CUDA's f64 carry lands log 4 on 1.5
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, cpu, cuda, cpu, false, graph::DType::kF64);
+    c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+    c.b.cuda = true;
+    EXPECT_FALSE(gradient_scan_carry(c).has_value());
+  }
+}
+
 }  // namespace
 }  // namespace divfuzz::oracles::rules

@@ -9,6 +9,11 @@
 #include <ATen/ops/avg_pool2d.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/isclose.h>
+#include <ATen/ops/logcumsumexp.h>
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/isnan.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_group_norm.h>
 #include <ATen/ops/native_layer_norm.h>
@@ -16,6 +21,8 @@
 #include <ATen/ops/rand.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/zeros.h>
+
+#include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
 #include <functional>
@@ -709,6 +716,63 @@ TEST(References, OnlyTheRowsHoldingDifferingElementsAreEvaluated) {
   EXPECT_TRUE(y[0].isnan().all().item<bool>());
   EXPECT_TRUE(y[2].isnan().all().item<bool>());
   EXPECT_TRUE(at::isclose(y[1], cpu.nodes[0].outputs[0][1], 1e-12, 1e-12).all().item<bool>());
+}
+
+
+// logcumsumexp's exact backward (OpSpec::exact_vjp): it agrees with
+// libtorch's float64 backward where that formula keeps its digits, and where
+// the formula's unshifted exponent does not (session 47's b28b94b2: a row
+// (1e15 - 0.125, -0, pi/4, 2 pi), whose exact gradient at its first element
+// is 4 to 1e-15, for any shift of x) it stays exact while float64 PyTorch
+// rounds log 4 to a multiple of 0.125.
+TEST(References, LogcumsumexpHasAnExactBackward) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x: f64[3,5] = normal(seed=4)
+%y = aten::logcumsumexp(%x, 1)
+output %y
+)");
+  const at::Tensor x = at::randn({3, 5}, at::kDouble).mul(3.0);
+  const at::Tensor v = at::randn({3, 5}, at::kDouble);
+  const at::Tensor xg = x.clone().set_requires_grad(true);
+  const at::Tensor torch_grad =
+      torch::autograd::grad({at::logcumsumexp(xg, 1)}, {xg}, {v})[0];
+  std::optional<at::Tensor> e = exec::RunExactVjp(p.nodes[0], {{"x", x}}, v, "x");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_TRUE(at::allclose(*e, torch_grad, 1e-12, 1e-12)) << *e << torch_grad;
+  // Along dim 0 too (the rows are laid out along the scanned dim).
+  graph::Program p0 = MustParse(R"(divfuzz v1
+input %x: f64[3,5] = normal(seed=4)
+%y = aten::logcumsumexp(%x, 0)
+output %y
+)");
+  const at::Tensor g0 = torch::autograd::grad({at::logcumsumexp(xg, 0)}, {xg}, {v})[0];
+  std::optional<at::Tensor> e0 = exec::RunExactVjp(p0.nodes[0], {{"x", x}}, v, "x");
+  ASSERT_TRUE(e0.has_value());
+  EXPECT_TRUE(at::allclose(*e0, g0, 1e-12, 1e-12)) << *e0 << g0;
+  // b28b94b2's row.
+  graph::Program big = MustParse(R"(divfuzz v1
+input %x: f64[4] = fill(0.0)
+%y = aten::logcumsumexp(%x, 0)
+output %y
+)");
+  const at::Tensor xb = at::tensor({1e15 - 0.125, -0.0, M_PI / 4, 2 * M_PI}, at::kDouble);
+  const at::Tensor ones = at::ones({4}, at::kDouble);
+  std::optional<at::Tensor> eb = exec::RunExactVjp(big.nodes[0], {{"x", xb}}, ones, "x");
+  ASSERT_TRUE(eb.has_value());
+  EXPECT_NEAR((*eb)[0].item<double>(), 4.0, 1e-14);
+  const at::Tensor xbg = xb.clone().set_requires_grad(true);
+  const double pytorch =
+      torch::autograd::grad({at::logcumsumexp(xbg, 0)}, {xbg}, {ones})[0][0].item<double>();
+  EXPECT_GT(std::abs(pytorch - 4.0), 1e-3) << pytorch;  // the formula's own loss
+  // A row with a non-finite value is declined (NaN), the others kept.
+  at::Tensor xn = x.clone();
+  xn[1][2] = std::numeric_limits<double>::infinity();
+  std::optional<at::Tensor> en = exec::RunExactVjp(p.nodes[0], {{"x", xn}}, v, "x");
+  ASSERT_TRUE(en.has_value());
+  EXPECT_TRUE(at::isnan((*en)[1]).all().item<bool>());
+  EXPECT_TRUE(at::allclose((*en)[0], torch_grad[0], 1e-12, 1e-12));
+  // Another op has none; nor has logcumsumexp with respect to another value.
+  EXPECT_FALSE(exec::RunExactVjp(p.nodes[0], {{"x", x}}, v, "other").has_value());
 }
 
 }  // namespace

@@ -66,6 +66,10 @@ std::optional<ExactResult> RunNormalization(absl::string_view f, const graph::No
                                             graph::DType dtype, const at::Tensor& only);
 absl::string_view NormalizationMethod(absl::string_view f);
 
+// scan_vjp.cc: logcumsumexp's exact backward along `dim` (float64, NaN on
+// rows holding a non-finite x or g); nullopt for complex or mismatched input.
+std::optional<at::Tensor> LogcumsumexpVjp(const at::Tensor& x, const at::Tensor& g, int64_t dim);
+
 // How the reference named `f` computes, for verdicts' reasons; empty for the
 // exact witness's plain MPFR functions and exact rationals.
 absl::string_view ReferenceMethod(absl::string_view f);
