@@ -60,6 +60,17 @@ std::optional<bool> MissesOpmathBackward(const graph::Node& node, const ops::Typ
                                          const at::Tensor& judged, size_t out, graph::DType dt,
                                          const Policy& policy, const std::string& opname);
 
+// A tolerance divergence blamed on one side is shown where that side alone
+// misses its reference: among the `differing` elements (flat mask; undefined:
+// all) where the blamed side is off its reference by more than the tolerance
+// and the other is within it, the one the blamed side misses most. Moves
+// d.element, the values, abs_error, references and errors there; false
+// where no such element exists or d is already there.
+bool ShowWhereTheBlamedSideAloneMisses(Divergence& d, bool a_blamed, const at::Tensor& mine_a,
+                                       const at::Tensor& mine_b, const at::Tensor& ref_a,
+                                       const at::Tensor& ref_b, const at::Tensor& differing,
+                                       const Tolerance& tol, graph::DType dt);
+
 // Whether a rule explains side `s`'s distance from its own float64 backward
 // (`s` against the witness rounded to the dtype): such a side is not the
 // wrong one of a pair blamed on both.

@@ -91,12 +91,30 @@ void TriageRoot(const graph::Program& program, const ops::TypeEnv& types,
     d.tier = "divergence";
     d.wrong_side = "undecided";
     const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
-    d.reason = blocking != nullptr && std::string(blocking) == "1"
-                   ? "a CUDA fault, raised with CUDA_LAUNCH_BLOCKING=1 and so at the node that "
-                     "launched it; the context is lost, so nothing after it is judged (a "
-                     "campaign files it as a crash of this node)"
-                   : "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
-                     "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
+    if (blocking == nullptr || std::string(blocking) != "1") {
+      d.reason = "a CUDA fault (an asynchronous error) surfaced here; the node that caused it "
+                 "is known only from a replay with CUDA_LAUNCH_BLOCKING=1";
+      return;
+    }
+    d.reason = "a CUDA fault, raised with CUDA_LAUNCH_BLOCKING=1 and so at the node that "
+               "launched it; the context is lost, so nothing after it is judged";
+    // Raised at its launch where the other side ran the node: that side's
+    // crash, as the campaign files it (session 47's bb491aab, CUDA's
+    // embedding_dense_backward on a zero-width weight: a campaign crash on
+    // CUDA, an undecided error split in replay).
+    auto ran = [&](const exec::RunResult& r) {
+      return d.node_index >= 0 && static_cast<size_t>(d.node_index) < r.nodes.size() &&
+             !r.nodes[d.node_index].error;
+    };
+    const bool fa = CudaFaultAt(a, d), fb = CudaFaultAt(b, d);
+    if ((fa && fb) || (fa && ran(b)) || (fb && ran(a))) {
+      d.tier = "bug";
+      d.wrong_side = fa && fb ? "both" : std::string(exec::TargetName(fa ? a.target : b.target));
+      absl::StrAppend(&d.reason, "; ", fa && fb ? "both sides" : "the other side ran it",
+                      ": a crash of this node, as a campaign files it");
+    } else {
+      absl::StrAppend(&d.reason, " (a campaign files it as a crash of this node)");
+    }
     return;
   }
   if (AtGradient(program, d)) {

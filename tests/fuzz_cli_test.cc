@@ -250,6 +250,9 @@ output %e
   EXPECT_TRUE(Contains(run.output, "raised with CUDA_LAUNCH_BLOCKING=1 and so at the node that "
                                    "launched it"))
       << run.output;
+  // Raised at its launch, where the other side ran the node: that side's
+  // crash, as a campaign files it, not an undecided split.
+  EXPECT_TRUE(Contains(run.output, "tier: bug, wrong side: cpu\n")) << run.output;
   EXPECT_TRUE(Contains(run.output, "the 2 file(s) after it run in a fresh process")) << run.output;
   for (const char* name : {"/after.dfz", "/last.dfz"}) {
     const size_t at = run.output.find("== " + dir + name + " (cpu vs cpu-f64)");
@@ -257,6 +260,34 @@ output %e
     EXPECT_EQ(run.output.find("verdict: ", at), run.output.find("verdict: agree", at))
         << run.output;
   }
+}
+
+// A backward kernel's fault inside a gradient statement (session 47's
+// bb491aab: CUDA's embedding_dense_backward on a zero-width weight, a crash
+// on CUDA in the campaign and an undecided error split in replay): replayed
+// with CUDA_LAUNCH_BLOCKING=1, it is the statement's bug on the faulting side.
+TEST(Replay, ACudaFaultInABackwardKernelIsABugOfItsSide) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("replay-backward-fault");
+  std::ofstream(dir + "/fault.dfz") << R"(divfuzz v1
+input %w: f32[7,3] = normal(seed=1)
+input %i: i64[4] = values(0, 2, 2, 6)
+input %v: f32[4,3] = fill(1.0)
+%e = aten::embedding(%w, %i)
+%g = autograd::grad([%e], [%w], grad_outputs=[%v])
+%q = aten::exp2(%g)
+output %q
+)";
+  // The fault surfaces at exp2, the next node; replayed alone with
+  // CUDA_LAUNCH_BLOCKING=1, it raises inside the statement.
+  const testing::CommandRun run = testing::RunShell(
+      "env -u CUDA_LAUNCH_BLOCKING " + kTool + " --plugins=" + DIVFUZZ_FAULTY_ASYNC_FAULT_PLUGIN +
+      " replay --targets=cpu,cpu-f64 " + dir + "/fault.dfz 2>&1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(Contains(run.output, "replayed alone with CUDA_LAUNCH_BLOCKING=1")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "(%g = autograd::grad")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "tier: bug, wrong side: cpu\n")) << run.output;
+  EXPECT_TRUE(Contains(run.output, "a crash of this node, as a campaign files it")) << run.output;
 }
 
 // A file whose replay segfaults (the faulty plugin's expm1, as libtorch's CPU

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "nlohmann/json.hpp"
 #include "exec/executor.h"
+#include "graph/printer.h"
 #include "oracles/gradient.h"
 #include "oracles/policy.h"
 #include "gtest/gtest.h"
@@ -811,5 +812,44 @@ output %g5
 
 
 }  // namespace
+
+// Session 47's 923a5359: the report named element 3, where the blamed CPU was
+// the closer side (CUDA's miss there excused by a rule); the judge found
+// element 16, the CPU 14% off and CUDA 0.2%. A bug blamed on one side is
+// shown where that side alone misses.
+TEST(GradientOracle, ABugIsShownWhereTheBlamedSideAloneMisses) {
+  const at::Tensor ref = at::tensor({1.0, 2.0, 3.0, 4.0, 5.0}, at::kDouble);
+  const at::Tensor cpu = at::tensor({1.0f, 2.0f, 3.001f, 4.0f, 5.7f});  // 14% off at 4
+  const at::Tensor cuda = at::tensor({1.0f, 2.0f, 3.06f, 4.0f, 5.001f});  // 2% off at 2
+  oracles::Divergence d;
+  d.cls = oracles::DivergenceClass::kTolerance;
+  d.element = 2;
+  const oracles::Tolerance tol{1e-3, 1e-5};
+  ASSERT_TRUE(oracles::ShowWhereTheBlamedSideAloneMisses(d, /*a_blamed=*/true, cpu, cuda, ref, ref,
+                                                at::Tensor(), tol, graph::DType::kF32));
+  EXPECT_EQ(d.element, 4);
+  EXPECT_EQ(d.value_a, graph::FormatFloat(5.7f));
+  EXPECT_EQ(d.value_b, graph::FormatFloat(5.001f));
+  EXPECT_NEAR(d.rel_a, 0.14, 1e-6);
+  EXPECT_NEAR(d.rel_b, 0.0002, 1e-6);
+  // Blamed on CUDA instead: element 2 is where it alone misses; d is there.
+  oracles::Divergence e = d;
+  e.element = 2;
+  EXPECT_FALSE(oracles::ShowWhereTheBlamedSideAloneMisses(e, false, cpu, cuda, ref, ref, at::Tensor(), tol,
+                                                 graph::DType::kF32));
+  EXPECT_EQ(e.element, 2);
+  // Nowhere alone (both off everywhere the blamed side is): d stays.
+  oracles::Divergence f = d;
+  f.element = 0;
+  EXPECT_FALSE(oracles::ShowWhereTheBlamedSideAloneMisses(f, true, cpu, cpu, ref, ref, at::Tensor(), tol,
+                                                 graph::DType::kF32));
+  EXPECT_EQ(f.element, 0);
+  // Only the elements where the sides differ count.
+  oracles::Divergence g = d;
+  g.element = 0;
+  const at::Tensor only_two = at::tensor({0, 0, 1, 0, 0}).to(at::kBool);
+  EXPECT_FALSE(oracles::ShowWhereTheBlamedSideAloneMisses(g, true, cpu, cuda, ref, ref, only_two, tol,
+                                                 graph::DType::kF32));
+}
 
 }  // namespace divfuzz
