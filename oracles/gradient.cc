@@ -1175,12 +1175,16 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
     named = absl::StrCat(sa.vjp.grad_fn, " on ", exec::TargetName(a.target), " (",
                          sb.vjp.grad_fn, " on ", exec::TargetName(b.target), ")");
   }
-  d.detail = absl::StrCat(inside ? "double backward of node " : "backward of node ", root, " (",
-                          forward_name, inside ? ", inside an earlier gradient statement" : "",
-                          "): ", named, " gives d/d%", wrt, " ", d.value_a, " on ",
-                          exec::TargetName(a.target), " and ", d.value_b, " on ",
-                          exec::TargetName(b.target), " from the same incoming gradients",
-                          inner_note);
+  // Built again where the report moves to another element.
+  auto describe = [&] {
+    d.detail = absl::StrCat(inside ? "double backward of node " : "backward of node ", root, " (",
+                            forward_name, inside ? ", inside an earlier gradient statement" : "",
+                            "): ", named, " gives d/d%", wrt, " ", d.value_a, " on ",
+                            exec::TargetName(a.target), " and ", d.value_b, " on ",
+                            exec::TargetName(b.target), " from the same incoming gradients",
+                            inner_note);
+  };
+  describe();
   if (d.cls == DivergenceClass::kDtypeGap) {
     d.tier = "dtype_gap";
     d.reason = absl::StrCat("the derivative of ", forward_name, " is implemented on one "
@@ -1513,8 +1517,11 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
                                         sb.vjp.result.outputs[out], by_exact ? ea : ja.ref,
                                         by_exact ? eb : jb.ref, differing,
                                         policy.For(opname, dt), dt)) {
+    describe();
     absl::StrAppend(&d.reason, "; shown at element ", d.element, ", where only ", d.wrong_side,
-                    " is off its reference");
+                    " is off its reference: ", d.value_a, " (", exec::TargetName(a.target),
+                    ") and ", d.value_b, " (", exec::TargetName(b.target), ") against ",
+                    d.reference_a, " and ", d.reference_b);
   }
 }
 
