@@ -523,7 +523,8 @@ bool HasRoundableScalars(const graph::Node& node, DType dtype) {
 
 std::optional<at::Tensor> RunExactVjp(const graph::Node& node,
                                       const std::map<std::string, at::Tensor>& values,
-                                      const at::Tensor& incoming, const std::string& wrt) {
+                                      const at::Tensor& incoming, const std::string& wrt,
+                                      const at::Tensor& saved) {
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   if (spec == nullptr || spec->exact_vjp.empty() || node.results.size() != 1 ||
       node.Uses().empty() || node.Uses()[0] != wrt) {
@@ -535,7 +536,8 @@ std::optional<at::Tensor> RunExactVjp(const graph::Node& node,
     if (spec->exact_vjp == "logcumsumexp") {
       std::optional<double> dim = exact_internal::NumberArg(node, 1, "dim", 0);
       if (!dim || !std::isfinite(*dim)) return std::nullopt;
-      return exact_internal::LogcumsumexpVjp(x->second, incoming, static_cast<int64_t>(*dim));
+      return exact_internal::LogcumsumexpVjp(x->second, incoming, static_cast<int64_t>(*dim),
+                                             saved);
     }
   } catch (const std::exception&) {
   }

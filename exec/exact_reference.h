@@ -62,10 +62,14 @@ std::optional<ExactResult> RunExact(const graph::Node& node,
 // (OpSpec::exact_vjp, ops/kernel_classes.cc). Float64 over the input; NaN
 // where it declines (a row holding a non-finite value). nullopt when the op
 // has none or the node is outside it (complex values, another input, more
-// elements than the witness evaluates).
+// elements than the witness evaluates). `saved`: the node's result as the
+// side's forward saved it (rounded to its dtype), which its backward reads:
+// then the exact backward from those saved values, so the forward's own
+// rounding is not charged to the backward kernel.
 std::optional<at::Tensor> RunExactVjp(const graph::Node& node,
                                       const std::map<std::string, at::Tensor>& values,
-                                      const at::Tensor& incoming, const std::string& wrt);
+                                      const at::Tensor& incoming, const std::string& wrt,
+                                      const at::Tensor& saved = at::Tensor());
 
 // How the exact reference named `exact_name` (OpSpec::exact) computes, for
 // verdicts' reasons ("the polynomial's three-term recurrence ... in MPFR");

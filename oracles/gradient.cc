@@ -232,13 +232,15 @@ std::optional<bool> ModesDisagree(const graph::Node& node, const Step& s, const 
 // unknown (a kink, a pole). Undefined when the node has none: several
 // results, a broadcast input, complex values, an op MPFR does not model.
 at::Tensor ExactGradient(const graph::Node& node, const Step& s, const std::string& wrt,
-                         const ops::TypeEnv& types, const at::Tensor& only) {
+                         const ops::TypeEnv& types, const at::Tensor& only,
+                         const std::vector<at::Tensor>& saved = {}) {
   if (node.results.size() != 1 || s.incoming.size() != 1 || !s.incoming[0].defined() ||
       s.incoming[0].is_complex()) {
     return at::Tensor();
   }
   // An op with an exact backward (not elementwise: a scan) gives it whole.
-  if (std::optional<at::Tensor> vjp = exec::RunExactVjp(node, s.inputs, s.incoming[0], wrt)) {
+  if (std::optional<at::Tensor> vjp = exec::RunExactVjp(
+          node, s.inputs, s.incoming[0], wrt, saved.size() == 1 ? saved[0] : at::Tensor())) {
     return *vjp;
   }
   exec::ExactOptions options;
@@ -1281,8 +1283,14 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   d.witness = second ? "cpu-f64+cuda-f64" : "cpu-f64";
   // The exact derivative, where MPFR models the op, decides over both float64
   // backwards (which may share a side's formula, or be that side's kernel).
-  const at::Tensor ea = ExactGradient(node, sa, wrt, rtypes, differing);
-  const at::Tensor eb = ExactGradient(node, sb, wrt, rtypes, differing);
+  // From the result each side's forward saved, where the backward reads it
+  // (a float64 side's recorded results are rounded to the dtype: not those).
+  auto saved = [&](const exec::RunResult& r) {
+    const bool upcast = r.target == Target::kCpuF64 || r.target == Target::kCudaF64;
+    return inside || upcast ? std::vector<at::Tensor>{} : SavedResults(r, root, node);
+  };
+  const at::Tensor ea = ExactGradient(node, sa, wrt, rtypes, differing, saved(a));
+  const at::Tensor eb = ExactGradient(node, sb, wrt, rtypes, differing, saved(b));
   // The exact derivative overruled the float64 backwards: they share a fault
   // and cannot judge a side beside its run's inputs either.
   bool f64_set_aside = false;
@@ -1435,6 +1443,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
   c.a.cuda = a.target.base() == Target::kCuda;
   c.b.cuda = b.target.base() == Target::kCuda;
+  c.a.upcast = a.target == Target::kCpuF64 || a.target == Target::kCudaF64;
+  c.b.upcast = b.target == Target::kCpuF64 || b.target == Target::kCudaF64;
   // Blamed on both: a side whose own distance from the witness a rule
   // explains is not wrong, when the other's is not explained.
   if (d.wrong_side == "both" && !far_both) {

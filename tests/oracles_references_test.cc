@@ -773,6 +773,24 @@ output %y
   EXPECT_TRUE(at::allclose((*en)[0], torch_grad[0], 1e-12, 1e-12));
   // Another op has none; nor has logcumsumexp with respect to another value.
   EXPECT_FALSE(exec::RunExactVjp(p.nodes[0], {{"x", x}}, v, "other").has_value());
+  // From the result a forward saved (rounded to f16 here, as an f16 side's
+  // is): sum_j v_j exp(x_i - saved_j), the rounding charged to the forward.
+  const at::Tensor xh = x.to(at::kHalf).to(at::kDouble).mul(20.0).to(at::kHalf).to(at::kDouble);
+  const at::Tensor saved = at::logcumsumexp(xh, 1).to(at::kHalf).to(at::kDouble);
+  std::optional<at::Tensor> es = exec::RunExactVjp(p.nodes[0], {{"x", xh}}, v, "x", saved);
+  ASSERT_TRUE(es.has_value());
+  at::Tensor by_hand = at::zeros_like(xh);
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t i = 0; i < 5; ++i) {
+      double sum = 0;
+      for (int64_t j = i; j < 5; ++j) {
+        sum += v[r][j].item<double>() * std::exp(xh[r][i].item<double>() - saved[r][j].item<double>());
+      }
+      by_hand[r][i] = sum;
+    }
+  }
+  EXPECT_TRUE(at::allclose(*es, by_hand, 1e-12, 1e-12)) << *es << by_hand;
+  EXPECT_FALSE(at::allclose(*es, *exec::RunExactVjp(p.nodes[0], {{"x", xh}}, v, "x"), 1e-6, 1e-6));
 }
 
 }  // namespace

@@ -68,7 +68,9 @@ absl::string_view NormalizationMethod(absl::string_view f);
 
 // scan_vjp.cc: logcumsumexp's exact backward along `dim` (float64, NaN on
 // rows holding a non-finite x or g); nullopt for complex or mismatched input.
-std::optional<at::Tensor> LogcumsumexpVjp(const at::Tensor& x, const at::Tensor& g, int64_t dim);
+// With `saved` (the forward's result as saved), from those values instead.
+std::optional<at::Tensor> LogcumsumexpVjp(const at::Tensor& x, const at::Tensor& g, int64_t dim,
+                                          const at::Tensor& saved = at::Tensor());
 
 // How the reference named `f` computes, for verdicts' reasons; empty for the
 // exact witness's plain MPFR functions and exact rationals.

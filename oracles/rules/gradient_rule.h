@@ -45,6 +45,10 @@ struct GradientSide {
   // The side ran on CUDA: its kernels' documented algorithms (a scan carried
   // in the dtype) may differ from the CPU's.
   bool cuda = false;
+  // The side computed in float64 (cpu-f64, cuda-f64): `results` are its
+  // values rounded to the program's dtype for the record, not the ones its
+  // backward read.
+  bool upcast = false;
 };
 
 struct GradientContext {
