@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "exec/backward_probe.h"
 #include "exec/dtype_convert.h"
 #include "exec/exact_reference.h"
@@ -806,10 +807,39 @@ std::optional<std::string> RuntimeErrorOnValidInput(
                       exec::TargetName(good_target), " agrees with it");
 }
 
+// Why a backward that raised on one side only refused the mixed dtypes its
+// forward took and promoted (mse_loss(f16, f32) is f32; its backward checks
+// "Found dtype Float but expected Half"): "" where its message is no dtype
+// check or its inputs and incoming gradients hold one floating dtype. The
+// other side ran it (the float64 side's inputs are all one dtype). Session
+// 48's judge: MseLossBackward0, HuberLossBackward0, AddrBackward0 real
+// (pytorch#94086, #76646, #76785, open): what the forward takes, its
+// backward must take.
+std::string MixedDtypeRefusal(const std::map<std::string, at::Tensor>& bad_inputs,
+                              const std::vector<at::Tensor>& incoming, const exec::VjpResult& bad) {
+  if (!bad.result.error) return "";
+  const std::string& m = bad.result.error->message;
+  const bool dtype_check = absl::StrContains(m, "but expected") ||
+                           absl::StrContains(m, "expected scalar type") ||
+                           absl::StrContains(m, "same dtype");
+  if (!dtype_check) return "";
+  std::set<std::string> dtypes;
+  auto note = [&](const at::Tensor& t) {
+    if (t.defined() && (at::isFloatingType(t.scalar_type()) || t.is_complex())) {
+      dtypes.insert(std::string(c10::toString(t.scalar_type())));
+    }
+  };
+  for (const auto& [name, t] : bad_inputs) note(t);
+  for (const at::Tensor& t : incoming) note(t);
+  if (dtypes.size() < 2) return "";
+  return absl::StrJoin(dtypes, ", ");
+}
+
 // A backward kernel that raised on one side only (`bad`, rerun from
 // `bad_inputs` and `incoming`), judged into `d`: expected where linear
 // algebra read inf or NaN, a bug on the raising side for a CUDA runtime
-// error the float64 backward does not share; else left as it is.
+// error the float64 backward does not share, or for a dtype check that
+// refuses the mixed dtypes its forward took; else left as it is.
 void JudgeBackwardErrorSplit(const graph::Node& node, const ops::TypeEnv& types,
                              const std::map<std::string, at::Tensor>& bad_inputs,
                              const std::vector<at::Tensor>& incoming, bool create_graph,
@@ -827,6 +857,17 @@ void JudgeBackwardErrorSplit(const graph::Node& node, const ops::TypeEnv& types,
     d.tier = "bug";
     d.wrong_side = std::string(exec::TargetName(bad_target));
     d.reason = *why;
+  } else if (const std::string mixed = MixedDtypeRefusal(bad_inputs, incoming, bad);
+             !mixed.empty()) {
+    d.tier = "bug";
+    d.wrong_side = std::string(exec::TargetName(bad_target));
+    d.reason = absl::StrCat(bad.grad_fn.empty() ? node.QualifiedName() : bad.grad_fn,
+                            " refuses on ", exec::TargetName(bad_target), " the dtypes (", mixed,
+                            ") its forward took and promoted (",
+                            bad.result.error->message.substr(0, 120), "), where ",
+                            exec::TargetName(good_target),
+                            " ran it: a backward must take what its forward takes "
+                            "(pytorch#94086, #76646, #76785 for mse_loss, huber_loss, addr)");
   }
 }
 

@@ -852,4 +852,36 @@ TEST(GradientOracle, ABugIsShownWhereTheBlamedSideAloneMisses) {
                                                  graph::DType::kF32));
 }
 
+
+// Session 48's judge: MseLossBackward0, HuberLossBackward0 and AddrBackward0
+// raise on the CPU for mixed dtypes their forwards took and promoted
+// (mse_loss(f16, f32) is f32; its backward: "Found dtype Float but expected
+// Half"; pytorch#94086, #76646, #76785, open). The float64 side's inputs are
+// one dtype, so only the CPU raises: a bug there, not an undecided split.
+TEST(GradientOracle, ABackwardRefusingTheDtypesItsForwardTookIsABug) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = testing::TempDir("mixed_dtype_backward");
+  const std::string out = ReplayPlain(dir, "mse.dfz", R"(divfuzz v1
+input %x: f16[4] = values(0.5, 1.0, 2.0, -1.0)
+input %t: f32[4] = values(0.25, 1.5, 2.0, 0.0)
+input %v: f32[] = fill(1.0)
+%y = aten::mse_loss(%x, %t)
+%g = autograd::grad([%y], [%x], grad_outputs=[%v])
+output %g
+)").output;
+  EXPECT_THAT(out, HasSubstr("MseLossBackward0 raises on cpu only")) << out;
+  EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
+  EXPECT_THAT(out, HasSubstr("refuses on cpu the dtypes (Float, Half) its forward took")) << out;
+  // One dtype throughout: the backward runs, nothing to judge.
+  const std::string same = ReplayPlain(dir, "same.dfz", R"(divfuzz v1
+input %x: f16[4] = values(0.5, 1.0, 2.0, -1.0)
+input %t: f16[4] = values(0.25, 1.5, 2.0, 0.0)
+input %v: f16[] = fill(1.0)
+%y = aten::mse_loss(%x, %t)
+%g = autograd::grad([%y], [%x], grad_outputs=[%v])
+output %g
+)").output;
+  EXPECT_THAT(same, Not(HasSubstr("raises on"))) << same;
+}
+
 }  // namespace divfuzz
