@@ -10,12 +10,15 @@
 // more keeps no digit, which those issues did not cover). A side of either
 // device may lose the three roundings any log-domain composition of the
 // gradient makes. Both are taken at the magnitudes a shift-invariant
-// composition rounds (log|v| as the scan weighs it, and log n), not at |x|:
-// the exponent PyTorch forms without a shift (log|v| - result, then + x, at
-// |x| = 140 in f16 or 1e15 in f64) loses digits that the gradient's own
-// conditioning does not (session 47's judges: d34b0677, the CPU 5.7% off in
-// f16, and b28b94b2, both devices off in f64, real; opmath or a shift gives
-// the exact 19 and 4), so that loss is no part of the clause.
+// composition rounds (log|v| as the scan weighs it, and log n), and the
+// exact backward reads the result the side's forward saved (its rounding is
+// the forward's), not at |x|: the exponent PyTorch forms without a shift
+// (log|v| - result, then + x, at |x| = 140 in f16 or 1e15 in f64) loses
+// digits that the gradient's own conditioning does not (session 47's judges:
+// d34b0677, the CPU 5.7% off in f16, and b28b94b2, both devices off in f64,
+// real; opmath or a shift gives the exact 19 and 4), so that loss is no part
+// of the clause, but below 1e-4 of the terms (float32's 1e-5 at |x| = 250,
+// judged expected in session 48).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -106,9 +109,9 @@ std::optional<RuleMatch> gradient_scan_carry(const GradientContext& c) {
   const at::Tensor diff = (c.a.outgoing.to(at::kDouble) - c.b.outgoing.to(at::kDouble)).abs();
   if (t.sizes() != diff.sizes() || formula.sizes() != diff.sizes()) return std::nullopt;
   const at::Tensor finite = at::isfinite(c.a.outgoing) & at::isfinite(c.b.outgoing);
-  // Where the carry's rounding may double or zero every term, it keeps no
-  // digit of the result: that is no ordering difference but a scan that
-  // fails in the dtype (session 35's f16 logcumsumexp backward near 3000:
+  // Where the formula's own rounding may double or zero every term, it keeps
+  // no digit of the result: that is no ordering difference but a formula
+  // that fails in the dtype (session 35's f16 logcumsumexp backward near 3000:
   // CPU -inf, CUDA 0 against -19982; session 38's f32 at 2^24: CPU 2x, CUDA
   // 1/73 of the exact 9.9; judged bugs of both, as the open pytorch#193040
   // for atan2's f16 backward).
