@@ -117,6 +117,9 @@ enum Hint : uint64_t {
   kComputesInOpmath = 1ull << 32,  // computes in its opmath dtype (float32 for f16/bf16),
                                    // statistics and backward included, and rounds once at
                                    // the end (rms_norm's composite upcasts its input)
+  kCrossTerms = 1ull << 35,  // with kSumsInside: a cross product, each component
+                             // a_j·b_k - a_k·b_j, whose terms are |a_j·b_k| + |a_k·b_j|
+                             // (the op on |inputs| cancels them to 0 for a × a)
   kDistanceTerms = 1ull << 34,  // with kSumsInside: a loss of row distances (triplet_margin_loss:
                                 // margin + d(a, p) - d(a, n)), whose terms are the margin and
                                 // the distances, not the op on |inputs|

@@ -285,6 +285,22 @@ TEST(ExactWitness, ATripletLossIsJudgedByTheDistancesItCancels) {
   EXPECT_EQ(far.root.tier, "bug") << far.root.expected_rule << ": " << far.root.reason;
 }
 
+// Session 48's cross f32 (f74a7273, judged expected): cross(v, v) is 0, and
+// the CPU's fused multiply-add leaves one product's rounding (620 for terms
+// near 1e11). Its terms are |a_j b_k| + |a_k b_j|: the op on |inputs| had
+// cancelled them to 0 too. A side off by 1% of the terms stays a bug.
+TEST(ExactWitness, ACrossProductIsJudgedByTheProductsItCancels) {
+  const std::string text =
+      "divfuzz v1\ninput %v: f32[4,3] = normal(seed=7, mean=0.0, std=300000.0)\n"
+      "%c = aten::cross(%v, %v, dim=1)\noutput %c\n";
+  Judged j = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64);
+  if (!j.diverged) GTEST_SKIP() << "this CPU's cross rounds each product (no FMA)";
+  ExpectExpectedBy(j, "cancelling_reductions");
+  Judged far = Judge(text, exec::Target::kCpu, exec::Target::kCpuF64, PlantFill(0, 1e9));
+  ASSERT_TRUE(far.diverged);
+  EXPECT_EQ(far.root.tier, "bug") << far.root.expected_rule << ": " << far.root.reason;
+}
+
 TEST(RealBugs, SinhNearItsOverflowThresholdInAVector) {
   Judged j = Judge(Fill32("sinh", "89.0"), exec::Target::kCpu, exec::Target::kCpuF64);
   if (!j.diverged) GTEST_SKIP() << "this CPU's vectorized sinh(89.0f) is right";
