@@ -437,6 +437,9 @@ int AccumulationRoot(const std::vector<std::string>& values, const std::string& 
 
 // |x - r| in units of the tolerance, per element (flat, float64; 0 where not
 // finite): how far a side is off a reference, to find its worst element.
+// A float64 target: its inputs upcast, its recorded results rounded back.
+bool Upcasts(Target t) { return t == Target::kCpuF64 || t == Target::kCudaF64; }
+
 at::Tensor OffInTolerances(const at::Tensor& x, const at::Tensor& r, const Tolerance& tol) {
   const at::Tensor xd = x.to(at::kDouble).reshape(-1), rd = r.to(at::kDouble).reshape(-1);
   const at::Tensor ratio = (xd - rd).abs() / (rd.abs() * tol.rtol + tol.atol);
@@ -644,7 +647,7 @@ void JudgeAccumulation(const graph::Program& program, const ops::TypeEnv& types,
   // the terms its run summed, so they never blame it.
   auto off = [&](const at::Tensor& mine, const std::vector<at::Tensor>& c, const at::Tensor& s,
                  Target t) {
-    if (t == Target::kCpuF64 || t == Target::kCudaF64) return 0;
+    if (Upcasts(t)) return 0;
     const c10::ScalarType st = exec::ToScalarType(dt);
     const at::Tensor m = exec::ToDTypeKeepingNaNs(mine, st).to(at::kDouble);
     const at::Tensor r = exec::ToDTypeKeepingNaNs(s, st).to(at::kDouble);
@@ -1327,8 +1330,7 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   // From the result each side's forward saved, where the backward reads it
   // (a float64 side's recorded results are rounded to the dtype: not those).
   auto saved = [&](const exec::RunResult& r) {
-    const bool upcast = r.target == Target::kCpuF64 || r.target == Target::kCudaF64;
-    return inside || upcast ? std::vector<at::Tensor>{} : SavedResults(r, root, node);
+    return inside || Upcasts(r.target) ? std::vector<at::Tensor>{} : SavedResults(r, root, node);
   };
   const at::Tensor ea = ExactGradient(node, sa, wrt, rtypes, differing, saved(a));
   const at::Tensor eb = ExactGradient(node, sb, wrt, rtypes, differing, saved(b));
@@ -1484,8 +1486,8 @@ void TriageGradientUnguarded(const graph::Program& program, const ops::TypeEnv& 
   c.tf32 = RanTf32(a.target, policy) || RanTf32(b.target, policy);
   c.a.cuda = a.target.base() == Target::kCuda;
   c.b.cuda = b.target.base() == Target::kCuda;
-  c.a.upcast = a.target == Target::kCpuF64 || a.target == Target::kCudaF64;
-  c.b.upcast = b.target == Target::kCpuF64 || b.target == Target::kCudaF64;
+  c.a.upcast = Upcasts(a.target);
+  c.b.upcast = Upcasts(b.target);
   // Blamed on both: a side whose own distance from the witness a rule
   // explains is not wrong, when the other's is not explained.
   if (d.wrong_side == "both" && !far_both) {

@@ -861,26 +861,20 @@ TEST(GradientOracle, ABugIsShownWhereTheBlamedSideAloneMisses) {
 TEST(GradientOracle, ABackwardRefusingTheDtypesItsForwardTookIsABug) {
   if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   const std::string dir = testing::TempDir("mixed_dtype_backward");
-  const std::string out = ReplayPlain(dir, "mse.dfz", R"(divfuzz v1
-input %x: f16[4] = values(0.5, 1.0, 2.0, -1.0)
-input %t: f32[4] = values(0.25, 1.5, 2.0, 0.0)
-input %v: f32[] = fill(1.0)
-%y = aten::mse_loss(%x, %t)
-%g = autograd::grad([%y], [%x], grad_outputs=[%v])
-output %g
-)").output;
+  // mse_loss of an f16 input against a target of `target` dtype.
+  auto mse = [&](const std::string& name, const std::string& target) {
+    return ReplayPlain(dir, name, "divfuzz v1\ninput %x: f16[4] = values(0.5, 1.0, 2.0, -1.0)\n"
+                       "input %t: " + target + "[4] = values(0.25, 1.5, 2.0, 0.0)\n"
+                       "input %v: " + target + "[] = fill(1.0)\n%y = aten::mse_loss(%x, %t)\n"
+                       "%g = autograd::grad([%y], [%x], grad_outputs=[%v])\noutput %g\n")
+        .output;
+  };
+  const std::string out = mse("mse.dfz", "f32");
   EXPECT_THAT(out, HasSubstr("MseLossBackward0 raises on cpu only")) << out;
   EXPECT_THAT(out, HasSubstr("tier: bug, wrong side: cpu")) << out;
   EXPECT_THAT(out, HasSubstr("refuses on cpu the dtypes (Float, Half) its forward took")) << out;
   // One dtype throughout: the backward runs, nothing to judge.
-  const std::string same = ReplayPlain(dir, "same.dfz", R"(divfuzz v1
-input %x: f16[4] = values(0.5, 1.0, 2.0, -1.0)
-input %t: f16[4] = values(0.25, 1.5, 2.0, 0.0)
-input %v: f16[] = fill(1.0)
-%y = aten::mse_loss(%x, %t)
-%g = autograd::grad([%y], [%x], grad_outputs=[%v])
-output %g
-)").output;
+  const std::string same = mse("same.dfz", "f16");
   EXPECT_THAT(same, Not(HasSubstr("raises on"))) << same;
 }
 
