@@ -79,28 +79,38 @@ graph::Node RoundedScalars(graph::Node node, graph::DType dtype) {
 
 }  // namespace
 
-at::Tensor AbsTermsWitness(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
-                           const ops::TypeEnv& types, size_t output) {
-  std::map<std::string, at::Tensor> abs_inputs;
-  for (const auto& [name, t] : inputs) abs_inputs[name] = t.defined() ? t.abs() : t;
+std::optional<std::pair<std::string, at::Tensor>> AbsSpacing(
+    const graph::Node& node, const std::map<std::string, at::Tensor>& inputs) {
   // The terms are |dx|·(|y_i| + |y_i+1|)/2, where dx = diff(x): |x| has
   // differences of either sign, which telescope (trapz(|x|, |x|) is
   // (x_n^2 - x_0^2)/2, however large the terms). Sample points spaced by |dx|
   // give sum|terms|.
   const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   const graph::Literal* x = ops::FindArg(node, 1, "x");
-  if (spec != nullptr && (spec->hints & ops::kSpacingDifferences) && x != nullptr &&
-      x->kind == graph::Literal::Kind::kValue && inputs.count(x->s) &&
-      inputs.at(x->s).defined() && inputs.at(x->s).dim() > 0) {
-    const at::Tensor points = UpcastF64(inputs.at(x->s));
-    const graph::Literal* d = ops::FindArg(node, 2, "dim");
-    int64_t dim = d != nullptr && d->kind == graph::Literal::Kind::kInt ? d->i : -1;
-    if (points.dim() == 1) dim = 0;  // 1-D x runs along y's dim
-    if (dim < 0) dim += points.dim();
-    if (dim < 0 || dim >= points.dim() || points.size(dim) < 1) return at::Tensor();
-    const at::Tensor steps = points.diff(1, dim).abs();
-    abs_inputs[x->s] = at::cat({at::zeros_like(points.narrow(dim, 0, 1)), steps.cumsum(dim)}, dim);
+  if (spec == nullptr || !(spec->hints & ops::kSpacingDifferences) || x == nullptr ||
+      x->kind != graph::Literal::Kind::kValue || !inputs.count(x->s) ||
+      !inputs.at(x->s).defined() || inputs.at(x->s).dim() == 0) {
+    return std::nullopt;
   }
+  const at::Tensor points = UpcastF64(inputs.at(x->s));
+  const graph::Literal* d = ops::FindArg(node, 2, "dim");
+  int64_t dim = d != nullptr && d->kind == graph::Literal::Kind::kInt ? d->i : -1;
+  if (points.dim() == 1) dim = 0;  // 1-D x runs along y's dim
+  if (dim < 0) dim += points.dim();
+  if (dim < 0 || dim >= points.dim() || points.size(dim) < 1) return std::nullopt;
+  const at::Tensor steps = points.diff(1, dim).abs();
+  return std::make_pair(
+      x->s, at::cat({at::zeros_like(points.narrow(dim, 0, 1)), steps.cumsum(dim)}, dim));
+}
+
+at::Tensor AbsTermsWitness(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                           const ops::TypeEnv& types, size_t output) {
+  std::map<std::string, at::Tensor> abs_inputs;
+  for (const auto& [name, t] : inputs) abs_inputs[name] = t.defined() ? t.abs() : t;
+  if (std::optional<std::pair<std::string, at::Tensor>> spaced = AbsSpacing(node, inputs)) {
+    abs_inputs[spaced->first] = spaced->second;
+  }
+  const ops::OpSpec* spec = ops::FindOp(node.QualifiedName());
   // A cross product: component i is a_j·b_k - a_k·b_j ((j, k) = (i+1, i+2)
   // mod 3 along its dim), so its terms are |a_j·b_k| + |a_k·b_j|; the op on
   // |inputs| cancels them to 0 for cross(a, a) (session 48's f74a7273: the

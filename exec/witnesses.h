@@ -78,6 +78,12 @@ std::optional<std::string> UpcastChangesCall(const graph::Node& node,
 // Witnesses of the size of an error rather than of a value; the rules'
 // bounds are computed here so the oracle only compares.
 
+// For an op whose argument x holds sample points (kSpacingDifferences:
+// trapezoid): x's name and points spaced by |diff(x)| from 0, in float64,
+// which make the op over |inputs| sum |terms| rather than telescope.
+std::optional<std::pair<std::string, at::Tensor>> AbsSpacing(
+    const graph::Node& node, const std::map<std::string, at::Tensor>& inputs);
+
 // sum|terms| for an op that sums: the node in float64 over |inputs|, output
 // `output`. Undefined when the node raises there or returns another shape.
 at::Tensor AbsTermsWitness(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,

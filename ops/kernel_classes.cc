@@ -282,6 +282,18 @@ constexpr InsideScaleFact kInsideScales[] = {
     {"special_sinc", 3.141592653589793, "sin(pi x) / (pi x)"},
 };
 
+// Where a p-norm's order sits (renorm(x, p, dim, maxnorm), dist(x, y, p)):
+// the op forms sum |x|^p (session 49's CUDA renorm backward at x = 1e15,
+// p = 3: |x|^3 = 1e45 overflowed float, gradient 0 for 1; judged expected).
+struct NormOrderFact {
+  absl::string_view base;
+  int arg;
+};
+constexpr NormOrderFact kNormOrders[] = {
+    {"renorm", 1}, {"norm", 1}, {"pdist", 1}, {"linalg_vector_norm", 1},
+    {"dist", 2},   {"cdist", 2},
+};
+
 // Sampling coordinates in [-1, 1] at argument `arg` that the kernel
 // unnormalizes by the input's spatial size ((g + 1)·size/2), the
 // interpolation mode at `mode_arg` (1: nearest; 2: bicubic, whose taps'
@@ -819,6 +831,9 @@ void ApplyKernelClasses(OpSpec& spec) {
   }
   for (const GridFact& f : kGrids) {
     if (plain == f.base) spec.grid = f.grid;
+  }
+  for (const NormOrderFact& f : kNormOrders) {
+    if (plain == f.base) spec.norm_order_arg = f.arg;
   }
   if (spec.hints & kPrefixSums) spec.dim_pos = 2;  // cumulative_trapezoid(y, x|dx, dim)
   // A scan's own bound (scan_carry) is tighter than any summation's.

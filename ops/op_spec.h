@@ -290,6 +290,10 @@ struct OpSpec {
   // 10^d for the integer argument d there (round(decimals=d): x·10^d).
   double inside_scale = 0;
   int inside_scale_pow10_arg = -1;
+  // A p-norm's order p at this argument position (renorm, norm, dist, cdist,
+  // pdist, linalg_vector_norm): the op sums |x|^p, which may overflow the
+  // accumulate dtype for p > 2 though the norm fits. -1: none.
+  int norm_order_arg = -1;
   // Sampling coordinates (grid_sampler's grid, in [-1, 1]) at `arg`, which
   // the kernel unnormalizes by the input's spatial size, and the positions of
   // the interpolation and padding modes (ops/kernel_classes.cc). arg < 0: none.

@@ -761,9 +761,10 @@ namespace {
 // valid input is. So is a backward kernel's own view() that refuses the
 // layout it was handed (session 47's CUDA ChannelShuffleBackward0: the math
 // path views a transposed gradient, the CPU's kernel takes it; the docs ask
-// no contiguity), where the same side runs once the gradients and inputs are
-// made contiguous. Errors that validate arguments (which may differ by device
-// and build), singular solves and out-of-memory stay undecided.
+// no contiguity), or a kernel that refuses a memory format, where the same
+// side runs once the gradients and inputs are made contiguous. Errors that
+// validate arguments (which may differ by device and build), singular solves
+// and out-of-memory stay undecided.
 constexpr char kViewOfLayout[] = "view size is not compatible with input tensor's size and stride";
 
 std::optional<std::string> RuntimeErrorOnValidInput(
@@ -773,7 +774,12 @@ std::optional<std::string> RuntimeErrorOnValidInput(
     Target good_target, const Policy& policy) {
   if (!bad.result.error || good.result.error) return std::nullopt;
   const exec::NodeError& e = *bad.result.error;
-  const bool layout = absl::StrContains(e.message, kViewOfLayout);
+  // The forward's JudgeLayoutRefusal (oracles/attribution.cc) reads the same
+  // messages: session 49's CPU MaxPool3DWithIndicesBackward0 on a 4-d
+  // channels_last gradient ("Unsupported memory format"), judged real.
+  const bool layout = absl::StrContains(e.message, kViewOfLayout) ||
+                      absl::StrContains(e.message, "memory format") ||
+                      absl::StrContains(e.message, "contiguous");
   if (e.kind != exec::NodeError::Kind::kRaised ||
       !(absl::StrContains(e.message, "CUDA error:") || layout) ||
       absl::StrContains(e.message, "out of memory")) {

@@ -28,7 +28,8 @@
 // fixed by the shape). In float32 it views a 2-d gradient that is not
 // contiguous, and so raises view()'s layout message, as CUDA's
 // ChannelShuffleBackward0 (its math path) does for a transposed gradient
-// (session 47, judged real).
+// (session 47, judged real); and for a 3-d one it raises the CPU's max_pool3d
+// backward's "Unsupported memory format" (session 49, judged real).
 // And aten::_softmax_backward_data (SoftmaxBackward0), which in float32 is
 // 1.5x high where an incoming gradient exceeds 1e30: a softmax double
 // backward then parts the sides in the first-order kernel after the step's
@@ -82,6 +83,10 @@ at::Tensor HardsigmoidBackward(const at::Tensor& grad, const at::Tensor& self) {
   if (self.scalar_type() == at::kFloat && self.dim() == 2 && !grad.is_contiguous()) {
     // As a kernel that views its gradient (CUDA's channel_shuffle math path).
     (void)grad.view({-1});
+  }
+  if (self.scalar_type() == at::kFloat && self.dim() == 3 && !grad.is_contiguous()) {
+    // As the CPU's max_pool3d backward refuses a 4-d channels_last gradient.
+    throw std::runtime_error("Unsupported memory format. Supports only ChannelsLast3d, Contiguous");
   }
   return at::where((self > -3) & (self < 3), grad / 6, at::zeros_like(grad));
 }

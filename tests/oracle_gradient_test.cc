@@ -116,6 +116,20 @@ output %g
   EXPECT_THAT(layout, HasSubstr("HardsigmoidBackward0 refuses the layout of its inputs on cpu"))
       << layout;
   EXPECT_THAT(layout, HasSubstr("tier: bug, wrong side: cpu")) << layout;
+  // A kernel refusing a memory format it runs once contiguous (the CPU's
+  // MaxPool3DWithIndicesBackward0 on a 4-d channels_last gradient).
+  const std::string format = Replay(dir, "format.dfz", R"(divfuzz v1
+input %x: f32[2,3,2] = values(0.5, 3.5, -1.0, 2.0, 1.0, -4.0, 0.25, 1.5, -2.0, 2.5, 0.0, -0.5)
+input %v: f32[2,3,2] layout=transposed = fill(1.0)
+%y = aten::hardsigmoid(%x)
+%g = autograd::grad(%y, [%x], grad_outputs=%v)
+output %g
+)", &rc);
+  EXPECT_EQ(rc, 1) << format;
+  EXPECT_THAT(format, HasSubstr("HardsigmoidBackward0 refuses the layout of its inputs on cpu"))
+      << format;
+  EXPECT_THAT(format, HasSubstr("Unsupported memory format")) << format;
+  EXPECT_THAT(format, HasSubstr("tier: bug, wrong side: cpu")) << format;
 }
 
 // Sessions 46 and 47's bf16 grid_sampler_3d backward (3b30062b, 923a5359;

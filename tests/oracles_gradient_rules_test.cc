@@ -233,6 +233,31 @@ output %y
 // The engine's sum of a value's gradients (InputBuffer::add): an f32 sum of
 // 3e38 + 3e38 overflows though the float64 side carries 6e38 on; inf from
 // terms of opposite signs, whose sums of one sign fit, is the engine's fault.
+// Session 49's e36228d8 (judged expected): CUDA's float32 renorm backward
+// at x = 1e15, p = 3, sums |x|^3 = 1e45 in float: the norm overflows and the
+// gradient is 0 where the exact one is 1 (the CPU works in double). The
+// catalogue's norm_order_arg names p; at p = 2 the norm, 1.4e15, fits.
+TEST(GradientRules, APNormsPowerSumPastTheRangeIsExtremal) {
+  auto renorm = [](const char* p) {
+    return CaseOf((std::string(R"(divfuzz v1
+input %x: f32[2,2] = values(1e15, 2e15, -1e15, 3e15)
+%y = aten::renorm(%x, )") + p + R"(, 0, 1e30)
+output %y
+)").c_str(), DivergenceClass::kTolerance, 1);
+  };
+  const at::Tensor x = at::tensor({1e15, 2e15, -1e15, 3e15}, at::kDouble).reshape({2, 2});
+  const at::Tensor w = at::ones({2, 2}, at::kDouble);  // maxnorm 1e30: renorm is the identity
+  at::Tensor flushed = w.to(at::kFloat).clone();
+  flushed.reshape(-1)[1] = 0.0f;
+  const Case cubic = renorm("3.0"), square = renorm("2.0");
+  std::optional<RuleMatch> m = gradient_extremal_values(
+      ContextOf(cubic, {{"x", x}}, {at::ones({2, 2})}, w.to(at::kFloat), flushed, w, false));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NE(m->reason.find("sum |x|^p"), std::string::npos) << m->reason;
+  EXPECT_FALSE(gradient_extremal_values(
+      ContextOf(square, {{"x", x}}, {at::ones({2, 2})}, w.to(at::kFloat), flushed, w, false)));
+}
+
 TEST(GradientRules, AnAccumulatedSumPastTheRangeIsExtremalOneWhoseTermsFitIsNot) {
   Case k = CaseOf(R"(divfuzz v1
 input %x: f32[2] = values(0.0, 1.0)
@@ -372,6 +397,39 @@ output %l
                                        (eye * (1 + 1e-4)).to(at::kFloat), eye.to(at::kFloat), eye,
                                        false);
   EXPECT_FALSE(gradient_conditioning(nuc_well).has_value());
+}
+
+// Session 49's 8b7f82b5 (judged expected): cumulative_trapezoid's backward
+// over sample points x stepping +6, -6 sums reverse cumulative sums scaled
+// by each step; the bound takes |steps| (AbsSpacing), not |x|, whose signed
+// steps cancel it.
+TEST(GradientRules, ATrapezoidsBackwardIsBoundedByItsStepsMagnitudes) {
+  Case k = CaseOf(R"(divfuzz v1
+input %y: f32[5] = normal(seed=1)
+input %x: i64[5] = values(0, 6, 0, 6, 0)
+%c = aten::cumulative_trapezoid.x(%y, %x, dim=0)
+output %c
+)", DivergenceClass::kTolerance, 2);
+  const at::Tensor y = at::arange(1, 6, at::kDouble);
+  const at::Tensor x = at::tensor({0, 6, 0, 6, 0}, at::kLong);
+  const at::Tensor g = at::tensor({5e7, -5e7, 5e7, -5e7}, at::kFloat);
+  // The exact gradient: 0 then 1.5e8 four times; element 2's terms are
+  // 7.5e8 with |steps| but cancel to 1.5e8 with the signed ones.
+  const at::Tensor exact = at::tensor({0.0, 1.5e8, 1.5e8, 1.5e8, 1.5e8}, at::kDouble);
+  auto off_by = [&](double delta) {
+    at::Tensor b = exact.clone();
+    b[2] += delta;
+    return b.to(at::kFloat);
+  };
+  // 160 is within 2·n·eps·7.5e8, past 2·n·eps·1.5e8; 5000 past both.
+  GradientContext within = ContextOf(k, {{"y", y}, {"x", x}}, {g}, exact.to(at::kFloat),
+                                     off_by(160), exact, false);
+  std::optional<RuleMatch> m = gradient_summation(within);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_summation");
+  GradientContext past = ContextOf(k, {{"y", y}, {"x", x}}, {g}, exact.to(at::kFloat),
+                                   off_by(5000), exact, false);
+  EXPECT_FALSE(gradient_summation(past).has_value());
 }
 
 TEST(GradientRules, SummationBoundsAnElementwiseBackwardByItsOwnTermsOnly) {
@@ -1422,6 +1480,10 @@ output %o
   bad.out = 1;
   bad.wrt = "k";
   EXPECT_FALSE(gradient_attention_rounding(bad).has_value());
+  // A statement differentiating k alone has it at out 0: its role is its
+  // operand's position (session 49's ac1c7afb, v alone, was bounded as q).
+  ok.out = 0;
+  EXPECT_TRUE(gradient_attention_rounding(ok).has_value());
 }
 
 // Session 38's sinc f32 bucket: CUDA 39.7 ulps off, the CPU 4.7 only because

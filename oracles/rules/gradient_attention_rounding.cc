@@ -15,6 +15,8 @@
 // backward: exact gradient 0, both sides 1e-5 of dP - D residue).
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -27,7 +29,7 @@ namespace divfuzz::oracles::rules {
 std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
   if (spec == nullptr || !(spec->cuda_kernels & ops::kCudaAttention) ||
-      c.d.cls != DivergenceClass::kTolerance || c.out > 2) {
+      c.d.cls != DivergenceClass::kTolerance) {
     return std::nullopt;
   }
   const std::vector<std::string> uses = OperandNames(c.node);
@@ -35,6 +37,12 @@ std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
   // One value in two roles: its gradient sums the roles' terms, which the
   // bound below takes one at a time.
   if (uses[0] == uses[1] || uses[0] == uses[2] || uses[1] == uses[2]) return std::nullopt;
+  // The gradient's role (0 q, 1 k, 2 v) is its operand's position, not c.out
+  // (an index among the inputs the statement differentiated: session 49's
+  // ac1c7afb differentiated v alone, read as q's, and the bound collapsed).
+  const size_t role =
+      static_cast<size_t>(std::find(uses.begin(), uses.begin() + 3, c.wrt) - uses.begin());
+  if (role > 2) return std::nullopt;
   const graph::Literal* gqa_arg = ops::FindArg(c.node, 1000, "enable_gqa");
   const bool gqa = gqa_arg != nullptr && gqa_arg->kind == graph::Literal::Kind::kBool && gqa_arg->b;
   const graph::Literal* causal = ops::FindArg(c.node, 5, "is_causal");
@@ -87,11 +95,11 @@ std::optional<RuleMatch> gradient_attention_rounding(const GradientContext& c) {
     const at::Tensor eps = u * (4.0 * static_cast<double>(keys + d + 8) +
                                 2.0 * static_cast<double>(d + 4) * logits);
     at::Tensor a;
-    if (c.out == 0) a = at::matmul(t * eps, k.abs()) * sc;
-    if (c.out == 1) a = at::matmul((t * eps).transpose(-2, -1), q.abs()) * sc;
-    if (c.out == 2) a = at::matmul((p * eps).transpose(-2, -1), g.abs());
-    if (c.out > 0 && group > 1) a = a.unflatten(-3, {a.size(-3) / group, group}).sum(-3);
-    const at::Tensor& self = c.out == 0 ? qi->second : c.out == 1 ? ki->second : vi->second;
+    if (role == 0) a = at::matmul(t * eps, k.abs()) * sc;
+    if (role == 1) a = at::matmul((t * eps).transpose(-2, -1), q.abs()) * sc;
+    if (role == 2) a = at::matmul((p * eps).transpose(-2, -1), g.abs());
+    if (role > 0 && group > 1) a = a.unflatten(-3, {a.size(-3) / group, group}).sum(-3);
+    const at::Tensor& self = role == 0 ? qi->second : role == 1 ? ki->second : vi->second;
     a = a.sum_to_size(self.sizes());
     const at::Tensor w = s->witness.to(at::kDouble);
     if (a.sizes() != w.sizes() || s->outgoing.sizes() != w.sizes()) return std::nullopt;

@@ -48,7 +48,20 @@ bool BeyondRange(const GradientContext& c, const at::Tensor& t, bool margin = fa
 // size: a bound on a 2-norm the op forms of an input, broadcast included
 // (session 37's triplet loss: an anchor of 3.0e38 broadcast against a pair
 // is 4.24e38 from it, past f32's range, and (a - p) / d flushes to 0).
-double NormBound(const GradientSide& s) {
+// A p-norm of order p > 2 (the catalogue's norm_order_arg) forms
+// sum |x|^p: max|x|^p * n bounds it.
+double NormBound(const GradientContext& c, const GradientSide& s) {
+  double p = 2;
+  if (const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
+      spec != nullptr && spec->norm_order_arg >= 0) {
+    const graph::Literal* l = ops::FindArg(c.node, spec->norm_order_arg, "p");
+    if (l == nullptr) l = ops::FindArg(c.node, spec->norm_order_arg, "ord");
+    if (l != nullptr && l->kind == graph::Literal::Kind::kFloat && std::isfinite(l->f)) {
+      p = std::max(p, l->f);
+    } else if (l != nullptr && l->kind == graph::Literal::Kind::kInt) {
+      p = std::max(p, static_cast<double>(l->i));
+    }
+  }
   int64_t n = 1;
   for (const auto& [name, t] : s.inputs) {
     if (t.defined()) n = std::max<int64_t>(n, t.numel());
@@ -58,7 +71,9 @@ double NormBound(const GradientSide& s) {
     if (!t.defined() || !(t.is_floating_point() || t.is_complex()) || t.numel() == 0) continue;
     at::Tensor a = t.abs().to(at::kDouble);
     a = at::where(at::isfinite(a), a, at::zeros_like(a));
-    bound = std::max(bound, a.max().item<double>() * std::sqrt(static_cast<double>(n)));
+    const double big = a.max().item<double>();
+    bound = std::max(bound, p > 2 ? std::pow(big, p) * static_cast<double>(n)
+                                  : big * std::sqrt(static_cast<double>(n)));
   }
   return bound;
 }
@@ -454,11 +469,11 @@ std::optional<RuleMatch> gradient_extremal_values(const GradientContext& c) {
                                     "'s range: an intermediate may overflow though the gradient "
                                     "fits")};
     }
-    const double norm = std::max(NormBound(c.a), NormBound(c.b));
+    const double norm = std::max(NormBound(c, c.a), NormBound(c, c.b));
     if (norm > graph::MaxFinite(acc)) {
       return RuleMatch{"gradient_extremal_values",
                        absl::StrCat(c.node.QualifiedName(), " may form a norm of an input up to "
-                                    "max|x| * sqrt(n) = ", norm, ", beyond ",
+                                    "max|x| * sqrt(n) (sum |x|^p for a p-norm) = ", norm, ", beyond ",
                                     std::string(graph::DTypeName(acc)), "'s range: an "
                                     "intermediate may overflow though the gradient fits")};
     }
