@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 #include "graph/printer.h"
+#include "ops/catalogue.h"
 #include "ops/infer.h"
 #include "ops/generic.h"
 
@@ -973,6 +974,20 @@ bool NonFiniteMayFailAnyway(const OpSpec& spec) {
   return (spec.hints & kNoNonFiniteGuarantee) &&
          ((spec.hints & (kConditioned | kDecomposition | kInfoGated | kTransform)) ||
           spec.family == "linalg" || spec.family == "decomposition" || spec.family == "fft");
+}
+
+std::optional<double> NormOrderOf(const graph::Node& node) {
+  const OpSpec* spec = FindOp(node.QualifiedName());
+  if (spec == nullptr || spec->norm_order_arg < 0) return std::nullopt;
+  const size_t pos = static_cast<size_t>(spec->norm_order_arg);
+  const graph::Literal* l = FindArg(node, pos, "p");
+  if (l == nullptr) l = FindArg(node, pos, "ord");
+  if (l == nullptr) return std::nullopt;
+  const double p = l->kind == graph::Literal::Kind::kFloat ? l->f
+                   : l->kind == graph::Literal::Kind::kInt ? static_cast<double>(l->i)
+                                                           : 0;
+  if (!std::isfinite(p) || p <= 2) return std::nullopt;
+  return p;
 }
 
 }  // namespace divfuzz::ops

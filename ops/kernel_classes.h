@@ -48,6 +48,11 @@ std::optional<double> NormalizationEpsOf(const graph::Node& node, graph::DType d
 std::optional<std::string> ChannelParameterMisshapen(
     const graph::Node& node, const TypeEnv& types);
 
+// The order p of the p-norm `node` forms (the catalogue's norm_order_arg,
+// by position or as `p` / `ord`), when its op has one and it exceeds 2:
+// the op sums |x|^p. nullopt otherwise.
+std::optional<double> NormOrderOf(const graph::Node& node);
+
 // Whether the op hands its input to a backend that PyTorch's notes let fail
 // in any way on non-finite values ("Non-finite values": torch.linalg's
 // backends "... or even segfault"; FFTs' libraries likewise): linear algebra,

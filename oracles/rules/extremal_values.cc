@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/printer.h"
+#include "ops/kernel_classes.h"
 
 namespace divfuzz::oracles::rules {
 
@@ -170,18 +171,8 @@ std::optional<RuleMatch> extremal_values(const Context& c) {
                                   graph::FormatFloat(second), " in two inputs: their product "
                                   "overflows ", acc, " inside the op though the result may fit")};
   }
-  // A p-norm (renorm, norm(p=3)) raises |x| to p, not 2.
-  double power = 2;
-  if (squares) {
-    for (const char* name : {"p", "ord"}) {
-      const Literal* l = ops::FindArg(c.node, 1, name);
-      const double v = l == nullptr ? 0
-                       : l->kind == Literal::Kind::kFloat ? l->f
-                       : l->kind == Literal::Kind::kInt   ? static_cast<double>(l->i)
-                                                          : 0;
-      if (std::isfinite(v) && v > power) power = v;
-    }
-  }
+  // A p-norm (renorm, norm(p=3), dist(x, y, 3)) raises |x| to p, not 2.
+  const double power = squares ? ops::NormOrderOf(c.node).value_or(2) : 2;
   if (squares && big > 0 && power * std::log(big) > std::log(acc_max)) {
     return RuleMatch{"extremal_values",
                      absl::StrCat("max|x| = ", graph::FormatFloat(big), ": its ",

@@ -51,17 +51,7 @@ bool BeyondRange(const GradientContext& c, const at::Tensor& t, bool margin = fa
 // A p-norm of order p > 2 (the catalogue's norm_order_arg) forms
 // sum |x|^p: max|x|^p * n bounds it.
 double NormBound(const GradientContext& c, const GradientSide& s) {
-  double p = 2;
-  if (const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
-      spec != nullptr && spec->norm_order_arg >= 0) {
-    const graph::Literal* l = ops::FindArg(c.node, spec->norm_order_arg, "p");
-    if (l == nullptr) l = ops::FindArg(c.node, spec->norm_order_arg, "ord");
-    if (l != nullptr && l->kind == graph::Literal::Kind::kFloat && std::isfinite(l->f)) {
-      p = std::max(p, l->f);
-    } else if (l != nullptr && l->kind == graph::Literal::Kind::kInt) {
-      p = std::max(p, static_cast<double>(l->i));
-    }
-  }
+  const double p = ops::NormOrderOf(c.node).value_or(2);
   int64_t n = 1;
   for (const auto& [name, t] : s.inputs) {
     if (t.defined()) n = std::max<int64_t>(n, t.numel());
