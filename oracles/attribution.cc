@@ -2,6 +2,7 @@
 
 #include <ATen/ops/view_as_real.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -247,6 +248,29 @@ std::optional<SideCheck> JudgeMetadata(const SideEvidence& e) {
   c.why = absl::StrCat(e.side, c.wrong ? " differs from" : " matches",
                        " the shape and dtype the meta kernel infers (",
                        graph::PrintType(it->second), ")");
+  return c;
+}
+
+// mode's value needs no witness run either: it must be a most frequent
+// value of its row under one way of counting NaNs (ModeValuesValid). A side
+// whose value is none is wrong (session 49's judges: the CPU's -inf for a
+// row whose 0 and 1 occur twice, the NaN policy aside; pytorch#46225).
+std::optional<SideCheck> JudgeModeValue(const SideEvidence& e) {
+  if (e.spec == nullptr || !(e.spec->hints & ops::kValueTies) || e.d.output_index != 0 ||
+      e.d.cls == DivergenceClass::kMetaSplit || e.got.error || e.got.outputs.empty()) {
+    return std::nullopt;
+  }
+  const std::vector<bool> valid =
+      ModeValuesValid(*e.spec, e.node, SelectedFrom(e), e.got.outputs[0]);
+  if (valid.empty()) return std::nullopt;
+  const int64_t bad = std::count(valid.begin(), valid.end(), false);
+  SideCheck c;
+  c.witness = "mode-count";
+  c.wrong = bad > 0;
+  c.why = c.wrong ? absl::StrCat(e.side, "'s value is no most frequent value of its row in ", bad,
+                                 " row(s), however NaNs are counted (grouped, each on its own, "
+                                 "or left out)")
+                  : absl::StrCat(e.side, "'s value is a most frequent value of each row");
   return c;
 }
 
@@ -590,6 +614,10 @@ SideCheck CheckSide(const graph::Program& program, const ops::TypeEnv& types,
   const graph::Node& node = program.nodes[d.node_index];
   SideEvidence e = EvidenceOf(program, types, policy, d, run, other);
   if (std::optional<SideCheck> meta = JudgeMetadata(e)) return *meta;
+  if (e.spec != nullptr && (e.spec->hints & ops::kValueTies)) {
+    e.inputs = NodeInputs(program, d.node_index, run);
+    if (std::optional<SideCheck> mode = JudgeModeValue(e)) return *mode;
+  }
   // An error split where the raising side refuses its inputs' layout: that
   // side is wrong, and the other matches the raising kernel's own
   // contiguous run (found once for both sides: FindLayoutRefusal).

@@ -2,8 +2,10 @@
 
 #include <ATen/ops/imag.h>
 #include <ATen/ops/gather.h>
+#include <ATen/ops/isnan.h>
 #include <ATen/ops/real.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "ops/infer.h"
@@ -123,6 +125,50 @@ at::Tensor SelectedValues(const ops::OpSpec& spec, const graph::Node& node, cons
   } catch (const std::exception&) {
     return {};
   }
+}
+
+std::vector<bool> ModeValuesValid(const ops::OpSpec& spec, const graph::Node& node,
+                                  const at::Tensor& x_in, const at::Tensor& values) {
+  if (!x_in.defined() || !values.defined() || x_in.dim() == 0 || x_in.is_complex()) return {};
+  const at::Tensor x = x_in.to(at::kDouble);
+  at::Tensor v = values.to(at::kDouble);
+  const graph::Literal* d = ops::FindArg(
+      node, spec.dim_pos < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(spec.dim_pos),
+      "dim");
+  int64_t dim = d != nullptr && d->kind == graph::Literal::Kind::kInt ? d->i : -1;
+  if (dim < -x.dim() || dim >= x.dim()) return {};
+  if (dim < 0) dim += x.dim();
+  const graph::Literal* keep = ops::FindArg(
+      node, spec.keepdim_pos < 0 ? std::numeric_limits<size_t>::max()
+                                 : static_cast<size_t>(spec.keepdim_pos),
+      "keepdim");
+  if (keep == nullptr || keep->kind != graph::Literal::Kind::kBool || !keep->b) v = v.unsqueeze(dim);
+  if (v.dim() != x.dim()) return {};
+  const at::Tensor rows = x.movedim(dim, -1).reshape({-1, x.size(dim)}).contiguous();
+  const at::Tensor vals = v.movedim(dim, -1).reshape({-1}).contiguous();
+  if (vals.numel() != rows.size(0)) return {};
+  std::vector<bool> valid;
+  for (int64_t r = 0; r < rows.size(0); ++r) {
+    const at::Tensor row = rows[r];
+    const at::Tensor nan = at::isnan(row);
+    const int64_t nans = nan.sum().item<int64_t>();
+    int64_t max_grouped = nans, max_each = nans > 0 ? 1 : 0, max_left = 0;
+    for (int64_t i = 0; i < row.numel(); ++i) {
+      if (nan[i].item<bool>()) continue;
+      const int64_t n = row.eq(row[i]).sum().item<int64_t>();
+      max_grouped = std::max(max_grouped, n);
+      max_each = std::max(max_each, n);
+      max_left = std::max(max_left, n);
+    }
+    const at::Tensor mine = vals[r];
+    if (at::isnan(mine).item<bool>()) {
+      valid.push_back(nans > 0 && (nans == max_grouped || max_each == 1));
+    } else {
+      const int64_t n = row.eq(mine).sum().item<int64_t>();
+      valid.push_back(n > 0 && (n == max_grouped || n == max_each || n == max_left));
+    }
+  }
+  return valid;
 }
 
 }  // namespace divfuzz::oracles

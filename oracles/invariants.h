@@ -34,4 +34,12 @@ size_t IndicesOutput(const ops::OpSpec& spec);
 at::Tensor SelectedValues(const ops::OpSpec& spec, const graph::Node& node, const at::Tensor& x,
                           const at::Tensor& indices);
 
+// For an op whose value may be any most frequent value (kValueTies: mode),
+// whether `values` (its value output) holds one in every row of `x` along
+// the op's dim, under one way of counting NaNs: grouped, each on its own, or
+// left out (torch.mode leaves it unsaid, pytorch#46225). One flag per row;
+// empty where the shapes do not fit.
+std::vector<bool> ModeValuesValid(const ops::OpSpec& spec, const graph::Node& node,
+                                  const at::Tensor& x, const at::Tensor& values);
+
 }  // namespace divfuzz::oracles

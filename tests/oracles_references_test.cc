@@ -408,7 +408,13 @@ TEST(References, AFloat64ModeIsJudged) {
   const std::string text =
       "divfuzz v1\ninput %x: f64[2,5] = values(1.0, 2.0, 2.0, 3.0, 2.0, 5.0, 5.0, 5.0, 4.0, 4.0)\n"
       "%y, %i = aten::mode(%x, 1, False)\noutput %y\n";
-  ExpectBlamedByTheReference(Judge(text, PlantElement(0, 1, 4.0)));
+  // Judged by counting each row (witness mode-count, before any float64
+  // run): 4.0 occurs twice where 5.0 occurs three times.
+  const Judged j = Judge(text, PlantElement(0, 1, 4.0));
+  ASSERT_TRUE(j.diverged);
+  EXPECT_EQ(j.root.wrong_side, "cpu-scalar") << j.root.reason;
+  EXPECT_EQ(j.root.tier, "bug") << j.root.reason;
+  EXPECT_EQ(j.root.witness, "mode-count") << j.root.reason;
 }
 
 TEST(References, AFloat64LayerNormIsJudged) {

@@ -416,6 +416,15 @@ TEST(ExpectedRules, ModeOfARowWithNaNsMayCountThemEitherWay) {
       "%v, %i = aten::mode(%x, 1, keepdim=False)\noutput %v, %i\n",
       value(-0.7f));
   EXPECT_NE(real.tier, "expected") << real.reason;
+  // And is blamed: -0.7 is no mode under any counting (session 49's judges:
+  // the CPU's -inf and CUDA's -92.5 in rows whose 0 occurs twice).
+  Divergence blamed = Planted(
+      "divfuzz v1\ninput %x: f32[1,7] = values(nan, 0.0, 0.0, 0.0, -0.7, -0.7, nan)\n"
+      "%v, %i = aten::mode(%x, 1, keepdim=False)\noutput %v, %i\n",
+      value(-0.7f), DefaultPolicy(), exec::Target::kCpuScalar);
+  EXPECT_EQ(blamed.tier, "bug") << blamed.reason;
+  EXPECT_EQ(blamed.wrong_side, "cpu-scalar") << blamed.reason;
+  EXPECT_EQ(blamed.witness, "mode-count") << blamed.reason;
 }
 
 TEST(ExpectedRules, FloatToIntCastsOutOfRange) {

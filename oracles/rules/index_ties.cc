@@ -62,31 +62,17 @@ std::optional<RuleMatch> ModeValueTies(const Context& c) {
   // 41ec662e: the CPU's NaN, two of them, and CUDA's 0.49, once in a row of
   // five other single values; judged expected). A row without a NaN keeps
   // the test above.
-  const at::Tensor rows = x.movedim(dim, -1).reshape({-1, x.size(dim)}).contiguous();
-  const at::Tensor ra = va.movedim(dim, -1).reshape({-1}).contiguous();
-  const at::Tensor rb = vb.movedim(dim, -1).reshape({-1}).contiguous();
-  if (ra.numel() != rows.size(0) || rb.numel() != rows.size(0)) return std::nullopt;
+  const std::vector<bool> valid_a =
+      ModeValuesValid(c.spec, c.node, x, Context::Output(c.a, c.d.node_index, 0));
+  const std::vector<bool> valid_b =
+      ModeValuesValid(c.spec, c.node, x, Context::Output(c.b, c.d.node_index, 0));
   const at::Tensor ca = count_a.reshape({-1}), cb = count_b.reshape({-1});
-  for (int64_t r = 0; r < rows.size(0); ++r) {
+  if (valid_a.size() != static_cast<size_t>(ca.numel()) || valid_b.size() != valid_a.size()) {
+    return std::nullopt;
+  }
+  for (int64_t r = 0; r < ca.numel(); ++r) {
     if (ca[r].item<int64_t>() == cb[r].item<int64_t>()) continue;
-    const at::Tensor row = rows[r];
-    const at::Tensor nan = at::isnan(row);
-    const int64_t nans = nan.sum().item<int64_t>();
-    if (nans == 0) return std::nullopt;
-    int64_t max_grouped = nans, max_each = 1, max_left = 0;
-    for (int64_t i = 0; i < row.numel(); ++i) {
-      if (nan[i].item<bool>()) continue;
-      const int64_t n = row.eq(row[i]).sum().item<int64_t>();
-      max_grouped = std::max(max_grouped, n);
-      max_each = std::max(max_each, n);
-      max_left = std::max(max_left, n);
-    }
-    auto is_mode = [&](const at::Tensor& v) {
-      if (at::isnan(v).item<bool>()) return nans == max_grouped || max_each == 1;
-      const int64_t n = row.eq(v).sum().item<int64_t>();
-      return n == max_grouped || n == max_each || n == max_left;
-    };
-    if (!is_mode(ra[r]) || !is_mode(rb[r])) return std::nullopt;
+    if (!valid_a[r] || !valid_b[r]) return std::nullopt;
   }
   return RuleMatch{"index_ties",
                    "each side's mode is a most frequent value of its row under one way of "
