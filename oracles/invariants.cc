@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "ops/infer.h"
 
@@ -94,6 +96,26 @@ std::string InvariantName(const ops::OpSpec* spec, int i) {
   return static_cast<size_t>(i) < names.size() ? names[i] : "";
 }
 
+namespace {
+
+// The op's reduced dim, wrapped for x (nullopt when out of range), and
+// whether keepdim is set, by the catalogue's positions or by name.
+std::optional<std::pair<int64_t, bool>> DimAndKeepdim(const ops::OpSpec& spec,
+                                                      const graph::Node& node,
+                                                      const at::Tensor& x) {
+  auto pos = [](int p) {
+    return p < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(p);
+  };
+  const graph::Literal* d = ops::FindArg(node, pos(spec.dim_pos), "dim");
+  int64_t dim = d != nullptr && d->kind == graph::Literal::Kind::kInt ? d->i : -1;
+  if (dim < -x.dim() || dim >= x.dim()) return std::nullopt;
+  if (dim < 0) dim += x.dim();
+  const graph::Literal* keep = ops::FindArg(node, pos(spec.keepdim_pos), "keepdim");
+  return std::make_pair(dim, keep != nullptr && keep->kind == graph::Literal::Kind::kBool && keep->b);
+}
+
+}  // namespace
+
 size_t IndicesOutput(const ops::OpSpec& spec) {
   return spec.rule == ops::Rule::kArgReduce || (spec.hints & ops::kIndicesFirst) ? 0 : 1;
 }
@@ -102,21 +124,11 @@ at::Tensor SelectedValues(const ops::OpSpec& spec, const graph::Node& node, cons
                           const at::Tensor& indices) {
   if (!x.defined() || !indices.defined() || indices.scalar_type() != at::kLong) return {};
   if (x.dim() == 0) return x;  // one element: every index selects it
-  auto int_arg = [&](int pos, const char* name, int64_t fallback) {
-    const graph::Literal* l = ops::FindArg(
-        node, pos < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(pos), name);
-    return l != nullptr && l->kind == graph::Literal::Kind::kInt ? l->i : fallback;
-  };
-  int64_t dim = int_arg(spec.dim_pos, "dim", -1);
-  if (dim < -x.dim() || dim >= x.dim()) return {};
-  if (dim < 0) dim += x.dim();
+  const std::optional<std::pair<int64_t, bool>> dk = DimAndKeepdim(spec, node, x);
+  if (!dk) return {};
+  const auto [dim, keepdim] = *dk;
   const bool reduces = spec.rule == ops::Rule::kArgReduce ||
                        spec.rule == ops::Rule::kValuesIndices || (spec.hints & ops::kReducesDim);
-  const graph::Literal* keep = ops::FindArg(
-      node, spec.keepdim_pos < 0 ? std::numeric_limits<size_t>::max()
-                                 : static_cast<size_t>(spec.keepdim_pos),
-      "keepdim");
-  const bool keepdim = keep != nullptr && keep->kind == graph::Literal::Kind::kBool && keep->b;
   at::Tensor i = indices.to(x.device());
   if (reduces && !keepdim) i = i.unsqueeze(dim);
   if (i.dim() != x.dim()) return {};
@@ -132,17 +144,10 @@ std::vector<bool> ModeValuesValid(const ops::OpSpec& spec, const graph::Node& no
   if (!x_in.defined() || !values.defined() || x_in.dim() == 0 || x_in.is_complex()) return {};
   const at::Tensor x = x_in.to(at::kDouble);
   at::Tensor v = values.to(at::kDouble);
-  const graph::Literal* d = ops::FindArg(
-      node, spec.dim_pos < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(spec.dim_pos),
-      "dim");
-  int64_t dim = d != nullptr && d->kind == graph::Literal::Kind::kInt ? d->i : -1;
-  if (dim < -x.dim() || dim >= x.dim()) return {};
-  if (dim < 0) dim += x.dim();
-  const graph::Literal* keep = ops::FindArg(
-      node, spec.keepdim_pos < 0 ? std::numeric_limits<size_t>::max()
-                                 : static_cast<size_t>(spec.keepdim_pos),
-      "keepdim");
-  if (keep == nullptr || keep->kind != graph::Literal::Kind::kBool || !keep->b) v = v.unsqueeze(dim);
+  const std::optional<std::pair<int64_t, bool>> dk = DimAndKeepdim(spec, node, x);
+  if (!dk) return {};
+  const auto [dim, keepdim] = *dk;
+  if (!keepdim) v = v.unsqueeze(dim);
   if (v.dim() != x.dim()) return {};
   const at::Tensor rows = x.movedim(dim, -1).reshape({-1, x.size(dim)}).contiguous();
   const at::Tensor vals = v.movedim(dim, -1).reshape({-1}).contiguous();
