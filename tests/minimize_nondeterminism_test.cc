@@ -91,7 +91,12 @@ TEST(Nondeterminism, EvaluateRerunsTheBlamedSideWithItsOwnRunner) {
   EXPECT_EQ(e->root.value, "c");
   EXPECT_EQ(e->root.element, 0);
   EXPECT_TRUE(e->root.root);
-  EXPECT_EQ(e->rerun, 2);
+  // Usually run 2: its blocks hold 0xa5 where run 1's were zeroed. But the
+  // in-process reruns keep glibc's thread cache, whose blocks M_PERTURB never
+  // fills, so under load run 1 can get a cached block; the later reruns are
+  // there for that. The repro below turns the cache off and must alternate.
+  EXPECT_GE(e->rerun, 2);
+  EXPECT_LE(e->rerun, kNondeterminismReruns + 1);
   EXPECT_THAT(e->root.reason, HasSubstr("cpu gives different results for the same program"));
   ASSERT_EQ(e->verdict.Roots().size(), 1u);
   // The same race on the other target: the signature's side (cpu) is
@@ -219,7 +224,12 @@ TEST(Nondeterminism, AKernelThatReadsMemoryItNeverWroteDiffersBetweenPerturbedRu
   absl::StatusOr<Evaluation> e = Evaluate(p, o, signature);
   ASSERT_TRUE(e.ok()) << e.status();
   ASSERT_TRUE(e->found) << "torch's lstsq no longer reads its pivots uninitialized?";
-  EXPECT_EQ(e->rerun, 2);
+  // Usually run 2: its blocks hold 0xa5 where run 1's were zeroed. But the
+  // in-process reruns keep glibc's thread cache, whose blocks M_PERTURB never
+  // fills, so under load run 1 can get a cached block; the later reruns are
+  // there for that. The repro below turns the cache off and must alternate.
+  EXPECT_GE(e->rerun, 2);
+  EXPECT_LE(e->rerun, kNondeterminismReruns + 1);
   EXPECT_EQ(oracles::Signature(e->root), signature);
   ReproSpec spec = RerunSpec(0, "cpu");
   spec.title = "lstsq";
