@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
 #include "torch/csrc/autograd/autograd.h"
+#include "exec/exact_reference.h"
 #include "exec/executor.h"
 #include "graph/gradient.h"
 #include "oracles/compare.h"
@@ -967,6 +968,37 @@ output %y
                                   graph::DType::kF16);
   off.hints = c.hints;
   EXPECT_FALSE(SideExcused(off, off.a, policy));
+}
+
+// Session 49's 8c799968 (judged real on both): an f64 logcumsumexp row led
+// by 1e15, whose exact d/dx0 is 4 (every prefix's maximum is x0). The CPU's
+// 3.955 and CUDA's 4.48 both keep the unshifted exponent's rounding. The
+// CPU's float64 backward is its own kernel: against it the CPU is excused
+// and CUDA alone was blamed; against the exact derivative it is not.
+TEST(GradientRules, AFloat64SideIsJudgedAgainstTheExactDerivativeNotItsOwnKernel) {
+  const Case k = LogcumsumexpCase("f64[4]", 0);
+  const at::Tensor x = at::tensor({999999999999999.875, 0.189, 1.59, 6.28}, at::kDouble);
+  const at::Tensor v = at::ones({4}, at::kDouble);
+  const at::Tensor cpu =
+      GradOf([](const at::Tensor& t) { return at::logcumsumexp(t, 0); }, x, v);
+  ASSERT_NEAR(cpu[0].item<double>(), 3.955076722920577, 1e-12);
+  const at::Tensor cuda = at::tensor({4.4816890703380645, 0.0, 0.0, 0.0}, at::kDouble);
+  std::optional<at::Tensor> exact =
+      exec::RunExactVjp(k.program.nodes[0], {{"x", x}}, v, "x", at::logcumsumexp(x, 0));
+  ASSERT_TRUE(exact.has_value());
+  ASSERT_NEAR((*exact)[0].item<double>(), 4.0, 1e-12);
+  GradientContext c = ContextOf(k, {{"x", x}}, {v}, cpu, cuda, cpu, false, graph::DType::kF64);
+  c.hints = ops::FindOp("aten::logcumsumexp")->hints;
+  c.b.cuda = true;
+  const Policy policy = DefaultPolicy();
+  EXPECT_TRUE(SideExcused(c, c.a, policy));  // its own kernel says nothing
+  EXPECT_FALSE(SideExcused(c, c.a, policy, *exact));
+  EXPECT_FALSE(SideExcused(c, c.b, policy, *exact));
+  // A side within the rules of the exact derivative stays excused.
+  GradientContext right = ContextOf(k, {{"x", x}}, {v}, *exact, cuda, cpu, false,
+                                    graph::DType::kF64);
+  right.hints = c.hints;
+  EXPECT_TRUE(SideExcused(right, right.a, policy, *exact));
 }
 
 TEST(GradientRules, BackwardStableMovesStayInsideTheDomain) {
