@@ -1033,6 +1033,42 @@ VjpResult RunNodeVjp(const graph::Node& node, const std::map<std::string, at::Te
                      const VjpGraphVisitor* visit) {
   VjpResult r;
   if (visit != nullptr) create_graph = true;
+  // ATen's scalar kernels run in the helper process, which takes programs:
+  // the plain backward of a program's own node, from values it can print.
+  if (target == Target::kCpuScalar) {
+    if (round_results || move_results || probe != nullptr || create_graph ||
+        VjpInner(node) != nullptr) {
+      r.result.error = NodeError{NodeError::Kind::kRaised,
+                                 "the cpu-scalar helper reruns a plain backward only"};
+      return r;
+    }
+    std::vector<std::string> wrt_names;
+    for (const std::string& name : node.Uses()) {
+      auto it = values.find(name);
+      if (it == values.end() || !it->second.defined()) continue;
+      if ((it->second.is_floating_point() || it->second.is_complex()) &&
+          (differentiate_only == nullptr || (*differentiate_only)(name))) {
+        wrt_names.push_back(name);
+      }
+    }
+    // A value read twice is one leaf per read below, and the node reads the
+    // last: the earlier ones get zeros. The helper differentiates each once.
+    std::vector<std::string> unique;
+    for (const std::string& name : wrt_names) {
+      if (std::find(unique.begin(), unique.end(), name) == unique.end()) unique.push_back(name);
+    }
+    VjpResult h = RunNodeVjpInScalarHelper(node, values, cotangents, unique);
+    if (h.result.error) return h;
+    r.grad_fn = h.grad_fn;
+    r.wrt = wrt_names;
+    for (size_t i = 0; i < wrt_names.size(); ++i) {
+      const size_t u = std::find(unique.begin(), unique.end(), wrt_names[i]) - unique.begin();
+      const bool last = std::find(wrt_names.begin() + i + 1, wrt_names.end(), wrt_names[i]) ==
+                        wrt_names.end();
+      r.result.outputs.push_back(last ? h.result.outputs[u] : at::zeros_like(h.result.outputs[u]));
+    }
+    return r;
+  }
   if (!AutogradRunsOn(target)) {
     r.result.error = NodeError{NodeError::Kind::kRaised, "no autograd on this target here"};
     return r;

@@ -16,6 +16,7 @@
 #include "exec/dtype_convert.h"
 #include "exec/executor.h"
 #include "exec/plugins.h"
+#include "graph/gradient.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "ops/infer.h"
@@ -136,6 +137,33 @@ class Reader {
   size_t pos_ = 0;
 };
 
+using Formats = std::map<std::string, std::vector<int64_t>>;
+
+void WriteFormats(Writer& w, const Formats& formats) {
+  w.Put<uint32_t>(static_cast<uint32_t>(formats.size()));
+  for (const auto& [name, strides] : formats) {
+    w.Str(name);
+    w.Put<uint32_t>(static_cast<uint32_t>(strides.size()));
+    for (int64_t v : strides) w.Put<int64_t>(v);
+  }
+}
+
+bool ReadFormats(Reader& in, Formats* formats) {
+  uint32_t n = 0;
+  if (!in.Get(&n)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string name;
+    uint32_t k = 0;
+    if (!in.Str(&name) || !in.Get(&k) || k > 64) return false;
+    std::vector<int64_t>& strides = (*formats)[name];
+    strides.resize(k);
+    for (int64_t& v : strides) {
+      if (!in.Get(&v)) return false;
+    }
+  }
+  return true;
+}
+
 std::string Serialize(const RunResult& r) {
   Writer w;
   w.Str(r.setup_error);
@@ -150,12 +178,23 @@ std::string Serialize(const RunResult& r) {
     }
     w.Put<uint32_t>(static_cast<uint32_t>(n.outputs.size()));
     for (const at::Tensor& t : n.outputs) w.Tensor(t);
+    // What the gradient oracle reads of a run: the backward node a forward
+    // node recorded and a gradient statement's per-value gradients.
+    w.Str(n.grad_fn);
+    w.Put<uint8_t>(n.returns_input);
+    w.Put<uint32_t>(static_cast<uint32_t>(n.value_grads.size()));
+    for (const auto& [name, t] : n.value_grads) {
+      w.Str(name);
+      w.Tensor(t);
+    }
+    WriteFormats(w, n.value_grad_formats);
   }
   w.Put<uint32_t>(static_cast<uint32_t>(r.inputs.size()));
   for (const auto& [name, t] : r.inputs) {
     w.Str(name);
     w.Tensor(t);
   }
+  WriteFormats(w, r.formats);
   return w.Take();
 }
 
@@ -181,6 +220,17 @@ bool Deserialize(const std::string& bytes, RunResult* r) {
     for (uint32_t o = 0; o < outputs; ++o) {
       if (!in.Tensor(&n.outputs.emplace_back())) return false;
     }
+    uint8_t returns_input = 0;
+    uint32_t grads = 0;
+    if (!in.Str(&n.grad_fn) || !in.Get(&returns_input) || !in.Get(&grads)) return false;
+    n.returns_input = returns_input != 0;
+    for (uint32_t g = 0; g < grads; ++g) {
+      std::string name;
+      at::Tensor t;
+      if (!in.Str(&name) || !in.Tensor(&t)) return false;
+      n.value_grads[name] = t;
+    }
+    if (!ReadFormats(in, &n.value_grad_formats)) return false;
   }
   if (!in.Get(&inputs)) return false;
   for (uint32_t i = 0; i < inputs; ++i) {
@@ -189,7 +239,7 @@ bool Deserialize(const std::string& bytes, RunResult* r) {
     if (!in.Str(&name) || !in.Tensor(&t)) return false;
     r->inputs[name] = t;
   }
-  return true;
+  return ReadFormats(in, &r->formats);
 }
 
 // --- the helper side -----------------------------------------------------
@@ -305,6 +355,19 @@ RunResult Request(const std::string& program_text) {
   return result;
 }
 
+// An input of a helper's program holding `t`'s values exactly.
+graph::Input ExactInput(const std::string& name, const at::Tensor& t) {
+  graph::Input in;
+  in.name = name;
+  in.type.dtype = FromScalarType(t.scalar_type()).value_or(graph::DType::kF64);
+  in.type.shape = t.sizes().vec();
+  in.payload.kind = graph::Payload::Kind::kValues;
+  const at::Tensor d =
+      (t.is_complex() ? at::view_as_real(t.contiguous()) : t).to(at::kDouble).contiguous();
+  in.payload.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  return in;
+}
+
 }  // namespace
 
 RunResult RunInScalarHelper(const graph::Program& program) {
@@ -312,21 +375,59 @@ RunResult RunInScalarHelper(const graph::Program& program) {
   return Request(graph::PrintProgram(program));
 }
 
+VjpResult RunNodeVjpInScalarHelper(const graph::Node& node,
+                                   const std::map<std::string, at::Tensor>& values,
+                                   const std::vector<at::Tensor>& cotangents,
+                                   const std::vector<std::string>& wrt) {
+  (void)kHelperBoot;
+  VjpResult r;
+  r.wrt = wrt;
+  // The node, then a gradient statement over its results that have a
+  // cotangent: the helper's run takes the backward in ATen's scalar kernels.
+  graph::Program p;
+  for (const auto& [name, t] : values) {
+    if (t.defined()) p.inputs.push_back(ExactInput(name, t));
+  }
+  p.nodes.push_back(node);
+  graph::GradCall call;
+  call.listed_outputs = true;
+  call.wrt = wrt;
+  for (size_t i = 0; i < node.results.size() && i < cotangents.size(); ++i) {
+    if (!cotangents[i].defined()) continue;
+    const std::string name = absl::StrCat("divfuzz_cotangent", i);
+    p.inputs.push_back(ExactInput(name, cotangents[i]));
+    call.outputs.push_back(node.results[i]);
+    call.cotangents.push_back(name);
+  }
+  std::vector<std::string> grads;
+  for (size_t i = 0; i < wrt.size(); ++i) grads.push_back(absl::StrCat("divfuzz_grad", i));
+  if (call.outputs.empty() || wrt.empty()) {
+    r.result.error = NodeError{NodeError::Kind::kRaised, "nothing to differentiate"};
+    return r;
+  }
+  p.nodes.push_back(graph::MakeGradNode(call, grads));
+  p.outputs = grads;
+  RunResult run = Request(graph::PrintProgram(p));
+  if (!run.setup_error.empty() || run.nodes.size() != 2) {
+    r.result.error = NodeError{NodeError::Kind::kRaised,
+                               run.setup_error.empty() ? "cpu-scalar helper: no result"
+                                                       : run.setup_error};
+    return r;
+  }
+  r.grad_fn = run.nodes[0].grad_fn;
+  r.result = run.nodes[0].error ? run.nodes[0] : run.nodes[1];
+  if (!r.result.error && r.result.outputs.size() != wrt.size()) {
+    r.result.error = NodeError{NodeError::Kind::kRaised, "cpu-scalar helper: gradients missing"};
+  }
+  return r;
+}
+
 NodeResult RunNodeInScalarHelper(const graph::Node& node,
                                  const std::map<std::string, at::Tensor>& values) {
   // A one-node program whose inputs hold the values exactly.
   graph::Program p;
   for (const auto& [name, t] : values) {
-    if (!t.defined()) continue;
-    graph::Input in;
-    in.name = name;
-    in.type.dtype = FromScalarType(t.scalar_type()).value_or(graph::DType::kF64);
-    in.type.shape = t.sizes().vec();
-    in.payload.kind = graph::Payload::Kind::kValues;
-    const at::Tensor d =
-        (t.is_complex() ? at::view_as_real(t.contiguous()) : t).to(at::kDouble).contiguous();
-    in.payload.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
-    p.inputs.push_back(in);
+    if (t.defined()) p.inputs.push_back(ExactInput(name, t));
   }
   p.nodes.push_back(node);
   p.outputs = node.results;

@@ -7,7 +7,9 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
+#include "exec/executor.h"
 #include "exec/run_result.h"
 #include "graph/program.h"
 
@@ -20,5 +22,14 @@ RunResult RunInScalarHelper(const graph::Program& program);
 // One node with the given CPU values, in the helper.
 NodeResult RunNodeInScalarHelper(const graph::Node& node,
                                  const std::map<std::string, at::Tensor>& values);
+
+// One node's backward in the helper (RunNodeVjp's plain case): the node's
+// forward under autograd from `values`, then torch::autograd::grad of its
+// results with `cotangents` (one per result; undefined: none) with respect
+// to the values named `wrt`. Gradients in wrt's order, on the CPU.
+VjpResult RunNodeVjpInScalarHelper(const graph::Node& node,
+                                   const std::map<std::string, at::Tensor>& values,
+                                   const std::vector<at::Tensor>& cotangents,
+                                   const std::vector<std::string>& wrt);
 
 }  // namespace divfuzz::exec

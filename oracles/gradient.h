@@ -74,8 +74,9 @@ bool ShowWhereTheBlamedSideAloneMisses(Divergence& d, bool a_blamed, const at::T
 // Whether a rule explains side `s`'s distance from its own float64 backward
 // (`s` against the witness rounded to the dtype): such a side is not the
 // wrong one of a pair blamed on both. With `exact` (the exact gradient from
-// the side's inputs, NaN where unknown), judged against it where known: a
-// float64 side's float64 backward is its own kernel and excuses anything.
+// the side's inputs, NaN where unknown) where the float64 backward misses
+// it: that backward is wrong or the side's own kernel (a float64 program's),
+// and the side is excused only within tolerance of the exact gradient.
 bool SideExcused(const rules::GradientContext& c, const rules::GradientSide& s,
                  const Policy& policy, const at::Tensor& exact = at::Tensor());
 

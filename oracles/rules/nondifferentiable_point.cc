@@ -29,7 +29,31 @@ namespace {
 
 std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c, double scale) {
   if (!c.a.witness.defined() || c.a.witness.is_complex()) return std::nullopt;
-  at::Tensor lo = c.a.witness.to(at::kDouble), hi = lo.clone();
+  // The float64 backward at `inputs`; the exact backward where the op has
+  // one: a float64 formula that rounds badly jumps between neighbouring
+  // inputs as a kink does (session 49's 8c799968: logcumsumexp's unshifted
+  // exponent at 1e15 moved the float64 gradient by 0.045 within 4 eps, and
+  // excused its own 1% error).
+  auto gradient_at = [&](const std::map<std::string, at::Tensor>& inputs) -> at::Tensor {
+    exec::VjpResult w =
+        exec::RunNodeVjp(c.node, inputs, c.a.incoming, c.types, exec::Target::kCpuF64);
+    if (w.result.error || c.out >= w.result.exact.size()) return at::Tensor();
+    at::Tensor g = w.result.exact[c.out];
+    if (g.sizes() != c.a.witness.sizes() || g.is_complex()) return at::Tensor();
+    if (c.a.incoming.size() == 1) {
+      if (std::optional<at::Tensor> e = exec::RunExactVjp(c.node, inputs, c.a.incoming[0], c.wrt);
+          e && e->sizes() == g.sizes()) {
+        g = at::where(at::isfinite(*e), *e, g);
+      }
+    }
+    return g.to(at::kDouble);
+  };
+  // From the same computation at the inputs themselves, not the witness: an
+  // exact witness beside a float64 kernel that is off by a constant share
+  // would read as a jump (a sigmoid backward 1% high).
+  const at::Tensor here = gradient_at(c.a.inputs);
+  if (!here.defined()) return std::nullopt;
+  at::Tensor lo = here, hi = here.clone();
   for (int dir = 0; dir < 6; ++dir) {
     std::map<std::string, at::Tensor> moved;
     for (const auto& [name, t] : c.a.inputs) {
@@ -41,21 +65,8 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Hull(const GradientContext& c, 
       const double eps = graph::Epsilon(it == c.types.end() ? c.dtype : it->second.dtype);
       moved[name] = MovedBy4Eps(t, eps * scale, dir, 1000);
     }
-    exec::VjpResult w = exec::RunNodeVjp(c.node, moved, c.a.incoming, c.types, exec::Target::kCpuF64);
-    if (w.result.error || c.out >= w.result.exact.size()) return std::nullopt;
-    at::Tensor g = w.result.exact[c.out];
-    if (g.sizes() != lo.sizes() || g.is_complex()) return std::nullopt;
-    // The exact backward where the op has one: a float64 formula that
-    // rounds badly jumps between neighbouring inputs as a kink does (session
-    // 49's 8c799968: logcumsumexp's unshifted exponent at 1e15 moved the
-    // float64 gradient by 0.045 within 4 eps, and excused its own 1% error).
-    if (c.a.incoming.size() == 1) {
-      if (std::optional<at::Tensor> e =
-              exec::RunExactVjp(c.node, moved, c.a.incoming[0], c.wrt);
-          e && e->sizes() == g.sizes()) {
-        g = at::where(at::isfinite(*e), *e, g);
-      }
-    }
+    const at::Tensor g = gradient_at(moved);
+    if (!g.defined()) return std::nullopt;
     lo = at::fmin(lo, g);
     hi = at::fmax(hi, g);
   }
