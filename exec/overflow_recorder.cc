@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -28,6 +31,7 @@ struct Context : at::ObserverContext {
   std::optional<at::ScalarType> dtype;
   bool mixed = false;
   bool finite = true;
+  double max = 0, min = std::numeric_limits<double>::infinity();
 };
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
@@ -38,13 +42,29 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   at::DisableRecordFunctionGuard off;  // our own checks are not observed
   auto c = std::make_unique<Context>();
   // Before the call: an in-place op changes its inputs.
+  // A 0-dim operand of another floating dtype does not take part in type
+  // promotion (an f32 0-dim times f16 gives f16): the op computes in its
+  // other operands' dtype (session 50's SmoothL1LossBackwardBackward0).
+  std::optional<at::ScalarType> zero_dim;
   for (const c10::IValue& v : fn.inputs()) {
     if (!v.isTensor() || !Floating(v.toTensor())) continue;
     const at::Tensor& t = v.toTensor();
-    if (c->dtype && *c->dtype != t.scalar_type()) c->mixed = true;
-    c->dtype = t.scalar_type();
+    if (t.dim() == 0) {
+      if (zero_dim && *zero_dim != t.scalar_type()) c->mixed = true;
+      zero_dim = t.scalar_type();
+    } else {
+      if (c->dtype && *c->dtype != t.scalar_type()) c->mixed = true;
+      c->dtype = t.scalar_type();
+    }
     if (!AllFinite(t)) c->finite = false;
+    if (t.numel() > 0 && !t.is_complex()) {
+      const at::Tensor a = t.abs().to(at::kDouble);
+      c->max = std::max(c->max, a.max().item<double>());
+      const at::Tensor nonzero = a.masked_select(a.ne(0));
+      if (nonzero.numel() > 0) c->min = std::min(c->min, nonzero.min().item<double>());
+    }
   }
+  if (!c->dtype) c->dtype = zero_dim;  // all 0-dim: they promote among themselves
   return c;
 }
 
@@ -62,6 +82,8 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   call.op = *fn.operator_name();
   if (!c->mixed) call.input_dtype = c->dtype;
   call.inputs_finite = c->finite;
+  call.input_max = c->max;
+  call.input_min = c->min;
   int64_t n = 0;
   for (const c10::IValue& v : fn.outputs()) {
     if (!v.isTensor() || !Floating(v.toTensor())) continue;
@@ -130,13 +152,15 @@ bool OpRecorder::Complete() const {
 }
 
 std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vector<OpCall>& wide,
-                                 double largest) {
+                                 double largest, const at::Tensor& where) {
   if (run.size() != wide.size()) return "";
   for (size_t i = 0; i < run.size(); ++i) {
     if (run[i].op != wide[i].op || run[i].outputs.size() != wide[i].outputs.size()) return "";
   }
+  const double edge = std::sqrt(largest);
   for (size_t i = 0; i < run.size(); ++i) {
     if (!run[i].Overflows()) continue;
+    if (run[i].input_max < edge && run[i].input_min > 1 / edge) continue;
     bool past = true;
     for (size_t j = 0; j < run[i].outputs.size() && past; ++j) {
       const at::Tensor &mine = run[i].outputs[j], &w = wide[i].outputs[j];
@@ -154,11 +178,52 @@ std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vect
       // float64, logcumsumexp's backward) that overflows in the dtype only
       // because the dtype's sentinel sits at its edge.
       const at::Tensor beyond = (wd.abs() > largest) & (wd.abs() < 1e300);
+      if (where.defined() && where.numel() == off.numel() && where.numel() > 1) {
+        const at::Tensor here = where.reshape(off.sizes()).to(at::kBool) & off;
+        past = here.any().item<bool>() &&
+               (beyond | here.logical_not()).all().item<bool>();
+        continue;
+      }
       past = (beyond | off.logical_not()).all().item<bool>();
     }
     if (past) {
       const c10::OperatorName& op = run[i].op;
       return op.overload_name.empty() ? op.name : absl::StrCat(op.name, ".", op.overload_name);
+    }
+  }
+  return "";
+}
+
+std::string UnderflowBelowTheRange(const std::vector<OpCall>& run,
+                                   const std::vector<OpCall>& wide, double smallest, double eps,
+                                   const at::Tensor& where) {
+  if (run.size() != wide.size() || !where.defined()) return "";
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (run[i].op != wide[i].op || run[i].outputs.size() != wide[i].outputs.size()) return "";
+  }
+  const double edge = std::sqrt(smallest);
+  const at::Tensor at = where.reshape(-1).to(at::kBool);
+  for (size_t i = 0; i < run.size(); ++i) {
+    const OpCall& call = run[i];
+    if (!call.inputs_finite || !call.input_dtype || at::isComplexType(*call.input_dtype) ||
+        !(call.input_min <= edge)) {
+      continue;
+    }
+    for (size_t j = 0; j < call.outputs.size(); ++j) {
+      const at::Tensor& mine = call.outputs[j];
+      const at::Tensor& w = wide[i].outputs[j];
+      if (mine.scalar_type() != *call.input_dtype || mine.numel() != at.numel() ||
+          w.numel() != at.numel() || w.is_complex()) {
+        continue;
+      }
+      const at::Tensor wd = w.reshape(-1).to(at::kDouble);
+      const at::Tensor md = mine.reshape(-1).to(at::kDouble);
+      const at::Tensor below = wd.ne(0) & (wd.abs() < smallest) & at::isfinite(md) &
+                               ((md - wd).abs() > eps * wd.abs());
+      if ((below & at).any().item<bool>()) {
+        const c10::OperatorName& op = call.op;
+        return op.overload_name.empty() ? op.name : absl::StrCat(op.name, ".", op.overload_name);
+      }
     }
   }
   return "";

@@ -14,6 +14,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,8 @@ struct OpCall {
   std::optional<at::ScalarType> input_dtype;  // its floating inputs' dtype; none when mixed
   bool inputs_finite = true;
   std::vector<at::Tensor> outputs;  // its floating tensor outputs, copied
+  // Its floating tensor inputs' largest magnitude and smallest nonzero one.
+  double input_max = 0, input_min = std::numeric_limits<double>::infinity();
   // Finite inputs, a non-finite output of the inputs' dtype (a cast is not).
   bool Overflows() const;
 };
@@ -64,8 +67,29 @@ class OpRecorder {
 // of `wide` (the same computation in float64, aligned call by call: the
 // same ops in the same order) is finite and past the dtype's largest finite
 // value at every element where `run`'s output is not: its op's name;
-// "" when none is, or the runs do not align.
+// "" when none is, or the runs do not align. Only an op with an operand at
+// a far end of the range (|v| >= sqrt(largest), or nonzero and <= its
+// inverse: a product, quotient or power needs one to leave the range) is
+// such an intermediate: exp of an ordinary 98.9 in float32 is a formula
+// that forms what a stable one would not (soft_margin_loss's backward,
+// session 50's judges). With `where` (a mask over the
+// result the calls lead to), an output of that many elements is judged at
+// those elements only (an elementwise formula: a pole at another element,
+// pow(0, -1), is not this element's overflow), and must overflow there.
 std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vector<OpCall>& wide,
-                                 double largest);
+                                 double largest, const at::Tensor& where = at::Tensor());
+
+// The first call of `run` with finite inputs and an output of their dtype
+// whose same call in `wide` is nonzero and below `smallest` (the dtype's
+// smallest normal) at an element of `where` (an output of that many
+// elements: an elementwise formula), where `run`'s output is off it by more
+// than `eps` relatively (flushed to 0, or a subnormal's few bits), with an
+// operand at the small end of the range (nonzero |v| <= sqrt(smallest): a
+// product or quotient needs one to fall below it): its op's name; "" when
+// none is, or the runs do not align. atan2's backward squares a y of 1e-36
+// to 0 in float32 and masks the zero denominator to a 0 gradient.
+std::string UnderflowBelowTheRange(const std::vector<OpCall>& run,
+                                   const std::vector<OpCall>& wide, double smallest, double eps,
+                                   const at::Tensor& where);
 
 }  // namespace divfuzz::exec

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -59,6 +60,41 @@ TEST(OpRecorder, AnExpOfACancelledExponentIsNotPastTheRange) {
   for (const OpCall& call : f32) overflows = overflows || call.Overflows();
   ASSERT_TRUE(overflows);  // the float32 run does overflow
   EXPECT_EQ(OverflowPastTheRange(f32, f64, std::numeric_limits<float>::max()), "");
+}
+
+// Session 50's PowBackward1 f16 (judged expected): pow(x, x) beside zeros,
+// where pow(0, -1) is infinite in float64 too (a pole), and at the subnormal
+// 2^-24 pow(x, x - 1) = 2^24 overflows f16 though float64 holds it. Judged
+// where the gradient is off (the subnormal's element), the overflow is an
+// intermediate past the range; over every element the pole hides it.
+TEST(OpRecorder, AnOverflowBesideAPoleIsJudgedWhereTheGradientIsOff) {
+  auto pow = [](const at::Tensor& t) { return at::pow(t, t); };
+  const at::Tensor x = at::tensor({0.0, std::ldexp(1.0, -24)}, at::kDouble);
+  const at::Tensor g = at::zeros({2}, at::kDouble);
+  const std::vector<OpCall> f16 = BackwardCalls(pow, x.to(at::kHalf), g);
+  const std::vector<OpCall> f64 = BackwardCalls(pow, x, g);
+  const at::Tensor off = at::tensor({0, 1}).to(at::kBool);
+  EXPECT_EQ(OverflowPastTheRange(f16, f64, 65504), "");
+  EXPECT_EQ(OverflowPastTheRange(f16, f64, 65504, off), "aten::pow.Tensor_Tensor");
+}
+
+// Session 50's SoftMarginLossBackward0 f32 (judged real): its backward forms
+// exp(-t·x), which overflows float32 at an ordinary -t·x = 98.9 where a
+// stable formula (a sigmoid) would not; float64 holds exp(98.9) = 8.9e42.
+// No operand is at a far end of float32's range: no intermediate past it.
+TEST(OpRecorder, AnExpOfAnOrdinaryArgumentIsNoIntermediatePastTheRange) {
+  auto loss = [](const at::Tensor& t) {
+    return at::soft_margin_loss(t, at::ones_like(t), at::Reduction::None);
+  };
+  const at::Tensor x = at::tensor({-98.9, 1.0}, at::kDouble);
+  const at::Tensor g = at::ones({2}, at::kDouble);
+  const std::vector<OpCall> f32 = BackwardCalls(loss, x.to(at::kFloat), g);
+  const std::vector<OpCall> f64 = BackwardCalls(loss, x, g);
+  bool overflows = false;
+  for (const OpCall& call : f32) overflows = overflows || call.Overflows();
+  ASSERT_TRUE(overflows);
+  const at::Tensor off = at::tensor({1, 0}).to(at::kBool);
+  EXPECT_EQ(OverflowPastTheRange(f32, f64, std::numeric_limits<float>::max(), off), "");
 }
 
 TEST(OpRecorder, ACastIsNoOverflowOfTheFormula) {

@@ -1001,6 +1001,56 @@ TEST(GradientRules, AFloat64SideIsJudgedAgainstTheExactDerivativeNotItsOwnKernel
   EXPECT_TRUE(SideExcused(right, right.a, policy, *exact));
 }
 
+// Session 48's 6828ad12 and session 50's judges (expected, "Extremal
+// values" at the small end): atan2's backward divides by x² + y², and x =
+// 1e-36 squares to 0 in float32, so the zero denominator is masked to a
+// gradient of 0 where the exact d/dy is 1e36. Beside it session 50's
+// SincBackward0 f16 at z = 3e-4 (judged real): πz² is subnormal in f16
+// too, but the same formula in float32 is 4.4% off there: the formula, not
+// the range.
+TEST(GradientRules, AnIntermediateBelowTheRangeAtATinyOperandIsExtremal) {
+  {
+    Case k = CaseOf(R"(divfuzz v1
+input %y: f32[2] = values(0.0, 0.5)
+input %x: f32[2] = values(1e-36, 1.0)
+%r = aten::atan2(%y, %x)
+output %r
+)", DivergenceClass::kTolerance, 0);
+    // d/dy = x / (x² + y²) = 1/x at y = 0.
+    const at::Tensor y = at::tensor({0.0, 0.5}, at::kFloat);
+    const at::Tensor x = at::tensor({1e-36, 1.0}, at::kFloat);
+    const at::Tensor v = at::tensor({1e-30, 1.0}, at::kFloat);
+    auto atan2_y = [&](const at::Tensor& t) { return at::atan2(t, x.to(t.scalar_type())); };
+    const at::Tensor w = GradOf(atan2_y, y.to(at::kDouble), v.to(at::kDouble));
+    const at::Tensor cpu = GradOf(atan2_y, y, v, at::kFloat);
+    ASSERT_EQ(cpu[0].item<float>(), 0.0f);  // the zero denominator, masked
+    ASSERT_NEAR(w[0].item<double>(), 1e6, 1);
+    GradientContext c =
+        ContextOf(k, {{"y", y}, {"x", x}}, {v}, cpu, w.to(at::kFloat), w, true);
+    c.b.upcast = true;
+    std::optional<RuleMatch> m = gradient_intermediate_underflow(c);
+    ASSERT_TRUE(m.has_value());
+    EXPECT_NE(m->reason.find("aten::mul"), std::string::npos) << m->reason;
+  }
+  {
+    Case k = CaseOf(R"(divfuzz v1
+input %z: f16[2] = values(0.0003, 0.5)
+%r = aten::sinc(%z)
+output %r
+)", DivergenceClass::kTolerance, 0);
+    const at::Tensor z = at::tensor({0x1.3a8p-12, 0.5}, at::kDouble).to(at::kHalf);
+    const at::Tensor v = at::ones({2}, at::kHalf);
+    auto sinc = [](const at::Tensor& t) { return at::sinc(t); };
+    const at::Tensor w = GradOf(sinc, z.to(at::kDouble), v.to(at::kDouble));
+    const at::Tensor cpu = GradOf(sinc, z, v, at::kHalf);
+    ASSERT_GT(std::abs(cpu[0].item<double>() - w[0].item<double>()), 1e-4);
+    GradientContext c = ContextOf(k, {{"z", z}}, {v}, cpu, w.to(at::kHalf), w, true,
+                                  graph::DType::kF16);
+    c.b.upcast = true;
+    EXPECT_FALSE(gradient_intermediate_underflow(c).has_value());
+  }
+}
+
 TEST(GradientRules, BackwardStableMovesStayInsideTheDomain) {
   // Session 33's ErfinvBackward0 at x = 1 - 2^-24, one ulp below erfinv's pole: x moved up by
   // 4 eps crosses 1 (NaN there), and the hull had collapsed onto the unmoved point, so CPU's

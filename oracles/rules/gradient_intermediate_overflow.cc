@@ -13,7 +13,11 @@
 // at 89: in range in float64), an op whose inputs were already wrong
 // (log_ndtr's backward: exp of an exponent cancelled in f32, exp(18) exactly;
 // session 39's judge), a narrowing cast, or a side whose rerun does not
-// reproduce its non-finite values is not.
+// reproduce its non-finite values is not; nor is an op with no operand at a
+// far end of the range (soft_margin_loss's exp(98.9) in float32: a formula a
+// stable one would not form, judged real in session 50), and for an
+// elementwise formula the overflow is looked for where the gradient is off
+// (pow(0, -1) beside a subnormal base is a pole, not that element's cause).
 // The numerical-accuracy notes, "Extremal values": intermediates may overflow
 // the range of the used datatype though the result is representable.
 #include <ATen/ATen.h>
@@ -75,7 +79,7 @@ std::optional<RuleMatch> gradient_intermediate_overflow(const GradientContext& c
       if (!recorder.Complete() || r.result.error) return std::nullopt;
       wide = recorder.Calls();
     }
-    const std::string op = exec::OverflowPastTheRange(mine, wide, largest);
+    const std::string op = exec::OverflowPastTheRange(mine, wide, largest, off);
     if (op.empty()) return std::nullopt;
     if (seen.find(op) == std::string::npos) absl::StrAppend(&seen, seen.empty() ? "" : ", ", op);
   }
