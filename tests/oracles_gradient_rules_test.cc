@@ -1051,6 +1051,32 @@ output %r
   }
 }
 
+// Session 50's 33508b9d (judged expected): pow(2, x) at x = 16 is 65536,
+// past f16's range, so the forward's saved result is inf (correctly), and
+// PowBackward2 forms 0·inf = NaN for an incoming 0 where the exact gradient
+// is 0. At x = 15 the saved 32768 fits: no such intermediate.
+TEST(GradientRules, ASavedForwardResultPastTheRangeIsAnIntermediateOverflow) {
+  for (const double e : {16.0, 15.0}) {
+    Case k = CaseOf(R"(divfuzz v1
+input %x: f16[2] = values(16.0, 1.0)
+%r = aten::pow.Scalar(2.0, %x)
+output %r
+)", DivergenceClass::kClassSplit, 0);
+    const at::Tensor x = at::tensor({e, 1.0}, at::kDouble).to(at::kHalf);
+    const at::Tensor v = at::zeros({2}, at::kHalf);
+    const at::Tensor saved = at::pow(2.0, x);
+    const at::Tensor cpu = at::tensor({std::nan(""), 0.0}, at::kDouble).to(at::kHalf);
+    const at::Tensor w = at::zeros({2}, at::kDouble);
+    GradientContext c = ContextOf(k, {{"x", x}}, {v}, cpu, w.to(at::kHalf), w, true,
+                                  graph::DType::kF16);
+    c.a.results = {saved};
+    c.b.upcast = true;
+    std::optional<RuleMatch> m = gradient_intermediate_overflow(c);
+    EXPECT_EQ(m.has_value(), e == 16.0) << e;
+    if (m) EXPECT_NE(m->reason.find("the forward result it saved"), std::string::npos) << m->reason;
+  }
+}
+
 TEST(GradientRules, BackwardStableMovesStayInsideTheDomain) {
   // Session 33's ErfinvBackward0 at x = 1 - 2^-24, one ulp below erfinv's pole: x moved up by
   // 4 eps crosses 1 (NaN there), and the hull had collapsed onto the unmoved point, so CPU's
