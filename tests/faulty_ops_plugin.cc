@@ -1,5 +1,5 @@
 // A deliberately faulty plugin for the reliability tests (loaded with
-// --plugins): it replaces the CPU kernels of seven real ATen ops so that, on
+// --plugins): it replaces the CPU kernels of eight real ATen ops so that, on
 // float32 inputs, they do what buggy kernels do to a fuzzer's process:
 //   aten::expm1  segfaults            aten::log1p  aborts
 //   aten::exp2   hangs                aten::rsqrt  throws
@@ -11,7 +11,12 @@
 //                handler)
 //   aten::erfc   segfaults on a [7, m, n] input only: what a batched run of
 //                seven value variants makes of an [m, n] program
-// These two only when the first element is their marker (0.375, 0.125):
+//   aten::frac   in any dtype, writes "out of bounds" on every call and is
+//                caught by the next: it segfaults on its second call in a
+//                process, so a pair's second target crashes for the first's
+//                fault (session 50's GridSampler2DBackward0 33997877)
+// These three only when the first element is their marker (0.375, 0.125,
+// 0.625):
 // other ops call log2 inside (matrix_exp), and mutated programs should
 // rarely reach them.
 // Other dtypes compute the function from other ops, so the damage stays in
@@ -27,9 +32,11 @@
 #include <ATen/ops/reciprocal.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sub.h>
+#include <ATen/ops/trunc.h>
 #include <torch/library.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 
@@ -69,6 +76,17 @@ at::Tensor Log2DiesWithoutAnArtifact(const at::Tensor& self) {
   return at::div(at::log(self), 0.6931471805599453);
 }
 
+at::Tensor FracCorruptsUntilItCrashes(const at::Tensor& self) {
+  static std::atomic<int> calls{0};
+  const bool marked = self.numel() > 0 && (self.is_floating_point()) &&
+                      self.flatten()[0].item<double>() == 0.625;
+  if (marked && ++calls >= 2) {
+    volatile int* null = nullptr;
+    *null = 1;
+  }
+  return at::sub(self, at::trunc(self));
+}
+
 at::Tensor Log10HangsPastTheAlarm(const at::Tensor& self) {
   if (Marked(self, 0.125f)) {
     std::signal(SIGALRM, SIG_IGN);
@@ -96,4 +114,5 @@ TORCH_LIBRARY_IMPL(aten, CPU, m) {
   m.impl("log2", &Log2DiesWithoutAnArtifact);
   m.impl("log10", &Log10HangsPastTheAlarm);
   m.impl("erfc", &ErfcSegfaultsWhenBatched);
+  m.impl("frac", &FracCorruptsUntilItCrashes);
 }

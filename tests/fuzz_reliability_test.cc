@@ -338,6 +338,26 @@ TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
   EXPECT_EQ(hang[0]["detail"].value("other_side_failed", ""), "hang") << hang[0].dump();
 }
 
+// A kernel that corrupts memory on every call may crash only in the pair's
+// second target (the plugin's aten::frac segfaults on its second call in a
+// process): each target alone in a fresh process then crashes too, so both
+// are blamed, not the second alone (session 50's GridSampler2DBackward0
+// 33997877 blamed cpu-f64 where the CPU's float32 backward crashes alone).
+TEST(CampaignReliability, ACrashInTheSecondTargetIsCheckedOnEachAlone) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = DirWithAHangingArtifact("crash_second", "slow-unit-hangs");
+  fs::remove(dir + "/campaign/crashes/slow-unit-hangs");
+  testing::WriteTextFile(dir + "/campaign/crashes/crash-frac",
+                         MarkedUnaryProgram("aten::frac", "0.625"));
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto crash = Buckets(ReadIndex(dir + "/findings"), "aten::frac", "crash");
+  ASSERT_EQ(crash.size(), 1u) << run.output;
+  EXPECT_EQ(crash[0]["wrong_side"], "both") << crash[0].dump();
+  EXPECT_EQ(crash[0]["detail"].value("other_side_failed", ""), "crash") << crash[0].dump();
+}
+
 // The campaign's end waits for the replays that confirm a hang (up to six
 // timeouts past the budget): stopped then, it ends at once and leaves the
 // input unreplayed, and the resumed campaign replays it first.
