@@ -40,7 +40,7 @@ TEST(OpRecorder, AnIntermediatePastTheRangeInBothRunsIsFound) {
   bool overflows = false;
   for (const OpCall& call : f32) overflows = overflows || call.Overflows();
   EXPECT_TRUE(overflows);
-  EXPECT_EQ(OverflowPastTheRange(f32, f64, std::numeric_limits<float>::max()), "aten::mul.Tensor");
+  EXPECT_EQ(OverflowPastTheRange(f32, f64, graph::DType::kF32), "aten::mul.Tensor");
   // Nothing is recorded outside a backward, or once the recorder is gone.
   OpRecorder later;
   (void)at::exp(at::tensor({100.0f}));
@@ -59,7 +59,7 @@ TEST(OpRecorder, AnExpOfACancelledExponentIsNotPastTheRange) {
   bool overflows = false;
   for (const OpCall& call : f32) overflows = overflows || call.Overflows();
   ASSERT_TRUE(overflows);  // the float32 run does overflow
-  EXPECT_EQ(OverflowPastTheRange(f32, f64, std::numeric_limits<float>::max()), "");
+  EXPECT_EQ(OverflowPastTheRange(f32, f64, graph::DType::kF32), "");
 }
 
 // Session 50's PowBackward1 f16 (judged expected): pow(x, x) beside zeros,
@@ -74,8 +74,8 @@ TEST(OpRecorder, AnOverflowBesideAPoleIsJudgedWhereTheGradientIsOff) {
   const std::vector<OpCall> f16 = BackwardCalls(pow, x.to(at::kHalf), g);
   const std::vector<OpCall> f64 = BackwardCalls(pow, x, g);
   const at::Tensor off = at::tensor({0, 1}).to(at::kBool);
-  EXPECT_EQ(OverflowPastTheRange(f16, f64, 65504), "");
-  EXPECT_EQ(OverflowPastTheRange(f16, f64, 65504, off), "aten::pow.Tensor_Tensor");
+  EXPECT_EQ(OverflowPastTheRange(f16, f64, graph::DType::kF16), "");
+  EXPECT_EQ(OverflowPastTheRange(f16, f64, graph::DType::kF16, off), "aten::pow.Tensor_Tensor");
 }
 
 // Session 50's SoftMarginLossBackward0 f32 (judged real): its backward forms
@@ -94,7 +94,25 @@ TEST(OpRecorder, AnExpOfAnOrdinaryArgumentIsNoIntermediatePastTheRange) {
   for (const OpCall& call : f32) overflows = overflows || call.Overflows();
   ASSERT_TRUE(overflows);
   const at::Tensor off = at::tensor({1, 0}).to(at::kBool);
-  EXPECT_EQ(OverflowPastTheRange(f32, f64, std::numeric_limits<float>::max(), off), "");
+  EXPECT_EQ(OverflowPastTheRange(f32, f64, graph::DType::kF32, off), "");
+}
+
+// Session 50's Log2Backward0 f32 a61f67a6 (judged expected): log2's backward
+// forms x·ln 2, which at the subnormal 1e-40 keeps a few bits; a NaN at
+// another element of x made the call's inputs "not finite" as a whole and
+// hid it. Judged at the element where the gradient is off, it is found.
+TEST(OpRecorder, AnotherElementsNaNDoesNotHideAnUnderflowHere) {
+  auto log2 = [](const at::Tensor& t) { return at::log2(t); };
+  const at::Tensor x = at::tensor({1e-40, std::nan("")}, at::kDouble);
+  const at::Tensor g = at::ones({2}, at::kDouble);
+  const std::vector<OpCall> f32 = BackwardCalls(log2, x.to(at::kFloat), g);
+  const std::vector<OpCall> f64 = BackwardCalls(log2, x, g);
+  const at::Tensor here = at::tensor({1, 0}).to(at::kBool);
+  EXPECT_NE(UnderflowBelowTheRange(f32, f64, graph::DType::kF32, here).find("aten::mul"),
+            std::string::npos);
+  // At the NaN's element nothing is judged.
+  EXPECT_EQ(UnderflowBelowTheRange(f32, f64, graph::DType::kF32, at::tensor({0, 1}).to(at::kBool)),
+            "");
 }
 
 TEST(OpRecorder, ACastIsNoOverflowOfTheFormula) {

@@ -117,7 +117,7 @@ std::optional<RuleMatch> gradient_intermediate_overflow(const GradientContext& c
       if (!recorder.Complete() || r.result.error) return std::nullopt;
       wide = recorder.Calls();
     }
-    const std::string op = exec::OverflowPastTheRange(mine, wide, largest, off);
+    const std::string op = exec::OverflowPastTheRange(mine, wide, c.dtype, off);
     if (op.empty()) return std::nullopt;
     if (seen.find(op) == std::string::npos) absl::StrAppend(&seen, seen.empty() ? "" : ", ", op);
   }

@@ -42,8 +42,6 @@ std::optional<RuleMatch> gradient_intermediate_underflow(const GradientContext& 
       c.dtype != graph::DType::kF32) {
     return std::nullopt;
   }
-  const double smallest = graph::SmallestNormal(c.dtype);
-  const double eps = graph::Epsilon(c.dtype);
   const Tolerance tol = c.policy.For(c.node.QualifiedName(), c.dtype);
   std::string seen;  // the ops below the range, for the reason
   bool any_off = false;
@@ -86,7 +84,7 @@ std::optional<RuleMatch> gradient_intermediate_underflow(const GradientContext& 
       if (!recorder.Complete() || r.result.error) return std::nullopt;
       wide = recorder.Calls();
     }
-    const std::string op = exec::UnderflowBelowTheRange(mine, wide, smallest, eps, off);
+    const std::string op = exec::UnderflowBelowTheRange(mine, wide, c.dtype, off);
     if (op.empty()) return std::nullopt;
     // f16's normal range starts at 6.1e-5: an ordinary small input squares
     // below it. Where the same formula in float32 (f32's range, f16's
