@@ -216,10 +216,12 @@ std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vect
   const bool elementwise = where.defined() && where.numel() > 1;
   at::Tensor covered;  // the judged elements an op's overflow explains
   std::string names;
+  std::string whole;  // the first op past the range over a differently shaped output
   for (size_t i = 0; i < run.size(); ++i) {
     if (!run[i].Overflows(where)) continue;
     if (run[i].input_max < ends.big && run[i].input_min > ends.small) continue;
     bool past = true;
+    bool shaped = false;  // an output shaped like `where`: judged element by element
     for (size_t j = 0; j < run[i].outputs.size() && past; ++j) {
       const at::Tensor &mine = run[i].outputs[j], &w = wide[i].outputs[j];
       if (mine.sizes() != w.sizes() || w.is_complex()) {
@@ -237,6 +239,7 @@ std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vect
       // because the dtype's sentinel sits at its edge.
       const at::Tensor beyond = (wd.abs() > largest) & (wd.abs() < 1e300);
       if (elementwise && where.numel() == off.numel()) {
+        shaped = true;
         at::Tensor here = where.reshape(-1).to(at::kBool) & off.reshape(-1);
         // An operand at a far end at this element, where known per element.
         const OpCall& call = run[i];
@@ -255,14 +258,21 @@ std::string OverflowPastTheRange(const std::vector<OpCall>& run, const std::vect
       const std::string name =
           op.overload_name.empty() ? op.name : absl::StrCat(op.name, ".", op.overload_name);
       if (!elementwise) return name;
-      if (names.find(name) == std::string::npos) {
+      if (!shaped) {
+        if (whole.empty()) whole = name;
+      } else if (names.find(name) == std::string::npos) {
         absl::StrAppend(&names, names.empty() ? "" : ", ", name);
       }
     }
   }
-  // Every judged element explained by some op's overflow, or none is.
-  if (!elementwise || !covered.defined()) return "";
-  return (covered | where.reshape(-1).to(at::kBool).logical_not()).all().item<bool>() ? names : "";
+  // Every judged element explained by some op's overflow; where no op's
+  // output has the gradient's shape (a reduction's formula), the first op
+  // past the range over its whole output, as without `where`.
+  if (covered.defined()) {
+    return (covered | where.reshape(-1).to(at::kBool).logical_not()).all().item<bool>() ? names
+                                                                                       : "";
+  }
+  return whole;
 }
 
 std::string UnderflowBelowTheRange(const std::vector<OpCall>& run,

@@ -41,6 +41,10 @@ TEST(OpRecorder, AnIntermediatePastTheRangeInBothRunsIsFound) {
   for (const OpCall& call : f32) overflows = overflows || call.Overflows();
   EXPECT_TRUE(overflows);
   EXPECT_EQ(OverflowPastTheRange(f32, f64, graph::DType::kF32), "aten::mul.Tensor");
+  // Judged at a gradient no output is shaped like (a reduction's formula):
+  // over each op's whole output, as without the mask.
+  EXPECT_EQ(OverflowPastTheRange(f32, f64, graph::DType::kF32, at::ones({5}).to(at::kBool)),
+            "aten::mul.Tensor");
   // Nothing is recorded outside a backward, or once the recorder is gone.
   OpRecorder later;
   (void)at::exp(at::tensor({100.0f}));
