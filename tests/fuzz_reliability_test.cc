@@ -46,15 +46,21 @@ std::string MarkedUnaryProgram(const std::string& op, const std::string& marker)
 }
 
 // A fresh folder `name` with a seed (dir/seeds/exp.dfz) and, in the
-// campaign's crashes/, an artifact `artifact` that hangs under the faulty
-// plugin (aten::exp2 on float32), as a worker left it.
-std::string DirWithAHangingArtifact(const std::string& name, const std::string& artifact) {
+// campaign's crashes/, an artifact `artifact` holding `program`, as a worker
+// left it; DirWithAHangingArtifact's hangs under the faulty plugin
+// (aten::exp2 on float32).
+std::string DirWithAnArtifact(const std::string& name, const std::string& artifact,
+                              const std::string& program) {
   const std::string dir = testing::TempDir(name);
   fs::create_directories(dir + "/seeds");
   testing::WriteTextFile(dir + "/seeds/exp.dfz", UnaryProgram("aten::exp"));
   fs::create_directories(dir + "/campaign/crashes");
-  testing::WriteTextFile(dir + "/campaign/crashes/" + artifact, UnaryProgram("aten::exp2"));
+  testing::WriteTextFile(dir + "/campaign/crashes/" + artifact, program);
   return dir;
+}
+
+std::string DirWithAHangingArtifact(const std::string& name, const std::string& artifact) {
+  return DirWithAnArtifact(name, artifact, UnaryProgram("aten::exp2"));
 }
 
 // A campaign in `dir` under the faulty ops plugin, its corpus dir/seeds.
@@ -323,19 +329,27 @@ TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   }
 }
 
+// A short campaign in `dir` on `targets` under the faulty plugin files the
+// artifact as one `cls` bucket of `op`, blamed on both: the other side
+// failed the same way on its own run.
+void ExpectFiledOnBoth(const std::string& dir, const std::string& targets, const std::string& op,
+                       const std::string& cls) {
+  const testing::CommandRun run = FaultyCampaign(
+      dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=" + targets);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto found = Buckets(ReadIndex(dir + "/findings"), op, cls);
+  ASSERT_EQ(found.size(), 1u) << run.output;
+  EXPECT_EQ(found[0]["wrong_side"], "both") << found[0].dump();
+  EXPECT_EQ(found[0]["detail"].value("other_side_failed", ""), cls) << found[0].dump();
+}
+
 // Locate runs the targets in order, so a hang on the first hides the second:
 // it is replayed first, and a hang on both is filed on both. (cpu-scalar's
 // helper runs the faulty float32 exp2 too.)
 TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const std::string dir = DirWithAHangingArtifact("hang_both", "slow-unit-hangs");
-  const testing::CommandRun run =
-      FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-scalar");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const auto hang = Buckets(ReadIndex(dir + "/findings"), "aten::exp2", "hang");
-  ASSERT_EQ(hang.size(), 1u) << run.output;
-  EXPECT_EQ(hang[0]["wrong_side"], "both") << hang[0].dump();
-  EXPECT_EQ(hang[0]["detail"].value("other_side_failed", ""), "hang") << hang[0].dump();
+  ExpectFiledOnBoth(DirWithAHangingArtifact("hang_both", "slow-unit-hangs"), "cpu,cpu-scalar",
+                    "aten::exp2", "hang");
 }
 
 // A kernel that corrupts memory on every call may crash only in the pair's
@@ -345,17 +359,9 @@ TEST(CampaignReliability, AHangOnBothTargetsIsFiledOnBoth) {
 // 33997877 blamed cpu-f64 where the CPU's float32 backward crashes alone).
 TEST(CampaignReliability, ACrashInTheSecondTargetIsCheckedOnEachAlone) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
-  const std::string dir = DirWithAHangingArtifact("crash_second", "slow-unit-hangs");
-  fs::remove(dir + "/campaign/crashes/slow-unit-hangs");
-  testing::WriteTextFile(dir + "/campaign/crashes/crash-frac",
-                         MarkedUnaryProgram("aten::frac", "0.625"));
-  const testing::CommandRun run =
-      FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-f64");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const auto crash = Buckets(ReadIndex(dir + "/findings"), "aten::frac", "crash");
-  ASSERT_EQ(crash.size(), 1u) << run.output;
-  EXPECT_EQ(crash[0]["wrong_side"], "both") << crash[0].dump();
-  EXPECT_EQ(crash[0]["detail"].value("other_side_failed", ""), "crash") << crash[0].dump();
+  ExpectFiledOnBoth(DirWithAnArtifact("crash_second", "crash-frac",
+                                      MarkedUnaryProgram("aten::frac", "0.625")),
+                    "cpu,cpu-f64", "aten::frac", "crash");
 }
 
 // The campaign's end waits for the replays that confirm a hang (up to six

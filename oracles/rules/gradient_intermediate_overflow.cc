@@ -24,7 +24,6 @@
 // the range of the used datatype though the result is representable.
 #include <ATen/ATen.h>
 
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "exec/executor.h"
@@ -62,13 +61,11 @@ std::string SavedResultPastTheRange(const GradientContext& c, const GradientSide
 
 std::optional<RuleMatch> gradient_intermediate_overflow(const GradientContext& c) {
   if (c.d.cls != DivergenceClass::kClassSplit || c.accumulation) return std::nullopt;
-  double largest = 0;
-  switch (c.dtype) {
-    case graph::DType::kF16: largest = 65504; break;
-    case graph::DType::kBF16: largest = 3.3895313892515355e38; break;
-    case graph::DType::kF32: largest = std::numeric_limits<float>::max(); break;
-    default: return std::nullopt;
+  if (c.dtype != graph::DType::kF16 && c.dtype != graph::DType::kBF16 &&
+      c.dtype != graph::DType::kF32) {
+    return std::nullopt;
   }
+  const double largest = graph::MaxFinite(c.dtype);
   std::string seen;  // the ops past the range, for the reason
   for (const GradientSide* s : {&c.a, &c.b}) {
     if (!s->outgoing.defined() || !s->witness.defined() || s->outgoing.is_complex() ||
@@ -89,35 +86,12 @@ std::optional<RuleMatch> gradient_intermediate_overflow(const GradientContext& c
       }
       continue;
     }
-    // The side's own backward on its own device, and the same backward in
-    // float64 there, recorded op by op inside the autograd nodes.
-    std::vector<exec::OpCall> mine, wide;
-    {
-      exec::OpRecorder recorder;
-      const exec::VjpResult r =
-          exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
-                           s->cuda ? exec::Target::kCuda : exec::Target::kCpu, false, nullptr,
-                           nullptr, false);
-      if (!recorder.Complete() || r.result.error || c.out >= r.result.outputs.size()) {
-        return std::nullopt;
-      }
-      const at::Tensor again = r.result.outputs[c.out].cpu();
-      if (again.sizes() != off.sizes()) return std::nullopt;
-      if (!(at::isfinite(again).logical_not() | off.logical_not()).all().item<bool>()) {
-        return std::nullopt;  // the rerun does not reproduce the side's non-finite values
-      }
-      mine = recorder.Calls();
+    const std::optional<RecordedBackward> rec = RecordBackward(c, *s);
+    if (!rec || rec->gradient.sizes() != off.sizes()) return std::nullopt;
+    if (!(at::isfinite(rec->gradient).logical_not() | off.logical_not()).all().item<bool>()) {
+      return std::nullopt;  // the rerun does not reproduce the side's non-finite values
     }
-    {
-      exec::OpRecorder recorder;
-      const exec::VjpResult r =
-          exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
-                           s->cuda ? exec::Target::kCudaF64 : exec::Target::kCpuF64, false,
-                           nullptr, nullptr, false);
-      if (!recorder.Complete() || r.result.error) return std::nullopt;
-      wide = recorder.Calls();
-    }
-    const std::string op = exec::OverflowPastTheRange(mine, wide, c.dtype, off);
+    const std::string op = exec::OverflowPastTheRange(rec->mine, rec->wide, c.dtype, off);
     if (op.empty()) return std::nullopt;
     if (seen.find(op) == std::string::npos) absl::StrAppend(&seen, seen.empty() ? "" : ", ", op);
   }

@@ -57,34 +57,15 @@ std::optional<RuleMatch> gradient_intermediate_underflow(const GradientContext& 
     const at::Tensor off = DifferingElements(s->outgoing, rounded, c.dtype, tol);
     if (!off.defined() || !off.any().item<bool>()) continue;
     any_off = true;
-    std::vector<exec::OpCall> mine, wide;
-    {
-      exec::OpRecorder recorder;
-      const exec::VjpResult r =
-          exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
-                           s->cuda ? exec::Target::kCuda : exec::Target::kCpu);
-      if (!recorder.Complete() || r.result.error || c.out >= r.result.outputs.size()) {
-        return std::nullopt;
-      }
-      // The rerun is off where the side was: it reproduces the side.
-      const at::Tensor again = r.result.outputs[c.out].cpu();
-      if (again.sizes() != s->outgoing.sizes()) return std::nullopt;
-      const at::Tensor off_again = DifferingElements(again, rounded, c.dtype, tol);
-      if (!off_again.defined() ||
-          !(off_again.reshape(-1) | off.reshape(-1).logical_not()).all().item<bool>()) {
-        return std::nullopt;
-      }
-      mine = recorder.Calls();
+    const std::optional<RecordedBackward> rec = RecordBackward(c, *s);
+    if (!rec || rec->gradient.sizes() != s->outgoing.sizes()) return std::nullopt;
+    // The rerun is off where the side was: it reproduces the side.
+    const at::Tensor off_again = DifferingElements(rec->gradient, rounded, c.dtype, tol);
+    if (!off_again.defined() ||
+        !(off_again.reshape(-1) | off.reshape(-1).logical_not()).all().item<bool>()) {
+      return std::nullopt;
     }
-    {
-      exec::OpRecorder recorder;
-      const exec::VjpResult r =
-          exec::RunNodeVjp(c.node, s->inputs, s->incoming, c.types,
-                           s->cuda ? exec::Target::kCudaF64 : exec::Target::kCpuF64);
-      if (!recorder.Complete() || r.result.error) return std::nullopt;
-      wide = recorder.Calls();
-    }
-    const std::string op = exec::UnderflowBelowTheRange(mine, wide, c.dtype, off);
+    const std::string op = exec::UnderflowBelowTheRange(rec->mine, rec->wide, c.dtype, off);
     if (op.empty()) return std::nullopt;
     // f16's normal range starts at 6.1e-5: an ordinary small input squares
     // below it. Where the same formula in float32 (f32's range, f16's

@@ -245,4 +245,25 @@ std::optional<double> WithinRoundingSpread(
   return worst;
 }
 
+std::optional<RecordedBackward> RecordBackward(const GradientContext& c, const GradientSide& s) {
+  RecordedBackward r;
+  {
+    exec::OpRecorder recorder;
+    const exec::VjpResult v = exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types,
+                                               s.cuda ? exec::Target::kCuda : exec::Target::kCpu);
+    if (!recorder.Complete() || v.result.error || c.out >= v.result.outputs.size()) {
+      return std::nullopt;
+    }
+    r.gradient = v.result.outputs[c.out].cpu();
+    r.mine = recorder.Calls();
+  }
+  exec::OpRecorder recorder;
+  const exec::VjpResult v =
+      exec::RunNodeVjp(c.node, s.inputs, s.incoming, c.types,
+                       s.cuda ? exec::Target::kCudaF64 : exec::Target::kCpuF64);
+  if (!recorder.Complete() || v.result.error) return std::nullopt;
+  r.wide = recorder.Calls();
+  return r;
+}
+
 }  // namespace divfuzz::oracles::rules

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/overflow_recorder.h"
 #include "graph/program.h"
 #include "ops/infer.h"
 #include "oracles/expected_rules.h"
@@ -159,6 +160,17 @@ struct SpreadTest {
 std::optional<double> WithinRoundingSpread(
     const GradientContext& c, const SpreadTest& test,
     const std::function<std::optional<at::Tensor>(const GradientSide&, int)>& draw);
+
+// A side's own backward rerun on its own device, in its dtype and in
+// float64, each recorded op by op inside the autograd nodes
+// (exec::OpRecorder): the intermediate-range rules' view of the formula.
+// nullopt where a run raises, gives no gradient `c.out`, or the recording is
+// cut short.
+struct RecordedBackward {
+  at::Tensor gradient;                 // the dtype run's gradient `c.out`, on the CPU
+  std::vector<exec::OpCall> mine, wide;  // the dtype run's calls, the float64 run's
+};
+std::optional<RecordedBackward> RecordBackward(const GradientContext& c, const GradientSide& s);
 
 #define DIVFUZZ_RULE(name, meaning)
 #define DIVFUZZ_GRADIENT_RULE(name, meaning) \
