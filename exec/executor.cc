@@ -53,9 +53,13 @@ namespace divfuzz::exec {
 
 // The last two: an MPS client cut off from its server (cudaErrorMpsClientTerminated,
 // cudaErrorMpsRpcFailure and kin) can run nothing more either.
-const char* const kCudaFaultMessages[7] = {"illegal memory access", "device-side assert",
+// "busy or unavailable" (cudaErrorDevicesUnavailable): the device refused
+// this process a context, as while an MPS server restarts; session 51's
+// 005c657c was filed as an error split of building the inputs (judged infra).
+const char* const kCudaFaultMessages[8] = {"illegal memory access", "device-side assert",
                                            "unspecified launch failure", "misaligned address",
-                                           "illegal instruction", "MPS client", "MPS server"};
+                                           "illegal instruction", "MPS client", "MPS server",
+                                           "busy or unavailable"};
 const char kNotImplementedMessage[] = "not implemented for";
 // cuDNN's names no kernel but the dtype (integer convolutions on CUDA).
 // Autograd's "the derivative for 'X' is not implemented" is a derivative one

@@ -22,7 +22,7 @@ bool CudaAvailable();
 
 // What a CUDA fault says in its message: it poisons the process's CUDA
 // context (the executor's kCudaFatal; the repros count it as a crash).
-extern const char* const kCudaFaultMessages[7];
+extern const char* const kCudaFaultMessages[8];
 
 // What ATen says when a kernel does not take a dtype (a dtype gap).
 extern const char kNotImplementedMessage[];

@@ -118,6 +118,7 @@ struct SideCheck {
   bool scalar_rounding = false;  // wrong by the witness, right with scalars rounded
   bool rounding_free = false;
   bool class_miss = false;  // wrong by a finite/inf/NaN class against the witness
+  bool counted = false;     // the witness counts (mode's rows): a miss is no rounding
   std::string witness = "none";
   std::string why;
   std::optional<double> ref_value;  // the deciding witness at the element
@@ -266,6 +267,7 @@ std::optional<SideCheck> JudgeModeValue(const SideEvidence& e) {
   const int64_t bad = std::count(valid.begin(), valid.end(), false);
   SideCheck c;
   c.witness = "mode-count";
+  c.counted = true;
   c.wrong = bad > 0;
   c.why = c.wrong ? absl::StrCat(e.side, "'s value is no most frequent value of its row in ", bad,
                                  " row(s), however NaNs are counted (grouped, each on its own, "
@@ -928,8 +930,12 @@ void Attribute(const graph::Program& program, const ops::TypeEnv& types, const e
   if (ca.scalar_rounding || cb.scalar_rounding) d.scalar_rounding = true;
   if (ca.wrong && cb.wrong) {
     // Both beyond tolerance of their references: only a split blames both
-    // (also two finite values against an infinite witness: a pole).
-    d.wrong_side = tolerance && !(ca.class_miss && cb.class_miss) ? "undecided" : "both";
+    // (also two finite values against an infinite witness: a pole), or a
+    // count that neither value meets (session 51's c7aa9723: mode's CPU 1.0
+    // and CUDA 0.5 in a row whose ten zeros outnumber all else).
+    d.wrong_side = tolerance && !(ca.class_miss && cb.class_miss) && !(ca.counted && cb.counted)
+                       ? "undecided"
+                       : "both";
     d.reason = reasons;
   } else if (ca.wrong || cb.wrong) {
     d.wrong_side = SideLabel(ca.wrong ? a.target : b.target);

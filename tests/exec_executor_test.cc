@@ -211,6 +211,21 @@ TEST(ClassifyAt, CudnnFindingNoEngineForIntegerInputsIsADtypeGap) {
   EXPECT_EQ(classify("f32"), NodeError::Kind::kRaised);
 }
 
+// A device that refuses the process a context (cudaErrorDevicesUnavailable,
+// as while an MPS server restarts) is a CUDA fault of the run, not an error
+// of the program: session 51's 005c657c, an input that failed to reach the
+// GPU, was filed as an error split (judged infra).
+TEST(ClassifyAt, ADeviceThatIsBusyOrUnavailableIsACudaFault) {
+  const graph::Program p = testing::MustParse(
+      "divfuzz v1\ninput %x: f32[2] = fill(1)\n%y = aten::sin(%x)\noutput %y\n");
+  EXPECT_EQ(ClassifyAt(p.nodes[0], testing::MustInfer(p),
+                       "CUDA error: CUDA-capable device(s) is/are busy or unavailable")
+                .kind,
+            NodeError::Kind::kCudaFatal);
+  EXPECT_EQ(ClassifyAt(p.nodes[0], testing::MustInfer(p), "the tensor is busy").kind,
+            NodeError::Kind::kRaised);
+}
+
 // A derivative one kernel lacks is a one-sided gap, as a dtype's is: the
 // CPU flash attention has no double backward (session 40's G5: three error
 // splits left undecided). PyTorch's own message, from a real double backward.

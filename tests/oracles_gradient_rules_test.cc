@@ -331,6 +331,88 @@ output %y
   EXPECT_FALSE(gradient_summation(ctx(0.5)).has_value());
 }
 
+// Session 51's 89ab920e (judged expected): reflecting an infinite grid
+// coordinate defines no position (pytorch#24823), so the CPU's NaN in the
+// bf16 input gradient where CUDA skips the tap is arbitrary. With zeros
+// padding the position is defined (0): session 48's NaN there is real.
+TEST(GradientRules, AReflectedInfiniteGridCoordinateIsUndefinedAZeroPaddedOneIsNot) {
+  for (const int padding : {2, 0}) {
+    Case k = CaseOf(("divfuzz v1\ninput %x: f32[1,1,2,2] = normal(seed=1)\n"
+                     "input %g: f32[1,1,2,2] = values(inf, 0.0, 0.5, 0.5)\n"
+                     "%y = aten::grid_sampler_2d(%x, %g, 0, " + std::to_string(padding) +
+                     ", False)\noutput %y\n").c_str(),
+                    DivergenceClass::kClassSplit, 0);
+    const at::Tensor x = at::ones({1, 1, 2, 2}, at::kDouble);
+    const at::Tensor g = at::tensor({INFINITY, 0.0, 0.5, 0.5}, at::kDouble).reshape({1, 1, 2, 2});
+    const at::Tensor v = at::ones({1, 1, 1, 2});
+    const at::Tensor zero = at::zeros({1, 1, 2, 2});
+    const at::Tensor nan = at::full({1, 1, 2, 2}, NAN);
+    GradientContext c = ContextOf(k, {{"x", x}, {"g", g}}, {v}, nan, zero, zero.to(at::kDouble),
+                                  false);
+    EXPECT_EQ(gradient_undefined_point(c).has_value(), padding == 2) << padding;
+  }
+}
+
+// Session 51's ba8f3bfb (judged expected): beside the judged element, a
+// probability of e^-112 left an element of 2e-29 that the sides round 2%
+// apart, within tolerance and beyond any summation bound. Only the elements
+// beyond tolerance are judged.
+TEST(GradientRules, SummationJudgesOnlyTheElementsBeyondTolerance) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1,3] = values(12.0, 0.0, -100.0)
+%y = aten::log_softmax.int(%x, 1)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const at::Tensor x = at::tensor({12.0, 0.0, -100.0}, at::kDouble).reshape({1, 3});
+  const at::Tensor y = at::log_softmax(x, 1);
+  const at::Tensor g = at::tensor({1e20f, 0.0f, 0.0f}).reshape({1, 3});
+  const at::Tensor exact = g.to(at::kDouble) - y.exp() * g.to(at::kDouble).sum(1, true);
+  auto ctx = [&](double off, double tiny) {
+    const at::Tensor a = exact * at::tensor({1 + off, 1.0, 1 + tiny}, at::kDouble).reshape({1, 3});
+    GradientContext c = ContextOf(k, {{"x", x}}, {g}, a.to(at::kFloat), exact.to(at::kFloat),
+                                  exact, false);
+    c.a.results = c.b.results = {y.to(at::kFloat)};
+    return c;
+  };
+  EXPECT_TRUE(gradient_summation(ctx(0.0076, 0.02)).has_value());
+  // The judged element itself still has to be within the bound.
+  EXPECT_FALSE(gradient_summation(ctx(0.5, 0.02)).has_value());
+}
+
+// Session 51's 21d02fd6 and ba8f3bfb (judged expected): log_softmax's double
+// backward (the step back through dx = g - p·Σg) is exactly 0 here, as
+// Σ dx = 0 whatever x; from a first-order incoming gradient of 1e15 each side
+// keeps noise of its terms Σ|g|·(p·|c| + p·Σ(p·|c|)). Off by 1e7 of terms of
+// 6.7e14 is within 2·n·eps of them, off by 1e12 is not.
+TEST(GradientRules, ALogSoftmaxDoubleBackwardCancelsByItsProbabilities) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[1,3] = fill(0.0)
+%y = aten::log_softmax.int(%x, 1)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const graph::Node step = exec::MakeVjpNode(k.program.nodes[0], {"gy"}, {"x"}, {"dx"});
+  k.types["gy"] = k.types.at("y");
+  k.types["dx"] = k.types.at("x");
+  const at::Tensor x = at::zeros({1, 3}, at::kDouble);
+  const at::Tensor y = at::log_softmax(x, 1);
+  const at::Tensor g = at::tensor({1e15f, 0.0f, 0.0f}).reshape({1, 3});
+  const at::Tensor v = at::ones({1, 3});
+  static const Policy policy = DefaultPolicy();
+  auto ctx = [&](double off) {
+    const at::Tensor a = at::tensor({static_cast<float>(off), 0.0f, 0.0f}).reshape({1, 3});
+    const at::Tensor b = at::zeros({1, 3});
+    GradientContext c{step, k.types, policy, k.d, 0, "x", graph::DType::kF32, false,
+                      {{{"x", x}, {"gy", g}}, {v}, a, at::zeros({1, 3}, at::kDouble)},
+                      {{{"x", x}, {"gy", g}}, {v}, b, at::zeros({1, 3}, at::kDouble)}};
+    c.a.results = c.b.results = {y.to(at::kFloat)};
+    return c;
+  };
+  std::optional<RuleMatch> m = gradient_summation(ctx(1e7));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->rule, "gradient_summation");
+  EXPECT_FALSE(gradient_summation(ctx(1e12)).has_value());
+}
+
 // Session 46's LogSoftmaxBackward0 f32: the sides' saved outputs differed
 // by what they inherited, so their exact gradients differ too; each side
 // within the summation bound of its own float64 backward is expected, a side

@@ -425,6 +425,22 @@ TEST(ExpectedRules, ModeOfARowWithNaNsMayCountThemEitherWay) {
   EXPECT_EQ(blamed.tier, "bug") << blamed.reason;
   EXPECT_EQ(blamed.wrong_side, "cpu-scalar") << blamed.reason;
   EXPECT_EQ(blamed.witness, "mode-count") << blamed.reason;
+  // Both values no mode (session 51's c7aa9723, a tolerance divergence the
+  // judges called wrong on both): a count has no rounding to share out, so
+  // both are blamed rather than left undecided.
+  const graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f32[1,7] = values(nan, 0.0, 0.0, 0.0, -0.7, -0.7, 1.5)\n"
+      "%v, %i = aten::mode(%x, 1, keepdim=False)\noutput %v, %i\n");
+  const ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu), b = exec::Run(p, t, exec::Target::kCpu);
+  b.target = exec::Target::kCpuScalar;
+  value(-0.7f)(a.nodes.back());
+  value(1.5f)(b.nodes.back());
+  Verdict v = Compare(p, t, a, b, DefaultPolicy());
+  Triage(p, t, a, b, DefaultPolicy(), v);
+  ASSERT_FALSE(v.Roots().empty());
+  EXPECT_EQ(v.Roots()[0]->wrong_side, "both") << v.Roots()[0]->reason;
+  EXPECT_EQ(v.Roots()[0]->tier, "bug") << v.Roots()[0]->reason;
 }
 
 TEST(ExpectedRules, FloatToIntCastsOutOfRange) {

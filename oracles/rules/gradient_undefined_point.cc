@@ -14,6 +14,7 @@
 #include "ops/catalogue.h"
 #include "ops/op_spec.h"
 #include "oracles/rules/gradient_rule.h"
+#include "oracles/rules/rule.h"
 
 namespace divfuzz::oracles::rules {
 namespace {
@@ -112,7 +113,44 @@ static bool NanOperandOfAProduct(const GradientContext& c) {
   return false;
 }
 
+// grid_sampler with reflection padding reading a non-finite coordinate:
+// reflecting +-inf or NaN defines no position (pytorch#24823, open: "No idea
+// what the correct behavior should be. Maybe NaN"; the forward's
+// extremal_values), so the forward is not defined there and rule 5 leaves
+// its gradient arbitrary. Session 51's 89ab920e, judged expected: the CPU's
+// bf16 backward wrote NaN through an index cast from NaN where its f32 and
+// CUDA's skip the tap. Zeros and border padding define every position (0,
+// the border value): a NaN there stays a finding (session 48's
+// cpu-gridsampler-nonfinite-grid-nan, judged real), as does a crash.
+static bool ReflectedNonFiniteCoordinate(const GradientContext& c) {
+  const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
+  if (spec == nullptr || spec->grid.arg < 0 ||
+      (c.d.cls != DivergenceClass::kClassSplit && c.d.cls != DivergenceClass::kTolerance) ||
+      IntArgOr(c.node, ArgPos(spec->grid.padding_arg), "padding_mode", -1) != 2) {
+    return false;
+  }
+  const size_t pos = static_cast<size_t>(spec->grid.arg);
+  if (pos >= c.node.args.size() || c.node.args[pos].value.kind != graph::Literal::Kind::kValue) {
+    return false;
+  }
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    auto it = s->inputs.find(c.node.args[pos].value.s);
+    if (it != s->inputs.end() && it->second.defined() && it->second.is_floating_point() &&
+        at::isfinite(it->second).logical_not().any().item<bool>()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::optional<RuleMatch> gradient_undefined_point(const GradientContext& c) {
+  if (ReflectedNonFiniteCoordinate(c)) {
+    return RuleMatch{"gradient_undefined_point",
+                     absl::StrCat(c.node.QualifiedName(), " reflects a non-finite grid "
+                                  "coordinate, which defines no position (pytorch#24823): the "
+                                  "autograd notes leave the gradient of a function where it is "
+                                  "not defined arbitrary")};
+  }
   if (NanOperandOfAProduct(c)) {
     return RuleMatch{"gradient_undefined_point",
                      absl::StrCat("the backward of ", c.node.QualifiedName(), " is itself a "
