@@ -379,6 +379,30 @@ output %y
   EXPECT_FALSE(gradient_summation(ctx(0.5, 0.02)).has_value());
 }
 
+// A summing backward is judged where the sides differ beyond tolerance
+// (session 51's 76161434, cumulative_trapezoid's reverse scan): cumsum's
+// backward cancels 1e8 against -1e8 at element 0, within 2·n·eps of its
+// terms; element 3's 1e-7, off by half of itself, is within atol and no
+// longer has to meet its own tiny bound.
+TEST(GradientRules, ASummingBackwardIsJudgedWhereItDiffersBeyondTolerance) {
+  Case k = CaseOf(R"(divfuzz v1
+input %x: f32[4] = fill(1.0)
+%y = aten::cumsum(%x, 0)
+output %y
+)", DivergenceClass::kTolerance, 0);
+  const at::Tensor x = at::ones({4}, at::kDouble);
+  const at::Tensor g = at::tensor({1e8f, 1.0f, -1e8f, 1e-7f});
+  const at::Tensor exact = at::flip(at::cumsum(at::flip(g.to(at::kDouble), {0}), 0), {0});
+  auto ctx = [&](double first) {
+    at::Tensor a = exact.clone();
+    a[0] = first;
+    a[3] = 1.5e-7;
+    return ContextOf(k, {{"x", x}}, {g}, a.to(at::kFloat), exact.to(at::kFloat), exact, false);
+  };
+  EXPECT_TRUE(gradient_summation(ctx(0.0)).has_value());
+  EXPECT_FALSE(gradient_summation(ctx(1000.0)).has_value());
+}
+
 // Session 51's 21d02fd6 and ba8f3bfb (judged expected): log_softmax's double
 // backward (the step back through dx = g - p·Σg) is exactly 0 here, as
 // Σ dx = 0 whatever x; from a first-order incoming gradient of 1e15 each side

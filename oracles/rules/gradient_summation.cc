@@ -189,17 +189,20 @@ std::optional<RuleMatch> gradient_summation(const GradientContext& c) {
     const at::Tensor own_b = (c.b.outgoing.to(at::kDouble) - c.b.witness.to(at::kDouble)).abs();
     within = within.logical_or((own_a <= bound).logical_and(own_b <= bound));
   }
-  // softmax's and log_softmax's: only the elements that differ beyond
-  // tolerance are judged (session 51's ba8f3bfb: subnormal probabilities
-  // moved elements of 4e-29 by 2% beside the judged 1e15 - (1e15 + 1)).
-  // Not elsewhere: an elementwise op's other elements kept judged-real
-  // bf16 gelu and f16 logcumsumexp backwards (the GeluBackward0 regression,
-  // session 48's p012) out of this loose bound. None beyond tolerance (a
+  // A summing backward's elements are judged where they differ beyond
+  // tolerance only (session 51's ba8f3bfb: log_softmax's subnormal
+  // probabilities moved elements of 4e-29 by 2% beside the judged
+  // 1e15 - (1e15 + 1); 76161434: cumulative_trapezoid's reverse scan). Not
+  // an elementwise op's nor logcumsumexp's (gradient_scan_carry's): there
+  // the other elements kept judged-real bf16 gelu and f16 logcumsumexp
+  // backwards (the GeluBackward0 regression, session 48's p012) out of this
+  // bound, loose where the formula is no sum. None beyond tolerance (a
   // caller's own check): all are judged.
+  const bool sums = simplex || (!c.pointwise && !c.ScanCarryKernel());
   const at::Tensor differing =
-      simplex ? DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
-                                  c.policy.For(c.node.QualifiedName(), c.dtype))
-              : at::Tensor();
+      sums ? DifferingElements(c.a.outgoing, c.b.outgoing, c.dtype,
+                               c.policy.For(c.node.QualifiedName(), c.dtype))
+           : at::Tensor();
   if (differing.defined() && differing.numel() == within.numel() &&
       differing.any().item<bool>()) {
     within = within.logical_or(differing.reshape(within.sizes()).logical_not());
