@@ -47,7 +47,7 @@ std::optional<RuleMatch> GridOverflow(const Context& c) {
     return IntArgOr(c.node, ArgPos(pos), name, -1);
   };
   const double top = graph::MaxFinite(c.dtype);
-  if (mode_of(c.spec.grid.padding_arg, "padding_mode") == 2) {
+  if (ReflectsGrid(c.spec, c.node)) {
     int64_t size = 1;
     for (int64_t k = 2; k < input.dim(); ++k) size = std::max(size, input.size(k));
     // The coordinates of the diverging sample: output [n, c, out...] reads

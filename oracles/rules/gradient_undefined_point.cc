@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "ops/catalogue.h"
@@ -97,6 +99,17 @@ bool NotDefinedThere(const GradientContext& c) {
 // oneDNN bf16 ConvolutionBackward0 gave NaN at an input element no tap reads,
 // where the float64 gradient is 0 (judged expected; pytorch#12484, #157237
 // open). Only a NaN side: a finite value off is no NaN term.
+// Whether a floating input of either side, by name, holds what `holds` looks for.
+static bool AnySideInput(const GradientContext& c,
+                         const std::function<bool(const std::string&, const at::Tensor&)>& holds) {
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    for (const auto& [name, t] : s->inputs) {
+      if (t.defined() && t.is_floating_point() && holds(name, t)) return true;
+    }
+  }
+  return false;
+}
+
 static bool NanOperandOfAProduct(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
   if (spec == nullptr || (spec->family != "conv" && spec->family != "matmul") ||
@@ -105,12 +118,9 @@ static bool NanOperandOfAProduct(const GradientContext& c) {
         std::isnan(ElementAt(c.b.outgoing, c.d.element)))) {
     return false;
   }
-  for (const GradientSide* s : {&c.a, &c.b}) {
-    for (const auto& [name, t] : s->inputs) {
-      if (t.defined() && t.is_floating_point() && at::isnan(t).any().item<bool>()) return true;
-    }
-  }
-  return false;
+  return AnySideInput(c, [](const std::string&, const at::Tensor& t) {
+    return at::isnan(t).any().item<bool>();
+  });
 }
 
 // grid_sampler with reflection padding reading a non-finite coordinate:
@@ -124,23 +134,18 @@ static bool NanOperandOfAProduct(const GradientContext& c) {
 // cpu-gridsampler-nonfinite-grid-nan, judged real), as does a crash.
 static bool ReflectedNonFiniteCoordinate(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
-  if (spec == nullptr || spec->grid.arg < 0 ||
-      (c.d.cls != DivergenceClass::kClassSplit && c.d.cls != DivergenceClass::kTolerance) ||
-      IntArgOr(c.node, ArgPos(spec->grid.padding_arg), "padding_mode", -1) != 2) {
+  if (spec == nullptr || !ReflectsGrid(*spec, c.node) ||
+      (c.d.cls != DivergenceClass::kClassSplit && c.d.cls != DivergenceClass::kTolerance)) {
     return false;
   }
   const size_t pos = static_cast<size_t>(spec->grid.arg);
   if (pos >= c.node.args.size() || c.node.args[pos].value.kind != graph::Literal::Kind::kValue) {
     return false;
   }
-  for (const GradientSide* s : {&c.a, &c.b}) {
-    auto it = s->inputs.find(c.node.args[pos].value.s);
-    if (it != s->inputs.end() && it->second.defined() && it->second.is_floating_point() &&
-        at::isfinite(it->second).logical_not().any().item<bool>()) {
-      return true;
-    }
-  }
-  return false;
+  const std::string& grid = c.node.args[pos].value.s;
+  return AnySideInput(c, [&](const std::string& name, const at::Tensor& t) {
+    return name == grid && at::isfinite(t).logical_not().any().item<bool>();
+  });
 }
 
 std::optional<RuleMatch> gradient_undefined_point(const GradientContext& c) {

@@ -36,6 +36,10 @@ int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t 
   return l != nullptr && l->kind == Literal::Kind::kInt ? l->i : fallback;
 }
 
+bool ReflectsGrid(const ops::OpSpec& spec, const graph::Node& node) {
+  return spec.grid.arg >= 0 && IntArgOr(node, ArgPos(spec.grid.padding_arg), "padding_mode", -1) == 2;
+}
+
 std::string BaseName(const std::string& op) {
   std::string base = op.substr(op.rfind(':') + 1);
   if (!base.empty() && base.back() == '_') base.pop_back();

@@ -83,6 +83,11 @@ inline size_t ArgPos(int pos) {
 
 int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t fallback);
 
+// A grid_sampler (OpSpec::grid) with reflection padding (padding_mode 2 of
+// torch.nn.functional.grid_sample): a coordinate folds into the input by its
+// period, so a huge or non-finite one defines no position (pytorch#24823).
+bool ReflectsGrid(const ops::OpSpec& spec, const graph::Node& node);
+
 // "aten::index_put_" -> "index_put": in-place variants race like the others.
 std::string BaseName(const std::string& op);
 
