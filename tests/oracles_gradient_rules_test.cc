@@ -7,6 +7,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "ops/catalogue.h"
@@ -185,6 +187,40 @@ output %v2
   }
 }
 
+// Session 52's GridSampler3DBackward0 bf16 3b30062b (judged expected): a
+// CUDA side's grid gradient rounds its terms and sums to bf16 by design, so
+// the terms' bound is in bf16's u; a CPU side's only where it is correctly
+// rounded or within the tolerance of its own float64 backward.
+TEST(GradientRules, GridSamplerWeightsBoundACudaSidesHalfGridGradientInItsDtype) {
+  const graph::Program p = MustParse(R"(divfuzz v1
+input %x0: bf16[2,1,3,5] = planted(seed=3149938047)
+input %x1: bf16[2,1,2,2] = uniform(seed=3561981530, low=-1.2, high=1.2)
+input %ct0: bf16[2,1,1,2] = fill(1.0)
+%v2 = aten::grid_sampler(%x0, %x1, 0, 0, False)
+output %v2
+)");
+  Case k{p, MustInfer(p), {}};
+  k.d.cls = DivergenceClass::kTolerance;
+  const exec::RunResult built = exec::Run(p, k.types, exec::Target::kCpu);
+  const at::Tensor x = built.inputs.at("x0").to(at::kDouble);
+  const at::Tensor grid = built.inputs.at("x1").to(at::kDouble);
+  const at::Tensor g = built.inputs.at("ct0").to(at::kDouble);
+  at::Tensor gr = grid.clone().requires_grad_(true);
+  const at::Tensor y = at::grid_sampler(x, gr, 0, 0, false);
+  const at::Tensor witness = torch::autograd::grad({y}, {gr}, {g})[0].detach();
+  for (const auto& [cuda, off, excused] :
+       std::vector<std::tuple<bool, double, bool>>{{true, 0.03, true}, {false, 0.03, false},
+                                                   {false, 0.01, true}, {true, 100.0, false}}) {
+    GradientContext c = ContextOf(k, {{"x0", x}, {"x1", grid}}, {g}, witness * (1 + off),
+                                  witness, witness, false, graph::DType::kBF16);
+    c.out = 1;
+    c.wrt = "x1";
+    c.a.cuda = cuda;
+    std::optional<RuleMatch> m = gradient_interpolation_weights(c);
+    EXPECT_EQ(m.has_value(), excused) << "cuda " << cuda << " off " << off;
+  }
+}
+
 // Session 46's oneDNN bf16 ConvolutionBackward0 (be186173, judged expected):
 // NaN at an input element no tap reads, from a NaN weight times a zero the
 // algorithm inserts; the float64 gradient there is 0. Without a NaN operand
@@ -350,6 +386,58 @@ TEST(GradientRules, AReflectedInfiniteGridCoordinateIsUndefinedAZeroPaddedOneIsN
     GradientContext c = ContextOf(k, {{"x", x}, {"g", g}}, {v}, nan, zero, zero.to(at::kDouble),
                                   false);
     EXPECT_EQ(gradient_undefined_point(c).has_value(), padding == 2) << padding;
+  }
+}
+
+// Session 52's e5478719 (judged expected): a finite grid x of 3.0e38 that
+// CUDA's (x + 1)·W overflows to inf under reflection padding: its position's
+// rounding exceeds the period (pytorch#51911), as a non-finite coordinate's.
+// A coordinate of 0.5 reflects to a position; zeros padding defines one.
+TEST(GradientRules, AReflectedCoordinateBeyondThePeriodsRoundingIsUndefined) {
+  for (const auto& [padding, gx, undefined] :
+       std::vector<std::tuple<int, double, bool>>{{2, 3.0e38, true}, {2, 0.5, false},
+                                                  {0, 3.0e38, false}}) {
+    Case k = CaseOf(("divfuzz v1\ninput %x: f32[1,1,2,4] = normal(seed=1)\n"
+                     "input %g: f32[1,1,1,2] = values(0.0, 0.5)\n"
+                     "%y = aten::grid_sampler_2d(%x, %g, 1, " + std::to_string(padding) +
+                     ", False)\noutput %y\n").c_str(),
+                    DivergenceClass::kTolerance, 0);
+    const at::Tensor x = at::ones({1, 1, 2, 4}, at::kDouble);
+    const at::Tensor g = at::tensor({gx, 0.5}, at::kDouble).reshape({1, 1, 1, 2});
+    const at::Tensor v = at::ones({1, 1, 1, 1});
+    const at::Tensor w = at::zeros({1, 1, 2, 4}, at::kDouble);
+    GradientContext c = ContextOf(k, {{"x", x}, {"g", g}}, {v}, (w + 1).to(at::kFloat),
+                                  w.to(at::kFloat), w, false);
+    EXPECT_EQ(gradient_undefined_point(c).has_value(), undefined) << padding << " " << gx;
+  }
+}
+
+// Session 52's 9f253f39 (judged: the CPU wrong, CUDA not): in nearest mode a
+// bf16 coordinate of 2.502, correctly rounded to 2.5, goes to element 2
+// where float64's goes to 3: within half a bf16 step of the half-way point.
+// At 2.52 (the CPU's chained bf16 rounding reaching 2.5 from 2.5137) it is
+// beyond it; in f32, 2.502 is beyond the coordinate's rounding too.
+TEST(GradientRules, ANearestSampleWithinTheCoordinatesRoundingOfAHalfWayPointMayGoEitherWay) {
+  for (const auto& [dtype, src, excused] :
+       std::vector<std::tuple<const char*, double, bool>>{
+           {"bf16", 2.502, true}, {"bf16", 2.52, false}, {"f32", 2.502, false}}) {
+    Case k = CaseOf((std::string("divfuzz v1\ninput %x: ") + dtype +
+                     "[1,1,1,4] = normal(seed=1)\ninput %g: " + dtype +
+                     "[1,1,1,2] = values(0.0, 0.0)\n"
+                     "%y = aten::grid_sampler_2d(%x, %g, 1, 0, True)\noutput %y\n").c_str(),
+                    DivergenceClass::kTolerance, 0);
+    const graph::DType dt = std::string(dtype) == "f32" ? graph::DType::kF32 : graph::DType::kBF16;
+    const at::Tensor x = at::ones({1, 1, 1, 4}, at::kDouble);
+    // align_corners: src = (gx + 1)/2·(W - 1); H = 1 puts y at 0.
+    const at::Tensor g = at::tensor({src / 1.5 - 1, 0.0}, at::kDouble).reshape({1, 1, 1, 2});
+    const at::Tensor v = at::full({1, 1, 1, 1}, 3.0);
+    const at::Tensor w = at::tensor({0.0, 0.0, 0.0, 3.0}, at::kDouble).reshape({1, 1, 1, 4});
+    const at::Tensor moved = at::tensor({0.0, 0.0, 3.0, 0.0}, at::kDouble).reshape({1, 1, 1, 4});
+    GradientContext c = ContextOf(k, {{"x", x}, {"g", g}}, {v}, moved, w, w, false, dt);
+    c.a.cuda = true;
+    std::optional<RuleMatch> m = gradient_interpolation_weights(c);
+    EXPECT_EQ(m.has_value(), excused) << dtype << " " << src;
+    if (m) EXPECT_NE(m->reason.find("nearest"), std::string::npos) << m->reason;
   }
 }
 

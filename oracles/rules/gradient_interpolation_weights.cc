@@ -252,6 +252,120 @@ std::optional<at::Tensor> GridGradientBound(const at::Tensor& x, const at::Tenso
   return t.reshape(grid.sizes());
 }
 
+// grid_sampler's input gradient in nearest mode (no weights): each sample's
+// gradient goes whole to the input element its coordinate rounds to. A
+// kernel forms the coordinate in its accumulation type and CUDA's returns it
+// in the dtype (grid_sampler_compute_source_index returns scalar_t), so a
+// coordinate within that rounding of a half-way point may go to either
+// neighbour: 4.5·u·(|src| + size) of the unnormalization in float and, in
+// f16/bf16, half a step of the dtype, uh/2·|src| (session 52's 9f253f39: a
+// bf16 coordinate 2.50195 correctly rounded to 2.5, which nearbyint sends to
+// 2, where the float64 backward's goes to 3; judged expected, while the
+// CPU's 2.5137 chained to 2.5 in bf16 stays beyond it, judged real). Each
+// element of a side may differ from its own float64 backward by the |g| of
+// the samples that may land on it either way, and the summation bound of
+// all samples that may land on it. Zeros and border padding only (a
+// reflected coordinate's neighbourhood is another element's); nullopt at a
+// sample with no position (a non-finite coordinate).
+std::optional<at::Tensor> NearestTieAllowance(const at::Tensor& x, const at::Tensor& grid,
+                                              const at::Tensor& g, bool align_corners,
+                                              bool border, double u, double uh) {
+  const std::optional<GridLayout> l = LayoutOf(x, grid, g, 1);
+  if (!l) return std::nullopt;
+  const at::Tensor ga = IncomingMagnitudes(g, *l);
+  auto aacc = ga.accessor<double, 3>();
+  const int64_t elements = x[0][0].numel();
+  at::Tensor tie = at::zeros({l->batch, l->channels, elements}, at::kDouble);
+  at::Tensor s = at::zeros_like(tie), n = at::zeros_like(tie);
+  auto tacc = tie.accessor<double, 3>();
+  auto sacc = s.accessor<double, 3>();
+  auto nacc = n.accessor<double, 3>();
+  const at::Tensor gr = grid.to(at::kDouble).contiguous().reshape({l->batch, l->samples, l->dims});
+  auto gacc = gr.accessor<double, 3>();
+  std::vector<std::vector<int64_t>> candidates(l->dims);
+  for (int64_t b = 0; b < l->batch; ++b) {
+    for (int64_t j = 0; j < l->samples; ++j) {
+      bool ambiguous = false;
+      for (int64_t d = 0; d < l->dims; ++d) {
+        const double gv = gacc[b][j][d];
+        const double size = static_cast<double>(l->sizes[d]);
+        const double src = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
+        if (!std::isfinite(src)) return std::nullopt;
+        const double half_way = std::floor(src) + 0.5;
+        const double reach = 4.5 * u * (std::fabs(src) + size) + uh / 2 * std::fabs(src);
+        candidates[d].clear();
+        if (std::fabs(src - half_way) <= reach) {
+          ambiguous = true;
+          candidates[d] = {static_cast<int64_t>(std::floor(src)),
+                           static_cast<int64_t>(std::floor(src)) + 1};
+        } else {
+          candidates[d] = {static_cast<int64_t>(std::nearbyint(src))};
+        }
+      }
+      // Every combination of the dims' candidates.
+      int64_t combos = 1;
+      for (const auto& cd : candidates) combos *= static_cast<int64_t>(cd.size());
+      for (int64_t t = 0; t < combos; ++t) {
+        int64_t flat = 0, stride = 1, rest = t;
+        bool inside = true;
+        for (int64_t d = 0; d < l->dims; ++d) {
+          const auto& cd = candidates[d];
+          int64_t p = cd[rest % static_cast<int64_t>(cd.size())];
+          rest /= static_cast<int64_t>(cd.size());
+          if (p < 0 || p >= l->sizes[d]) {
+            if (!border) inside = false;
+            p = std::min<int64_t>(std::max<int64_t>(p, 0), l->sizes[d] - 1);
+          }
+          flat += p * stride;
+          stride *= l->sizes[d];
+        }
+        if (!inside) continue;  // zeros padding drops it
+        for (int64_t ch = 0; ch < l->channels; ++ch) {
+          if (ambiguous) tacc[b][ch][flat] += aacc[b][ch][j];
+          sacc[b][ch][flat] += aacc[b][ch][j];
+          nacc[b][ch][flat] += 1;
+        }
+      }
+    }
+  }
+  return (tie + s * (2.5 * uh * n)).reshape(x.sizes());
+}
+
+std::optional<RuleMatch> GridSamplerNearest(const GradientContext& c, const ops::OpSpec& spec,
+                                            bool half) {
+  if (c.out != 0) return std::nullopt;  // nearest's grid gradient is 0
+  const int64_t padding = IntArgOr(c.node, ArgPos(spec.grid.padding_arg), "padding_mode", -1);
+  if (padding != 0 && padding != 1) return std::nullopt;
+  const graph::Literal* ac = ops::FindArg(c.node, 4, "align_corners");
+  const bool align_corners = ac != nullptr && ac->kind == graph::Literal::Kind::kBool && ac->b;
+  const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
+                                                 : graph::Epsilon(graph::DType::kF32);
+  const double uh = half ? graph::Epsilon(c.dtype) : u;
+  const double atol = c.policy.For(c.node.QualifiedName(), c.dtype).atol;
+  for (const GradientSide* side : {&c.a, &c.b}) {
+    auto x = side->inputs.find(c.node.args[0].value.s);
+    auto grid = side->inputs.find(c.node.args[spec.grid.arg].value.s);
+    if (x == side->inputs.end() || grid == side->inputs.end() || side->incoming.empty() ||
+        !side->incoming[0].defined() || !side->witness.defined() ||
+        side->outgoing.sizes() != x->second.sizes()) {
+      return std::nullopt;
+    }
+    const std::optional<at::Tensor> bound = NearestTieAllowance(
+        x->second, grid->second, side->incoming[0], align_corners, padding == 1, u, uh);
+    if (!bound || bound->sizes() != side->witness.sizes()) return std::nullopt;
+    const at::Tensor off = (side->outgoing.to(at::kDouble) - side->witness.to(at::kDouble)).abs();
+    const at::Tensor ok = (off <= *bound + atol) | at::isfinite(off).logical_not();
+    if (!ok.all().item<bool>()) return std::nullopt;
+  }
+  return RuleMatch{"gradient_interpolation_weights",
+                   absl::StrCat(c.node.QualifiedName(), " in nearest mode forms its sampling "
+                                "coordinates in its accumulation type by design (in the dtype on "
+                                "return): each side is within its own float64 backward but for "
+                                "the samples whose coordinate lies within that rounding "
+                                "(4.5·u·(|src| + size)", half ? " + uh/2·|src|" : "",
+                                ") of a half-way point, and the sum's rounding")};
+}
+
 // grid_sampler's input gradient: as the upsample kernels, coordinates and
 // weights in the accumulation type by design (session 46's bicubic
 // GridSampler2DBackward0 f32 buckets, CPU without FMA and CUDA with: judged
@@ -260,7 +374,7 @@ std::optional<at::Tensor> GridGradientBound(const at::Tensor& x, const at::Tenso
 std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
   const bool half = c.dtype == graph::DType::kF16 || c.dtype == graph::DType::kBF16;
-  if (spec == nullptr || spec->grid.arg < 0 || c.out > 1 || (half && c.out != 0) ||
+  if (spec == nullptr || spec->grid.arg < 0 || c.out > 1 ||
       (c.dtype != graph::DType::kF32 && c.dtype != graph::DType::kF64 && !half) ||
       c.a.incoming.empty() ||
       c.node.args.size() <= static_cast<size_t>(spec->grid.arg) ||
@@ -269,7 +383,8 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
     return std::nullopt;
   }
   const int64_t mode = IntArgOr(c.node, ArgPos(spec->grid.mode_arg), "interpolation_mode", -1);
-  if (mode != 0 && mode != 2) return std::nullopt;  // nearest has no weights
+  if (mode == 1) return GridSamplerNearest(c, *spec, half);
+  if (mode != 0 && mode != 2) return std::nullopt;
   const int reach = mode == 2 ? 2 : 1;
   const graph::Literal* ac = ops::FindArg(c.node, 4, "align_corners");
   const bool align_corners = ac != nullptr && ac->kind == graph::Literal::Kind::kBool && ac->b;
@@ -280,7 +395,12 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
   if (c.out == 1) {
     // The grid gradient (session 47's 6423be44: a bicubic derivative
     // cancelling 113x, the CPU without FMA, CUDA with; judged expected).
-    // Not a coordinate that crosses a cell, a jump nothing here bounds.
+    // Not a coordinate that crosses a cell, a jump nothing here bounds. In
+    // f16/bf16 a CUDA side's coordinates, terms and sums round to the dtype
+    // (its 3-d kernel accumulates in scalar_t): the bound in uh (session 52's
+    // 3b30062b, 24 terms cancelling 90x, 0.33·uh of their sum; judged
+    // expected). A CPU side there only where correctly rounded or within
+    // the tolerance of its own float64 backward.
     for (const GradientSide* side : {&c.a, &c.b}) {
       auto x = side->inputs.find(c.node.args[0].value.s);
       auto grid = side->inputs.find(c.node.args[spec->grid.arg].value.s);
@@ -293,7 +413,14 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
           GridGradientBound(x->second, grid->second, side->incoming[0], mode == 2, align_corners);
       if (!bound || bound->sizes() != side->witness.sizes()) return std::nullopt;
       const at::Tensor off = (side->outgoing.to(at::kDouble) - side->witness.to(at::kDouble)).abs();
-      const at::Tensor ok = (off <= *bound * u + atol) | at::isfinite(off).logical_not();
+      const double us = half ? graph::Epsilon(c.dtype) : u;
+      // A CPU side: correctly rounded, or within the tolerance itself.
+      const double rtol = c.policy.For(c.node.QualifiedName(), c.dtype).rtol;
+      const at::Tensor allowed = !half || side->cuda
+                                     ? *bound * us
+                                     : side->witness.to(at::kDouble).abs() *
+                                           std::max(us / 2, rtol);
+      const at::Tensor ok = (off <= allowed + atol) | at::isfinite(off).logical_not();
       if (!ok.all().item<bool>()) return std::nullopt;
     }
     return RuleMatch{"gradient_interpolation_weights",

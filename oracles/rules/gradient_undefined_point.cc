@@ -8,6 +8,7 @@
 // a side gives is arbitrary.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -132,7 +133,11 @@ static bool NanOperandOfAProduct(const GradientContext& c) {
 // CUDA's skip the tap. Zeros and border padding define every position (0,
 // the border value): a NaN there stays a finding (session 48's
 // cpu-gridsampler-nonfinite-grid-nan, judged real), as does a crash.
-static bool ReflectedNonFiniteCoordinate(const GradientContext& c) {
+// Likewise a finite coordinate whose unnormalized position rounds by more
+// than reflection's period (the forward's extremal_values, pytorch#51911):
+// session 52's e5478719, a grid x of 3.0e38 that CUDA's (x + 1)·W overflows
+// to inf and drops, judged expected.
+static bool ReflectedUndefinedCoordinate(const GradientContext& c) {
   const ops::OpSpec* spec = ops::FindOp(c.node.QualifiedName());
   if (spec == nullptr || !ReflectsGrid(*spec, c.node) ||
       (c.d.cls != DivergenceClass::kClassSplit && c.d.cls != DivergenceClass::kTolerance)) {
@@ -143,16 +148,32 @@ static bool ReflectedNonFiniteCoordinate(const GradientContext& c) {
     return false;
   }
   const std::string& grid = c.node.args[pos].value.s;
+  const std::string& input = c.node.args[0].value.s;
+  int64_t size = 0;  // the largest spatial size of the sampled input
+  for (const GradientSide* s : {&c.a, &c.b}) {
+    auto x = s->inputs.find(input);
+    for (int64_t k = 2; x != s->inputs.end() && k < x->second.dim(); ++k) {
+      size = std::max(size, x->second.size(k));
+    }
+  }
+  const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
+                                                 : graph::Epsilon(graph::DType::kF32);
   return AnySideInput(c, [&](const std::string& name, const at::Tensor& t) {
-    return name == grid && at::isfinite(t).logical_not().any().item<bool>();
+    if (name != grid || t.numel() == 0) return false;
+    if (at::isfinite(t).logical_not().any().item<bool>()) return true;
+    const double gmax = t.to(at::kDouble).abs().max().item<double>();
+    const double position = (gmax + 1) * static_cast<double>(size) / 2;
+    return size > 0 && (!std::isfinite(position) || position * u > 2.0 * static_cast<double>(size));
   });
 }
 
 std::optional<RuleMatch> gradient_undefined_point(const GradientContext& c) {
-  if (ReflectedNonFiniteCoordinate(c)) {
+  if (ReflectedUndefinedCoordinate(c)) {
     return RuleMatch{"gradient_undefined_point",
                      absl::StrCat(c.node.QualifiedName(), " reflects a non-finite grid "
-                                  "coordinate, which defines no position (pytorch#24823): the "
+                                  "coordinate, or one whose unnormalized position rounds by more "
+                                  "than the period, which defines no position (pytorch#24823, "
+                                  "pytorch#51911): the "
                                   "autograd notes leave the gradient of a function where it is "
                                   "not defined arbitrary")};
   }
