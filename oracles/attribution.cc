@@ -371,8 +371,11 @@ std::optional<std::string> WhyFloat64CannotJudge(const SideEvidence& e) {
                         ", where the float64 reference returns the residue of the same "
                         "formula: it cannot judge ", e.side);
   }
-  if (std::optional<std::string> shared = SharesCpuAlgorithm(e.spec, e.dtype, e.types, e.node,
-                                                             e.inputs)) {
+  std::optional<std::string> shared;
+  if (!DefinedByNanRule(e.node, e.inputs, e.plan.only)) {
+    shared = SharesCpuAlgorithm(e.spec, e.dtype, e.types, e.node, e.inputs);
+  }
+  if (shared) {
     return absl::StrCat(*shared, ": it cannot judge ", e.side, " (no exact witness for ",
                         e.node.QualifiedName(), " here)");
   }

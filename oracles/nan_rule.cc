@@ -64,6 +64,19 @@ void CorrectReference(const graph::Node& node, const std::map<std::string, at::T
             .contiguous();
 }
 
+bool DefinedByNanRule(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                      const at::Tensor& only) {
+  if (!IsOrthogonalPolynomial(node.op) || !only.defined()) return false;
+  const std::optional<at::Tensor> x = ArgAsTensor(node, 0, inputs);
+  const std::optional<at::Tensor> n = ArgAsTensor(node, 1, inputs);
+  if (!x || !n) return false;
+  const at::Tensor nan = at::isnan(*x).logical_and(at::ge(*n, 1));
+  if (nan.numel() != only.numel()) return false;
+  const at::Tensor differing = only.reshape({-1}).to(at::kBool);
+  return differing.any().item<bool>() &&
+         !differing.logical_and(nan.reshape({-1}).logical_not()).any().item<bool>();
+}
+
 std::optional<Divergence> RerunDifferenceOutsideNanRule(const graph::Program& program, int node,
                                                         const exec::RunResult& first,
                                                         const exec::RunResult& again) {

@@ -29,6 +29,14 @@ bool IsOrthogonalPolynomial(const std::string& op);
 void CorrectReference(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
                       std::vector<at::Tensor>* outputs);
 
+// Whether every element the sides differ at (`only`, a mask over output 0)
+// is one the rule above defines (a NaN x, n >= 1): the corrected reference
+// is the rule's value there, not the kernel's, so it judges a float64
+// program too (session 52's 1fc0078c: the CPU's unset variable, 3.2e-319,
+// against CUDA's NaN at U_6(NaN), left undecided).
+bool DefinedByNanRule(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
+                      const at::Tensor& only);
+
 // Two runs of one target at node `node`, as RerunDifference compares them,
 // except that elements the rule above defines count as NaN in both runs: the
 // unset variable there differs from run to run, and that is the wrong value

@@ -77,6 +77,19 @@ output %g
   EXPECT_THAT(out, HasSubstr("witness: cpu-f64"));
 }
 
+// Session 52's SincBackward0 f32 36f5833f (judged real on both sides: the
+// shared formula cos(πz)/z - sin(πz)/(πz²) cancels near 0): the CPU is 2-3%
+// off the exact derivative at elements where moving the formula's
+// intermediates by eps would have cleared it. The exact derivative judges
+// an elementwise op: a bug on the CPU at SincBackward0.
+TEST(GradientOracle, SincsCancellingFormulaIsABugAgainstTheExactDerivative) {
+  if (!Exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const testing::CommandRun r = ReplayRegression("SincBackward0-f32-tolerance-entr.dfz");
+  EXPECT_THAT(r.output, HasSubstr("SincBackward0"));
+  EXPECT_THAT(r.output, HasSubstr("tier: bug, wrong side: cpu"));
+  EXPECT_THAT(r.output, HasSubstr("witness: exact-derivative"));
+}
+
 // A CUDA runtime error in a backward where the float64 backward from the
 // same inputs runs and the other side agrees with it is a bug on the erring
 // side (session 40's G6: CUDA group_norm's backward of an empty input,

@@ -160,6 +160,37 @@ TEST(Attribution, APolynomialAtANanXIsNanWhateverTheReferenceKernelReturns) {
   EXPECT_EQ(ref[0][1].item<double>(), 1.0);
 }
 
+// Session 52's 1fc0078c (judged real, cpu): in a float64 program the float64
+// reference is the kernel under test, but at a NaN x (n >= 1) the rule, not
+// the kernel, gives the reference's value, so it judges there. Where the
+// sides also differ elsewhere, the kernel's float64 still cannot.
+TEST(Attribution, APolynomialAtANanXIsJudgedInAFloat64ProgramToo) {
+  fuzz::HarnessConfig config;
+  config.target_a = exec::Target::kCpu;
+  config.target_b = exec::Target::kCpuScalar;
+  config.findings_dir = testing::TempDir("nan_polynomial_f64");
+  config.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/true);
+  };
+  config.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/false);
+  };
+  fuzz::Harness harness(config);
+  fuzz::Outcome o = harness.RunProgram(MustParse(
+      "divfuzz v1\ninput %x: f64[3] = values(0x1p-2, nan, 0x1p-1)\n"
+      "%y = aten::special_shifted_chebyshev_polynomial_u.n_scalar(%x, 6.0)\noutput %y\n"));
+  ASSERT_EQ(o.verdict.Roots().size(), 1u);
+  const Divergence& d = *o.verdict.Roots()[0];
+  EXPECT_EQ(d.wrong_side, "cpu") << d.reason;
+  EXPECT_EQ(d.tier, "bug") << d.reason;
+  const graph::Program p = MustParse(
+      "divfuzz v1\ninput %x: f64[3] = values(0x1p-2, nan, 0x1p-1)\n"
+      "%y = aten::special_shifted_chebyshev_polynomial_u.n_scalar(%x, 6.0)\noutput %y\n");
+  const std::map<std::string, at::Tensor> in{{"x", at::tensor({0.25, NAN, 0.5}, at::kDouble)}};
+  EXPECT_TRUE(DefinedByNanRule(p.nodes[0], in, at::tensor({0, 1, 0})));
+  EXPECT_FALSE(DefinedByNanRule(p.nodes[0], in, at::tensor({1, 1, 0})));
+}
+
 TEST(Attribution, ToleranceErrorsComeInUlpsAndRelativeTerms) {
   graph::Program p =
       MustParse("divfuzz v1\ninput %x: f32[1] = values(2.0)\n%y = aten::sqrt(%x)\noutput %y\n");
