@@ -771,6 +771,22 @@ std::optional<ExactResult> Dft(absl::string_view f, const graph::Node& node,
   return er;
 }
 
+// cholesky_inverse(L): the inverse of L·Lᵀ (or Uᵀ·U), whose determinant is
+// the product of the squared diagonal: exactly singular where a diagonal
+// entry is exactly 0, which the witness says by raising (LAPACK's potri
+// reports it; session 52's e1f9491f, CUDA returning inf for L = [[0]],
+// judged real as in sessions 41 and 46: pytorch#158428). It gives no value
+// otherwise: forming L·Lᵀ rounds.
+std::optional<ExactResult> CholeskyInverseSingular(const at::Tensor& l) {
+  if (!SmallSquare(l) || !l.isfinite().all().item<bool>()) return std::nullopt;
+  if (!l.diagonal(0, -2, -1).eq(0).any().item<bool>()) return std::nullopt;
+  ExactResult er;
+  er.rounding_free = true;
+  er.result.error = NodeError{NodeError::Kind::kRaised,
+                              "L has an exactly zero diagonal entry: L·Lᵀ is exactly singular"};
+  return er;
+}
+
 }  // namespace
 
 bool PNorm(const double* row, int64_t n, double p, mpfr_t out) { return NormOf(p)(row, n, out); }
@@ -780,7 +796,7 @@ bool IsLinearName(absl::string_view f) {
        {"sum", "sum_dim", "nansum", "mean", "mean_dim", "prod", "prod_dim", "var", "std",
         "vector_norm", "norm_p", "norm_p_dim", "frobenius_dim", "cumsum", "cumprod", "dot",
         "inner", "vecdot", "mv", "mm", "matmul", "addmm", "addmv", "baddbmm", "trace", "det",
-        "logdet", "slogdet", "solve", "inverse", "fft", "ifft", "rfft", "sort", "sort_stable",
+        "logdet", "slogdet", "solve", "inverse", "cholesky_inverse", "fft", "ifft", "rfft", "sort", "sort_stable",
         "msort", "median", "median_dim", "nanmedian", "nanmedian_dim", "kthvalue", "topk"}) {
     if (f == name) return true;
   }
@@ -883,6 +899,7 @@ std::optional<ExactResult> RunExactLinear(absl::string_view f, const graph::Node
   }
   if (f == "det" || f == "logdet" || f == "slogdet") return Determinant(f, *x, dtype);
   if (f == "inverse") return SolveExact(*x, std::nullopt, dtype);
+  if (f == "cholesky_inverse") return CholeskyInverseSingular(*x);
   if (f == "solve") {  // linalg_solve(A, B, left=True)
     std::optional<at::Tensor> b = TensorArg(node, 1, "B", values);
     std::optional<double> left = NumberArg(node, 2, "left", 1);

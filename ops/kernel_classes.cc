@@ -524,6 +524,7 @@ constexpr ExactFact kExact[] = {
     {"aten::linalg_solve", "solve"},
     {"aten::linalg_inv", "inverse"},
     {"aten::inverse", "inverse"},
+    {"aten::cholesky_inverse", "cholesky_inverse"},
     {"aten::fft_fft", "fft"},
     {"aten::fft_ifft", "ifft"},
     {"aten::fft_rfft", "rfft"},

@@ -12,6 +12,7 @@
 #include "fuzz/harness/harness.h"
 #include "exec/cuda_variants.h"
 #include "gtest/gtest.h"
+#include "exec/exact_reference.h"
 #include "ops/catalogue.h"
 #include "oracles/compare.h"
 #include "oracles/expected_rules.h"
@@ -111,6 +112,39 @@ TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
   EXPECT_EQ(v.Roots()[0]->cls, DivergenceClass::kErrorSplit);
   EXPECT_EQ(v.Roots()[0]->wrong_side, "cpu");
   EXPECT_EQ(v.Roots()[0]->tier, "bug");
+}
+
+// Session 52's e1f9491f (judged real, cuda; pytorch#158428): cholesky_inverse
+// of L = [[0]] raises on the CPU ("singular") and returns inf on CUDA. The
+// exact witness says L·Lᵀ is exactly singular (a zero diagonal), so the side
+// that computes is wrong, not undecided. Planted: the other side's inf.
+TEST(Attribution, CholeskyInverseOfAZeroDiagonalIsExactlySingular) {
+  graph::Program p = MustParse(
+      "divfuzz v1\ninput %l: f32[2,2] = values(0.0, 0.0, 1.0, 2.0)\n"
+      "%y = aten::cholesky_inverse(%l)\noutput %y\n");
+  ops::TypeEnv t = MustInfer(p);
+  exec::RunResult a = exec::Run(p, t, exec::Target::kCpu),
+                  b = exec::Run(p, t, exec::Target::kCpuScalar);
+  ASSERT_TRUE(a.nodes[0].error.has_value());
+  b.nodes[0].error.reset();
+  b.nodes[0].outputs = {at::full({2, 2}, INFINITY)};
+  Verdict v = Compare(p, t, a, b);
+  Triage(p, t, a, b, DefaultPolicy(), v);
+  ASSERT_EQ(v.Roots().size(), 1u);
+  EXPECT_EQ(v.Roots()[0]->cls, DivergenceClass::kErrorSplit);
+  EXPECT_EQ(v.Roots()[0]->wrong_side, "cpu-scalar") << v.Roots()[0]->reason;
+  EXPECT_EQ(v.Roots()[0]->tier, "bug");
+  // Decided by the exact witness, not by a float64 kernel (on the GPU host
+  // cpu-f64 raises and cuda-f64 returns inf: they disagree).
+  EXPECT_EQ(v.Roots()[0]->witness, "exact") << v.Roots()[0]->reason;
+  // A nonzero diagonal: the witness gives no value (L·Lᵀ rounds).
+  const graph::Program q = MustParse(
+      "divfuzz v1\ninput %l: f32[2,2] = values(1.0, 0.0, 1.0, 2.0)\n"
+      "%y = aten::cholesky_inverse(%l)\noutput %y\n");
+  EXPECT_FALSE(exec::RunExact(q.nodes[0], {{"l", at::tensor({1.0, 0.0, 1.0, 2.0}, at::kDouble)
+                                                      .reshape({2, 2})}},
+                              MustInfer(q))
+                   .has_value());
 }
 
 TEST(Attribution, APolynomialAtANanXIsNanWhateverTheReferenceKernelReturns) {
