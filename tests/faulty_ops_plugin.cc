@@ -11,6 +11,9 @@
 //                handler)
 //   aten::erfc   segfaults on a [7, m, n] input only: what a batched run of
 //                seven value variants makes of an [m, n] program
+//   aten::atan   segfaults on a float64 input whose first element is 0.875,
+//                only: a crash in the float64 witness that the float32 pair
+//                never shows (session 52's 4c45624b)
 //   aten::frac   in any dtype, writes "out of bounds" on every call and is
 //                caught by the next: it segfaults on its second call in a
 //                process, so a pair's second target crashes for the first's
@@ -23,6 +26,7 @@
 // one (op, f32) bucket each.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/asin.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/erf.h>
 #include <ATen/ops/exp.h>
@@ -95,6 +99,16 @@ at::Tensor Log10HangsPastTheAlarm(const at::Tensor& self) {
   return at::div(at::log(self), 2.302585092994046);
 }
 
+at::Tensor AtanSegfaultsInFloat64(const at::Tensor& self) {
+  if (self.scalar_type() == at::kDouble && self.numel() > 0 &&
+      self.flatten()[0].item<double>() == 0.875) {
+    volatile int* null = nullptr;
+    *null = 1;
+  }
+  // atan(x) = asin(x / sqrt(1 + x²)), from ops the plugin leaves alone.
+  return at::asin(at::div(self, at::sqrt(at::add(at::pow(self, 2), 1))));
+}
+
 at::Tensor ErfcSegfaultsWhenBatched(const at::Tensor& self) {
   if (Faulty(self) && self.dim() == 3 && self.size(0) == 7) {
     volatile int* null = nullptr;
@@ -115,4 +129,5 @@ TORCH_LIBRARY_IMPL(aten, CPU, m) {
   m.impl("log10", &Log10HangsPastTheAlarm);
   m.impl("erfc", &ErfcSegfaultsWhenBatched);
   m.impl("frac", &FracCorruptsUntilItCrashes);
+  m.impl("atan", &AtanSegfaultsInFloat64);
 }

@@ -290,6 +290,26 @@ TEST(CampaignReliability, AHangIsConfirmedInTheBackgroundWhileTheCampaignGoesOn)
   EXPECT_NE(skip.find("\n" + hash + "\n"), std::string::npos) << hash << "\n" << skip;
 }
 
+// A worker that died judging, in the float64 witness (session 52's 4c45624b:
+// the CPU's float64 grid_sampler backward), leaves an artifact whose pair
+// runs through in a fresh process. Its float64 witnesses then run as
+// targets, and the crash is filed at its op, on cpu-f64. The faulty plugin's
+// atan segfaults on a float64 input marked 0.875 only.
+TEST(CampaignReliability, ACrashInTheFloat64WitnessIsFiledOnIt) {
+  if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
+  const std::string dir = DirWithAnArtifact(
+      "float64_witness_crash", "crash-0123456789abcdef0123456789abcdef01234567",
+      "divfuzz v1\ninput %x: f32[4] = values(0.875, 1, 2, 3)\n%y = aten::atan(%x)\noutput %y\n");
+  const testing::CommandRun run =
+      FaultyCampaign(dir, "--seconds=3 --timeout=3 --repro_seconds=0 --targets=cpu,cpu-scalar");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<nlohmann::json> index = ReadIndex(dir + "/findings");
+  const auto crash = Buckets(index, "aten::atan", "crash");
+  ASSERT_EQ(crash.size(), 1u) << run.output;
+  EXPECT_EQ(crash[0]["wrong_side"], "cpu-f64") << crash[0].dump();
+  EXPECT_EQ(crash[0]["detail"]["reproduced"], true) << crash[0].dump();
+}
+
 TEST(CampaignReliability, ASlowInputIsAFindingOnlyWhenItsReplayHangsOrCrashes) {
   if (!fs::exists(kTool)) GTEST_SKIP() << "built without libFuzzer";
   // libFuzzer's slow-unit artifacts, as a worker left them: one hangs

@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/harness/crash_hang_triage.h"
 #include "fuzz/harness/harness.h"
@@ -76,6 +77,34 @@ Replay SecondTargetCrashed(const ArtifactContext& c, const std::string& artifact
   return first;
 }
 
+// The float64 witness of a target: cpu-f64 for the CPU's kernels, cuda-f64
+// for CUDA's ("" for one already float64).
+std::string Float64Of(const std::string& target) {
+  if (absl::StartsWith(target, "cuda-f64") || target == "cpu-f64") return "";
+  if (absl::StartsWith(target, "cuda")) return "cuda-f64";
+  return "cpu-f64";
+}
+
+// A worker can die judging, in a float64 witness of the pair (session 52's
+// 4c45624b: the CPU's float64 grid_sampler backward writing through an index
+// cast from inf, filed as "<unknown>, did not recur"): where the pair ran
+// through, their float64 witnesses run as targets in a fresh process, and
+// a failure there names the witness (cpu-f64: the CPU's kernel in float64).
+Replay Float64Targets(const ArtifactContext& c, const std::string& artifact,
+                      const std::vector<std::string>& pair, Replay r) {
+  std::vector<std::string> wide;
+  for (const std::string& t : pair) {
+    const std::string w = Float64Of(t);
+    if (!w.empty() && std::find(wide.begin(), wide.end(), w) == wide.end()) wide.push_back(w);
+  }
+  if (wide.empty()) return r;
+  if (wide.size() == 1) wide.push_back(wide[0]);
+  const Replay f64 = LocateIn(c, artifact, absl::StrJoin(wide, ","), artifact + ".locate-f64.log",
+                              c.timeout_seconds);
+  if (f64.cut || (f64.crashed && !f64.target.empty())) return f64;
+  return r;
+}
+
 // Locate runs the pair's targets one after the other, so a hang or crash on
 // the first says nothing of the second: the second then runs first in a
 // fresh process. If it fails too, both sides fail; if not, the first is the
@@ -101,7 +130,8 @@ Replay Locate(const ArtifactContext& campaign, const std::string& artifact) {
     }
   }
   std::vector<std::string> pair = absl::StrSplit(c.targets, ',');
-  if (!(r.hung || r.crashed) || r.cuda_fault || pair.size() != 2 || pair[0] == pair[1]) return r;
+  if (!(r.hung || r.crashed)) return Float64Targets(c, artifact, pair, r);
+  if (r.cuda_fault || pair.size() != 2 || pair[0] == pair[1]) return r;
   if (r.target == pair[1] && r.crashed) return SecondTargetCrashed(c, artifact, pair, r);
   if (r.target != pair[0]) return r;
   const Replay other = LocateIn(c, artifact, absl::StrCat(pair[1], ",", pair[0]),
