@@ -509,6 +509,12 @@ std::optional<bool> MissesOpmathBackward(const graph::Node& node, const ops::Typ
                                          const std::vector<at::Tensor>& incoming,
                                          const at::Tensor& judged, size_t out, graph::DType dt,
                                          const Policy& policy, const std::string& opname) {
+  // The input gradient only: CUDA's grid gradient keeps gix, giy, giz in
+  // scalar_t (2-d and 3-d kernels alike), so the float32 backward rounded is
+  // no witness there (session 52's 3b30062b, CUDA 3.7% off in bf16 within
+  // the summation of its terms, judged expected); gradient_interpolation_
+  // weights bounds it.
+  if (out != 0) return std::nullopt;
   std::map<std::string, at::Tensor> in;
   for (const auto& [name, t] : inputs) {
     in[name] = t.defined() && t.is_floating_point() ? t.cpu().to(at::kFloat) : t;

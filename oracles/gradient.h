@@ -53,7 +53,8 @@ std::optional<std::string> NonFiniteIntoLinalgBackward(
 // `inputs` and `incoming`, dtype `dt`) misses the CPU's float32 backward
 // from the same values rounded to `dt`: a half grid_sampler's opmath witness
 // (coordinates formed in float32, as a correct half kernel forms them).
-// nullopt where the float32 backward does not run or does not compare.
+// nullopt where the float32 backward does not run or does not compare, and
+// for the grid gradient (out 1), which CUDA accumulates in the dtype.
 std::optional<bool> MissesOpmathBackward(const graph::Node& node, const ops::TypeEnv& types,
                                          const std::map<std::string, at::Tensor>& inputs,
                                          const std::vector<at::Tensor>& incoming,

@@ -173,6 +173,16 @@ TEST(GradientOracle, AHalfGridSamplersBackwardIsJudgedAgainstItsOpmathBackward) 
   };
   EXPECT_EQ(misses(cpu.result.outputs[0]), std::optional<bool>(true));
   EXPECT_EQ(misses(opmath), std::optional<bool>(false));
+  // The grid gradient: CUDA's kernels accumulate it in the dtype, so the
+  // rounded float32 backward does not judge it (session 52's 3b30062b).
+  ASSERT_GE(cpu.result.outputs.size(), 2u);
+  const at::Tensor grid_grad = cpu.result.outputs[1];
+  ASSERT_EQ(grid_grad.sizes(), inputs.at("x1").sizes());
+  // Half as large again: it would miss it, were it judged.
+  EXPECT_EQ(oracles::MissesOpmathBackward(p.nodes[0], types, inputs, incoming,
+                                          (grid_grad.to(at::kFloat) * 1.5).to(at::kBFloat16), 1,
+                                          graph::DType::kBF16, policy, "aten::grid_sampler_3d"),
+            std::nullopt);
 }
 
 // An error split in linear algebra's backward that read inf is the
