@@ -40,6 +40,17 @@ std::optional<at::Tensor> ArgAsTensor(const graph::Node& node, size_t i,
   }
 }
 
+// Where the rule defines the value (NaN): a NaN x with n >= 1, broadcast to
+// the result's shape; nullopt for another op or arguments it cannot read.
+std::optional<at::Tensor> NanRuleMask(const graph::Node& node,
+                                      const std::map<std::string, at::Tensor>& inputs) {
+  if (!IsOrthogonalPolynomial(node.op)) return std::nullopt;
+  const std::optional<at::Tensor> x = ArgAsTensor(node, 0, inputs);
+  const std::optional<at::Tensor> n = ArgAsTensor(node, 1, inputs);
+  if (!x || !n) return std::nullopt;
+  return at::isnan(*x).logical_and(at::ge(*n, 1));
+}
+
 }  // namespace
 
 bool IsOrthogonalPolynomial(const std::string& op) {
@@ -53,28 +64,22 @@ void CorrectReference(const graph::Node& node, const std::map<std::string, at::T
       !(*outputs)[0].is_floating_point()) {
     return;
   }
-  const std::optional<at::Tensor> x = ArgAsTensor(node, 0, inputs);
-  const std::optional<at::Tensor> n = ArgAsTensor(node, 1, inputs);
-  if (!x || !n) return;
+  const std::optional<at::Tensor> nan = NanRuleMask(node, inputs);
   at::Tensor& out = (*outputs)[0];
-  const at::Tensor nan = at::isnan(*x).logical_and(at::ge(*n, 1));
-  if (nan.sizes() != out.sizes()) return;  // x and n broadcast to the result's shape
-  out = at::where(nan, at::scalar_tensor(std::numeric_limits<double>::quiet_NaN(), out.options()),
+  if (!nan || nan->sizes() != out.sizes()) return;  // x and n broadcast to the result's shape
+  out = at::where(*nan, at::scalar_tensor(std::numeric_limits<double>::quiet_NaN(), out.options()),
                   out)
             .contiguous();
 }
 
 bool DefinedByNanRule(const graph::Node& node, const std::map<std::string, at::Tensor>& inputs,
                       const at::Tensor& only) {
-  if (!IsOrthogonalPolynomial(node.op) || !only.defined()) return false;
-  const std::optional<at::Tensor> x = ArgAsTensor(node, 0, inputs);
-  const std::optional<at::Tensor> n = ArgAsTensor(node, 1, inputs);
-  if (!x || !n) return false;
-  const at::Tensor nan = at::isnan(*x).logical_and(at::ge(*n, 1));
-  if (nan.numel() != only.numel()) return false;
+  if (!only.defined()) return false;
+  const std::optional<at::Tensor> nan = NanRuleMask(node, inputs);
+  if (!nan || nan->numel() != only.numel()) return false;
   const at::Tensor differing = only.reshape({-1}).to(at::kBool);
   return differing.any().item<bool>() &&
-         !differing.logical_and(nan.reshape({-1}).logical_not()).any().item<bool>();
+         !differing.logical_and(nan->reshape({-1}).logical_not()).any().item<bool>();
 }
 
 std::optional<Divergence> RerunDifferenceOutsideNanRule(const graph::Program& program, int node,

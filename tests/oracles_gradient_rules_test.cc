@@ -150,23 +150,34 @@ TEST(GradientRules, GridSamplerWeightsBoundTheInputGradientInFloat32Only) {
   }
 }
 
+// A grid_sampler over planted inputs in `dtype` (interpolation `mode`,
+// padding `padding`), its tolerance case and its inputs as built on the CPU.
+struct GridSamplerCase {
+  Case k;
+  at::Tensor x, grid, g;
+};
+GridSamplerCase GridSamplerCaseOf(const std::string& dtype, int mode, int padding) {
+  const graph::Program p = MustParse(
+      "divfuzz v1\ninput %x0: " + dtype + "[2,1,3,5] = planted(seed=3149938047)\n"
+      "input %x1: " + dtype + "[2,1,2,2] = uniform(seed=3561981530, low=-1.2, high=1.2)\n"
+      "input %ct0: " + dtype + "[2,1,1,2] = fill(1.0)\n"
+      "%v2 = aten::grid_sampler(%x0, %x1, " + std::to_string(mode) + ", " +
+      std::to_string(padding) + ", False)\noutput %v2\n");
+  GridSamplerCase sc{{p, MustInfer(p), {}}, {}, {}, {}};
+  sc.k.d.cls = DivergenceClass::kTolerance;
+  const exec::RunResult built = exec::Run(p, sc.k.types, exec::Target::kCpu);
+  sc.x = built.inputs.at("x0"), sc.grid = built.inputs.at("x1"), sc.g = built.inputs.at("ct0");
+  return sc;
+}
+
 // Session 47's GridSampler2DBackward0 f32 grid gradient (6423be44, judged
 // expected): a bicubic weight's derivative cancels as it is evaluated in
 // float, the CPU without FMA 1.9e-6 off, CUDA with it 1.4e-6; each within
 // the derivative polynomial's rounding over the sample's taps. 1% off is not.
 TEST(GradientRules, GridSamplerWeightsBoundTheGridGradientInFloat32) {
-  const graph::Program p = MustParse(R"(divfuzz v1
-input %x0: f32[2,1,3,5] = planted(seed=3149938047)
-input %x1: f32[2,1,2,2] = uniform(seed=3561981530, low=-1.2, high=1.2)
-input %ct0: f32[2,1,1,2] = fill(1.0)
-%v2 = aten::grid_sampler(%x0, %x1, 2, 1, False)
-output %v2
-)");
-  Case k{p, MustInfer(p), {}};
-  k.d.cls = DivergenceClass::kTolerance;
-  const exec::RunResult built = exec::Run(p, k.types, exec::Target::kCpu);
-  const at::Tensor x = built.inputs.at("x0"), grid = built.inputs.at("x1");
-  const at::Tensor g = built.inputs.at("ct0");
+  const GridSamplerCase sc = GridSamplerCaseOf("f32", 2, 1);
+  const Case& k = sc.k;
+  const at::Tensor &x = sc.x, &grid = sc.grid, &g = sc.g;
   auto grads = [&](at::ScalarType t) {
     at::Tensor xr = x.to(t).requires_grad_(true), gr = grid.to(t).requires_grad_(true);
     const at::Tensor y = at::grid_sampler(xr, gr, 2, 1, false);
@@ -192,19 +203,10 @@ output %v2
 // the terms' bound is in bf16's u; a CPU side's only where it is correctly
 // rounded or within the tolerance of its own float64 backward.
 TEST(GradientRules, GridSamplerWeightsBoundACudaSidesHalfGridGradientInItsDtype) {
-  const graph::Program p = MustParse(R"(divfuzz v1
-input %x0: bf16[2,1,3,5] = planted(seed=3149938047)
-input %x1: bf16[2,1,2,2] = uniform(seed=3561981530, low=-1.2, high=1.2)
-input %ct0: bf16[2,1,1,2] = fill(1.0)
-%v2 = aten::grid_sampler(%x0, %x1, 0, 0, False)
-output %v2
-)");
-  Case k{p, MustInfer(p), {}};
-  k.d.cls = DivergenceClass::kTolerance;
-  const exec::RunResult built = exec::Run(p, k.types, exec::Target::kCpu);
-  const at::Tensor x = built.inputs.at("x0").to(at::kDouble);
-  const at::Tensor grid = built.inputs.at("x1").to(at::kDouble);
-  const at::Tensor g = built.inputs.at("ct0").to(at::kDouble);
+  const GridSamplerCase sc = GridSamplerCaseOf("bf16", 0, 0);
+  const Case& k = sc.k;
+  const at::Tensor x = sc.x.to(at::kDouble), grid = sc.grid.to(at::kDouble);
+  const at::Tensor g = sc.g.to(at::kDouble);
   at::Tensor gr = grid.clone().requires_grad_(true);
   const at::Tensor y = at::grid_sampler(x, gr, 0, 0, false);
   const at::Tensor witness = torch::autograd::grad({y}, {gr}, {g})[0].detach();

@@ -114,6 +114,23 @@ TEST(Attribution, ErrorSplitBlamesTheSideThatRaisesWhenTheReferenceComputes) {
   EXPECT_EQ(v.Roots()[0]->tier, "bug");
 }
 
+// cpu vs cpu-scalar, planted as an orthogonal polynomial's unset variable
+// at a NaN x: cpu returns a different huge number there on every run,
+// cpu-scalar NaN.
+fuzz::HarnessConfig NanPolynomialConfig(const std::string& findings) {
+  fuzz::HarnessConfig config;
+  config.target_a = exec::Target::kCpu;
+  config.target_b = exec::Target::kCpuScalar;
+  config.findings_dir = testing::TempDir(findings);
+  config.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/true);
+  };
+  config.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
+    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/false);
+  };
+  return config;
+}
+
 // Session 52's e1f9491f (judged real, cuda; pytorch#158428): cholesky_inverse
 // of L = [[0]] raises on the CPU ("singular") and returns inf on CUDA. The
 // exact witness says L·Lᵀ is exactly singular (a zero diagonal), so the side
@@ -153,17 +170,7 @@ TEST(Attribution, APolynomialAtANanXIsNanWhateverTheReferenceKernelReturns) {
   // that returns NaN. Planted: cpu returns a different huge number there on
   // every run, cpu-scalar NaN. Its rerun differs only where the rule says
   // NaN, so the finding is cpu's wrong value, not nondeterminism.
-  fuzz::HarnessConfig config;
-  config.target_a = exec::Target::kCpu;
-  config.target_b = exec::Target::kCpuScalar;
-  config.findings_dir = testing::TempDir("nan_polynomial");
-  config.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
-    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/true);
-  };
-  config.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
-    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/false);
-  };
-  fuzz::Harness harness(config);
+  fuzz::Harness harness(NanPolynomialConfig("nan_polynomial"));
   for (const std::string op :
        {"special_shifted_chebyshev_polynomial_u", "special_chebyshev_polynomial_w",
         "special_legendre_polynomial_p", "special_laguerre_polynomial_l"}) {
@@ -199,17 +206,7 @@ TEST(Attribution, APolynomialAtANanXIsNanWhateverTheReferenceKernelReturns) {
 // the kernel, gives the reference's value, so it judges there. Where the
 // sides also differ elsewhere, the kernel's float64 still cannot.
 TEST(Attribution, APolynomialAtANanXIsJudgedInAFloat64ProgramToo) {
-  fuzz::HarnessConfig config;
-  config.target_a = exec::Target::kCpu;
-  config.target_b = exec::Target::kCpuScalar;
-  config.findings_dir = testing::TempDir("nan_polynomial_f64");
-  config.runner_a = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
-    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/true);
-  };
-  config.runner_b = [](const graph::Program& p, const ops::TypeEnv& t, exec::Target target) {
-    return testing::NanPolynomialRun(p, t, target, /*uninitialized=*/false);
-  };
-  fuzz::Harness harness(config);
+  fuzz::Harness harness(NanPolynomialConfig("nan_polynomial_f64"));
   fuzz::Outcome o = harness.RunProgram(MustParse(
       "divfuzz v1\ninput %x: f64[3] = values(0x1p-2, nan, 0x1p-1)\n"
       "%y = aten::special_shifted_chebyshev_polynomial_u.n_scalar(%x, 6.0)\noutput %y\n"));

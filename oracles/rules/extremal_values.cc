@@ -62,13 +62,10 @@ std::optional<RuleMatch> GridOverflow(const Context& c) {
     }
     const at::Tensor not_nan = g.masked_select(g.eq(g));
     const double gmax = not_nan.numel() == 0 ? 0 : not_nan.max().item<double>();
-    const double u = c.dtype == DType::kF64 ? graph::Epsilon(DType::kF64)
-                                            : graph::Epsilon(DType::kF32);
-    const double position = (gmax + 1) * static_cast<double>(size) / 2;
-    if (!std::isfinite(position) || position * u > 2.0 * static_cast<double>(size)) {
+    if (const std::optional<double> position = ReflectionLosesPosition(gmax, size, c.dtype)) {
       return RuleMatch{"extremal_values",
                        absl::StrCat("a grid coordinate of magnitude ", graph::FormatFloat(gmax),
-                                    " is unnormalized to ", graph::FormatFloat(position),
+                                    " is unnormalized to ", graph::FormatFloat(*position),
                                     ", whose rounding exceeds reflection padding's period 2·",
                                     size, ": the folded position is not defined by it "
                                     "(pytorch#51911)")};

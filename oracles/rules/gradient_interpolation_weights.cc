@@ -88,6 +88,11 @@ std::optional<GridLayout> LayoutOf(const at::Tensor& x, const at::Tensor& grid, 
   return l;
 }
 
+// grid_sample's unnormalization of a coordinate g in [-1, 1] over `size`.
+double Unnormalized(double g, double size, bool align_corners) {
+  return align_corners ? (g + 1) / 2 * (size - 1) : ((g + 1) * size - 1) / 2;
+}
+
 // Each sample's unnormalized coordinates (`sample`), then each of its taps
 // (`tap`): the input element it reads (flat, clamped as border padding does;
 // taps zeros padding drops only shrink the sums) and its unclamped position
@@ -106,7 +111,7 @@ bool WalkTaps(const GridLayout& l, const at::Tensor& grid, int reach, bool align
       for (int64_t d = 0; d < l.dims; ++d) {
         const double gv = gacc[b][j][d];
         const double size = static_cast<double>(l.sizes[d]);
-        src[d] = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
+        src[d] = Unnormalized(gv, size, align_corners);
         if (!std::isfinite(src[d])) return false;
       }
       sample(b, j, src);
@@ -289,7 +294,7 @@ std::optional<at::Tensor> NearestTieAllowance(const at::Tensor& x, const at::Ten
       for (int64_t d = 0; d < l->dims; ++d) {
         const double gv = gacc[b][j][d];
         const double size = static_cast<double>(l->sizes[d]);
-        const double src = align_corners ? (gv + 1) / 2 * (size - 1) : ((gv + 1) * size - 1) / 2;
+        const double src = Unnormalized(gv, size, align_corners);
         if (!std::isfinite(src)) return std::nullopt;
         const double half_way = std::floor(src) + 0.5;
         const double reach = 4.5 * u * (std::fabs(src) + size) + uh / 2 * std::fabs(src);
@@ -331,27 +336,42 @@ std::optional<at::Tensor> NearestTieAllowance(const at::Tensor& x, const at::Ten
   return (tie + s * (2.5 * uh * n)).reshape(x.sizes());
 }
 
+// One side's sampled input and grid, where its incoming gradient and float64
+// backward are there to judge it and its outgoing gradient has the shape of
+// the one judged (c.out 0: the input's, 1: the grid's).
+std::optional<std::pair<at::Tensor, at::Tensor>> SampledBy(const GradientContext& c,
+                                                           const GradientSide& side,
+                                                           const ops::OpSpec& spec) {
+  auto x = side.inputs.find(c.node.args[0].value.s);
+  auto grid = side.inputs.find(c.node.args[spec.grid.arg].value.s);
+  if (x == side.inputs.end() || grid == side.inputs.end() || side.incoming.empty() ||
+      !side.incoming[0].defined() || !side.witness.defined() ||
+      side.outgoing.sizes() != (c.out == 0 ? x->second : grid->second).sizes()) {
+    return std::nullopt;
+  }
+  return std::make_pair(x->second, grid->second);
+}
+
+bool AlignsCorners(const graph::Node& node) {
+  const graph::Literal* ac = ops::FindArg(node, 4, "align_corners");
+  return ac != nullptr && ac->kind == graph::Literal::Kind::kBool && ac->b;
+}
+
 std::optional<RuleMatch> GridSamplerNearest(const GradientContext& c, const ops::OpSpec& spec,
                                             bool half) {
   if (c.out != 0) return std::nullopt;  // nearest's grid gradient is 0
   const int64_t padding = IntArgOr(c.node, ArgPos(spec.grid.padding_arg), "padding_mode", -1);
   if (padding != 0 && padding != 1) return std::nullopt;
-  const graph::Literal* ac = ops::FindArg(c.node, 4, "align_corners");
-  const bool align_corners = ac != nullptr && ac->kind == graph::Literal::Kind::kBool && ac->b;
+  const bool align_corners = AlignsCorners(c.node);
   const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
                                                  : graph::Epsilon(graph::DType::kF32);
   const double uh = half ? graph::Epsilon(c.dtype) : u;
   const double atol = c.policy.For(c.node.QualifiedName(), c.dtype).atol;
   for (const GradientSide* side : {&c.a, &c.b}) {
-    auto x = side->inputs.find(c.node.args[0].value.s);
-    auto grid = side->inputs.find(c.node.args[spec.grid.arg].value.s);
-    if (x == side->inputs.end() || grid == side->inputs.end() || side->incoming.empty() ||
-        !side->incoming[0].defined() || !side->witness.defined() ||
-        side->outgoing.sizes() != x->second.sizes()) {
-      return std::nullopt;
-    }
+    const auto sampled = SampledBy(c, *side, spec);
+    if (!sampled) return std::nullopt;
     const std::optional<at::Tensor> bound = NearestTieAllowance(
-        x->second, grid->second, side->incoming[0], align_corners, padding == 1, u, uh);
+        sampled->first, sampled->second, side->incoming[0], align_corners, padding == 1, u, uh);
     if (!bound || bound->sizes() != side->witness.sizes()) return std::nullopt;
     const at::Tensor off = (side->outgoing.to(at::kDouble) - side->witness.to(at::kDouble)).abs();
     const at::Tensor ok = (off <= *bound + atol) | at::isfinite(off).logical_not();
@@ -386,8 +406,7 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
   if (mode == 1) return GridSamplerNearest(c, *spec, half);
   if (mode != 0 && mode != 2) return std::nullopt;
   const int reach = mode == 2 ? 2 : 1;
-  const graph::Literal* ac = ops::FindArg(c.node, 4, "align_corners");
-  const bool align_corners = ac != nullptr && ac->kind == graph::Literal::Kind::kBool && ac->b;
+  const bool align_corners = AlignsCorners(c.node);
   const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
                                                  : graph::Epsilon(graph::DType::kF32);
   const double atol = c.policy.For(c.node.QualifiedName(), c.dtype).atol;
@@ -402,15 +421,10 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
     // expected). A CPU side there only where correctly rounded or within
     // the tolerance of its own float64 backward.
     for (const GradientSide* side : {&c.a, &c.b}) {
-      auto x = side->inputs.find(c.node.args[0].value.s);
-      auto grid = side->inputs.find(c.node.args[spec->grid.arg].value.s);
-      if (x == side->inputs.end() || grid == side->inputs.end() || side->incoming.empty() ||
-          !side->incoming[0].defined() || !side->witness.defined() ||
-          side->outgoing.sizes() != grid->second.sizes()) {
-        return std::nullopt;
-      }
-      const std::optional<at::Tensor> bound =
-          GridGradientBound(x->second, grid->second, side->incoming[0], mode == 2, align_corners);
+      const auto sampled = SampledBy(c, *side, *spec);
+      if (!sampled) return std::nullopt;
+      const std::optional<at::Tensor> bound = GridGradientBound(
+          sampled->first, sampled->second, side->incoming[0], mode == 2, align_corners);
       if (!bound || bound->sizes() != side->witness.sizes()) return std::nullopt;
       const at::Tensor off = (side->outgoing.to(at::kDouble) - side->witness.to(at::kDouble)).abs();
       const double us = half ? graph::Epsilon(c.dtype) : u;
@@ -431,15 +445,10 @@ std::optional<RuleMatch> GridSamplerWeights(const GradientContext& c) {
                                   "through w'', their sum) of its own float64 backward")};
   }
   for (const GradientSide* side : {&c.a, &c.b}) {
-    auto x = side->inputs.find(c.node.args[0].value.s);
-    auto grid = side->inputs.find(c.node.args[spec->grid.arg].value.s);
-    if (x == side->inputs.end() || grid == side->inputs.end() || side->incoming.empty() ||
-        !side->incoming[0].defined() || !side->witness.defined() ||
-        side->outgoing.sizes() != x->second.sizes()) {
-      return std::nullopt;
-    }
+    const auto sampled = SampledBy(c, *side, *spec);
+    if (!sampled) return std::nullopt;
     const std::optional<GridStencil> st =
-        GridSupport(x->second, grid->second, side->incoming[0], reach, align_corners);
+        GridSupport(sampled->first, sampled->second, side->incoming[0], reach, align_corners);
     if (!st || st->s.sizes() != side->witness.sizes()) return std::nullopt;
     // A weight is off by 4.5·u·(|src| + size) (the coordinate's rounding
     // through |dw/dt| <= 1.5) plus 16u (its polynomial's); n taps of

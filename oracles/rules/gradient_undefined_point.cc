@@ -156,14 +156,11 @@ static bool ReflectedUndefinedCoordinate(const GradientContext& c) {
       size = std::max(size, x->second.size(k));
     }
   }
-  const double u = c.dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
-                                                 : graph::Epsilon(graph::DType::kF32);
   return AnySideInput(c, [&](const std::string& name, const at::Tensor& t) {
     if (name != grid || t.numel() == 0) return false;
     if (at::isfinite(t).logical_not().any().item<bool>()) return true;
     const double gmax = t.to(at::kDouble).abs().max().item<double>();
-    const double position = (gmax + 1) * static_cast<double>(size) / 2;
-    return size > 0 && (!std::isfinite(position) || position * u > 2.0 * static_cast<double>(size));
+    return size > 0 && ReflectionLosesPosition(gmax, size, c.dtype).has_value();
   });
 }
 

@@ -7,6 +7,8 @@
 #include <ATen/ops/triu.h>
 #include <ATen/ops/isfinite.h>
 
+#include <cmath>
+
 namespace divfuzz::oracles::rules {
 
 using graph::Literal;
@@ -38,6 +40,17 @@ int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t 
 
 bool ReflectsGrid(const ops::OpSpec& spec, const graph::Node& node) {
   return spec.grid.arg >= 0 && IntArgOr(node, ArgPos(spec.grid.padding_arg), "padding_mode", -1) == 2;
+}
+
+std::optional<double> ReflectionLosesPosition(double magnitude, int64_t size,
+                                              graph::DType dtype) {
+  const double u = dtype == graph::DType::kF64 ? graph::Epsilon(graph::DType::kF64)
+                                               : graph::Epsilon(graph::DType::kF32);
+  const double position = (magnitude + 1) * static_cast<double>(size) / 2;
+  if (std::isfinite(position) && position * u <= 2.0 * static_cast<double>(size)) {
+    return std::nullopt;
+  }
+  return position;
 }
 
 std::string BaseName(const std::string& op) {

@@ -88,6 +88,13 @@ int64_t IntArgOr(const graph::Node& node, size_t pos, const char* name, int64_t 
 // period, so a huge or non-finite one defines no position (pytorch#24823).
 bool ReflectsGrid(const ops::OpSpec& spec, const graph::Node& node);
 
+// Where reflection defines no position for a finite grid coordinate of
+// magnitude `magnitude` over a spatial size `size`: the unnormalized
+// position (|g| + 1)·size/2, when it is not finite or its rounding in the
+// kernel's float (float64 for an f64 op) exceeds the period 2·size
+// (pytorch#51911); nullopt where the position is defined.
+std::optional<double> ReflectionLosesPosition(double magnitude, int64_t size, graph::DType dtype);
+
 // "aten::index_put_" -> "index_put": in-place variants race like the others.
 std::string BaseName(const std::string& op);
 
